@@ -1,0 +1,22 @@
+// Causal scaled-dot-product attention with grouped-query heads (forward and backward).
+//
+// Flash-style: the T x T probabilities are never kept for the whole batch; forward saves only
+// the log-sum-exp per query row and backward recomputes the probabilities block by block.
+#pragma once
+
+#include "core/tensor.h"
+
+namespace braid {
+
+// q: (B, Tq, Hq, D); k, v: (B, Tk, Hkv, D) with Hq % Hkv == 0 (query head h uses kv head
+// h / (Hq / Hkv)); Tq <= Tk. Query row i sits at absolute position Tk - Tq + i and attends to
+// keys 0 ..= Tk - Tq + i (so Tq == Tk is ordinary causal training, Tq == 1 is a decode step
+// against a KV cache). Scale 1/sqrt(D).
+// out: (B, Tq, Hq, D); lse: (B, Hq, Tq) f32 log-sum-exp of the scaled scores (for backward).
+void attention_forward(Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
+                       const Tensor& v);
+// dq (B, Tq, Hq, D), dk, dv (B, Tk, Hkv, D): overwritten.
+void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout, const Tensor& q,
+                        const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse);
+
+}  // namespace braid

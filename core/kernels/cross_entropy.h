@@ -1,0 +1,18 @@
+// Softmax cross-entropy fused with the LM head: logits are produced and consumed in row
+// chunks, so the full (N, V) logits matrix is never stored.
+#pragma once
+
+#include "core/tensor.h"
+
+namespace braid {
+
+// x: (N, C) final hidden states; w: (V, C) LM head weight; targets: (N) i32, -1 = ignored.
+// losses: (N) f32, per-row -log softmax(x w^T)[target] (0 for ignored rows).
+// When dx is defined: dx (N, C) is overwritten with grad_scale * (softmax - onehot) W and
+// dw (V, C) accumulates grad_scale * (softmax - onehot)^T x (forward and backward in one pass,
+// since the loss is the end of the graph). Ignored rows contribute nothing.
+// Throws on a target outside [-1, V).
+void lm_head_cross_entropy(Tensor& losses, Tensor& dx, Tensor& dw, const Tensor& x,
+                           const Tensor& w, const Tensor& targets, float grad_scale);
+
+}  // namespace braid

@@ -1,0 +1,47 @@
+// CUDA runtime probing: how many GPUs this process can see, and a round-trip smoke kernel.
+#include <cuda_runtime.h>
+
+#include "core/kernels/cuda/device_info.h"
+
+namespace braid::cuda {
+
+namespace {
+__global__ void axpy_kernel(int n, float a, const float* x, float* y) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] += a * x[i];
+}
+}  // namespace
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no device" error
+    return 0;
+  }
+  return n;
+}
+
+std::string smoke_test(int n) {
+  float *x = nullptr, *y = nullptr;
+  const size_t bytes = sizeof(float) * static_cast<size_t>(n);
+  if (cudaMalloc(&x, bytes) != cudaSuccess || cudaMalloc(&y, bytes) != cudaSuccess)
+    return "cudaMalloc failed";
+  float* hx = new float[n];
+  float* hy = new float[n];
+  for (int i = 0; i < n; ++i) { hx[i] = static_cast<float>(i); hy[i] = 1.0f; }
+  cudaMemcpy(x, hx, bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(y, hy, bytes, cudaMemcpyHostToDevice);
+  axpy_kernel<<<(n + 255) / 256, 256>>>(n, 2.0f, x, y);
+  cudaError_t err = cudaMemcpy(hy, y, bytes, cudaMemcpyDeviceToHost);
+  std::string result;
+  if (err != cudaSuccess) result = cudaGetErrorString(err);
+  for (int i = 0; i < n && result.empty(); ++i)
+    if (hy[i] != 1.0f + 2.0f * static_cast<float>(i)) result = "wrong value at " + std::to_string(i);
+  delete[] hx;
+  delete[] hy;
+  cudaFree(x);
+  cudaFree(y);
+  return result;
+}
+
+}  // namespace braid::cuda

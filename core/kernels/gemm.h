@@ -1,0 +1,29 @@
+// The one GEMM interface of braid. Row-major, BLAS-like; the CPU library behind it is chosen
+// at run time (see docs/benchmarks.md for why), never by callers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.h"
+
+namespace braid {
+
+// C (M, N) = alpha * op(A) (M, K) @ op(B) (K, N) + beta * C, all row-major.
+// op(A) = A (M, K) with lda >= K when !trans_a, else A is stored (K, M) with lda >= M.
+// op(B) = B (K, N) with ldb >= N when !trans_b, else B is stored (N, K) with ldb >= K.
+// Multi-threaded over the process's OpenMP threads; when called from inside an OpenMP
+// parallel region it runs on the calling thread only.
+void gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+              const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+              int64_t ldc);
+
+// Same contract with bf16 inputs and f32 accumulation/output.
+void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+               const bf16* A, int64_t lda, const bf16* B, int64_t ldb, float beta, float* C,
+               int64_t ldc);
+
+// Which implementation runs ("onednn", "openblas", "reference"), for logs and benchmarks.
+std::string gemm_backend_name();
+
+}  // namespace braid

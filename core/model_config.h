@@ -1,0 +1,58 @@
+// ModelConfig: the shape of a GPT-2- or Llama-family transformer. Knows nothing of parallelism.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/config_fields.h"
+
+namespace braid {
+
+struct ModelConfig {
+  std::string family = "gpt2";
+  int vocab_size = 50257;
+  int context_length = 1024;
+  int n_layer = 12;
+  int n_embd = 768;
+  int n_head = 12;
+  int n_kv_head = 0;        // 0: same as n_head
+  int ffn_hidden = 0;       // 0: 4*n_embd for gpt2, SwiGLU rule (8/3 n_embd rounded to 64) for llama
+  float norm_eps = 1e-5f;
+  float rope_theta = 10000.0f;
+  int tie_embeddings = -1;  // -1: family default (gpt2 tied, llama untied); 0/1 explicit
+  float init_std = 0.02f;
+  uint64_t seed = 1234;     // parameter initialisation seed
+
+  template <class V>
+  void visit(V& v) {
+    v("family", family, "Model family: gpt2 (LayerNorm, GELU, learned positions, tied embeddings) or llama (RMSNorm, SwiGLU, RoPE, grouped-query attention).");
+    v("vocab_size", vocab_size, "Vocabulary size; must cover every token id in the data.");
+    v("context_length", context_length, "Longest sequence the model accepts (learned position table size for gpt2).");
+    v("n_layer", n_layer, "Number of transformer blocks.");
+    v("n_embd", n_embd, "Hidden width (d_model); a multiple of n_head.");
+    v("n_head", n_head, "Attention (query) heads.");
+    v("n_kv_head", n_kv_head, "Key/value heads for grouped-query attention (llama); 0 means n_head. Must divide n_head.");
+    v("ffn_hidden", ffn_hidden, "MLP hidden width; 0 picks the family default (gpt2: 4*n_embd; llama: 8/3*n_embd rounded up to 64).");
+    v("norm_eps", norm_eps, "Epsilon of LayerNorm/RMSNorm.");
+    v("rope_theta", rope_theta, "RoPE base frequency (llama).");
+    v("tie_embeddings", tie_embeddings, "-1: family default (gpt2 ties the LM head to the token embedding, llama does not); 0: untied; 1: tied.");
+    v("init_std", init_std, "Std of the normal init; residual output projections use init_std/sqrt(2*n_layer).");
+    v("seed", seed, "Seed of the parameter initialisation.");
+  }
+  void validate() const;
+
+  bool is_llama() const { return family == "llama"; }
+  int kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
+  int head_dim() const { return n_embd / n_head; }
+  int ffn() const;
+  bool tied() const { return tie_embeddings < 0 ? !is_llama() : tie_embeddings != 0; }
+  // Parameter count (each tensor counted once; tied head not double counted).
+  int64_t num_params() const;
+  // Parameters that take part in matmuls per token (LM head included, position table not).
+  int64_t num_matmul_params() const;
+  // Model FLOPs per token for forward+backward at sequence length T:
+  // 6 * matmul params + 12 * n_layer * n_embd * T (attention scores and values, PaLM appendix B).
+  double flops_per_token(int T) const;
+};
+
+}  // namespace braid

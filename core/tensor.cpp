@@ -1,0 +1,149 @@
+// Tensor and Storage.
+#include "core/tensor.h"
+
+#include <cstring>
+
+namespace braid {
+
+std::string shape_str(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) r += ", ";
+    r += std::to_string(s[i]);
+  }
+  return r + "]";
+}
+
+int64_t shape_numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+Storage::Storage(size_t bytes, Device device, MemCategory cat)
+    : bytes_(bytes), device_(device), cat_(cat) {
+  BRAID_CHECK(device.is_cpu(), "device {} storage is not available in this build", device.str());
+  data_ = host_alloc(bytes, cat);
+}
+
+Storage::~Storage() { host_free(data_, bytes_, cat_); }
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, MemCategory cat) {
+  for (int64_t d : shape) BRAID_CHECK(d >= 0, "negative dimension in shape {}", shape_str(shape));
+  Tensor t;
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  t.storage_ = std::make_shared<Storage>(t.nbytes(), device, cat);
+  return t;
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device, MemCategory cat) {
+  Tensor t = empty(shape, dtype, device, cat);
+  t.zero_();
+  return t;
+}
+
+Tensor Tensor::from_vector(const std::vector<float>& v, const Shape& shape) {
+  Tensor t = empty(shape, DType::F32);
+  BRAID_CHECK(static_cast<int64_t>(v.size()) == t.numel(), "{} values for shape {}", v.size(),
+              shape_str(shape));
+  std::memcpy(t.raw(), v.data(), t.nbytes());
+  return t;
+}
+
+Tensor Tensor::from_vector_i32(const std::vector<int32_t>& v, const Shape& shape) {
+  Tensor t = empty(shape, DType::I32);
+  BRAID_CHECK(static_cast<int64_t>(v.size()) == t.numel(), "{} values for shape {}", v.size(),
+              shape_str(shape));
+  std::memcpy(t.raw(), v.data(), t.nbytes());
+  return t;
+}
+
+int64_t Tensor::dim(int i) const {
+  const int n = ndim();
+  if (i < 0) i += n;
+  BRAID_CHECK(i >= 0 && i < n, "dim {} of a {}-d tensor", i, n);
+  return shape_[i];
+}
+
+float* Tensor::f32() const {
+  BRAID_CHECK(dtype_ == DType::F32, "expected f32, tensor is {}", dtype_name(dtype_));
+  return data<float>();
+}
+
+int32_t* Tensor::i32() const {
+  BRAID_CHECK(dtype_ == DType::I32, "expected i32, tensor is {}", dtype_name(dtype_));
+  return data<int32_t>();
+}
+
+Tensor Tensor::view(const Shape& shape) const {
+  Shape s = shape;
+  int infer = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == -1) {
+      BRAID_CHECK(infer < 0, "more than one -1 in view shape {}", shape_str(shape));
+      infer = static_cast<int>(i);
+    } else {
+      known *= s[i];
+    }
+  }
+  if (infer >= 0) {
+    BRAID_CHECK(known > 0 && numel() % known == 0, "cannot view {} as {}", shape_str(shape_),
+                shape_str(shape));
+    s[infer] = numel() / known;
+  }
+  BRAID_CHECK(shape_numel(s) == numel(), "cannot view {} as {}", shape_str(shape_),
+              shape_str(shape));
+  Tensor t = *this;
+  t.shape_ = s;
+  return t;
+}
+
+Tensor Tensor::slice0(int64_t begin, int64_t end) const {
+  BRAID_CHECK(ndim() >= 1 && begin >= 0 && begin <= end && end <= shape_[0],
+              "slice0({}, {}) of shape {}", begin, end, shape_str(shape_));
+  const int64_t row = shape_[0] == 0 ? 0 : numel() / shape_[0];
+  Tensor t = *this;
+  t.shape_[0] = end - begin;
+  t.offset_bytes_ += static_cast<size_t>(begin * row) * dtype_size(dtype_);
+  return t;
+}
+
+Tensor Tensor::clone(MemCategory cat) const {
+  Tensor t = empty(shape_, dtype_, device(), cat);
+  std::memcpy(t.raw(), raw(), nbytes());
+  return t;
+}
+
+void Tensor::copy_from(const Tensor& src) {
+  BRAID_CHECK(src.numel() == numel() && src.dtype() == dtype_, "copy {} into {}", src.str(), str());
+  if (nbytes()) std::memmove(raw(), src.raw(), nbytes());
+}
+
+void Tensor::zero_() {
+  if (nbytes()) std::memset(raw(), 0, nbytes());
+}
+
+void Tensor::fill_(float v) {
+  float* p = f32();
+  const int64_t n = numel();
+  for (int64_t i = 0; i < n; ++i) p[i] = v;
+}
+
+std::string Tensor::str() const {
+  if (!defined()) return "undefined";
+  return std::string(dtype_name(dtype_)) + shape_str(shape_) + " " + device().str();
+}
+
+void check_shape(const Tensor& t, const Shape& expected, const char* name) {
+  BRAID_CHECK(t.defined() && t.shape() == expected, "{} has shape {}, expected {}", name,
+              t.defined() ? shape_str(t.shape()) : "undefined", shape_str(expected));
+}
+
+void check_dtype(const Tensor& t, DType expected, const char* name) {
+  BRAID_CHECK(t.defined() && t.dtype() == expected, "{} has dtype {}, expected {}", name,
+              t.defined() ? dtype_name(t.dtype()) : "undefined", dtype_name(expected));
+}
+
+}  // namespace braid

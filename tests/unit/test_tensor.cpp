@@ -1,0 +1,59 @@
+// Tensor basics: shapes, views, slices, dtype conversions, the caching allocator.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/tensor.h"
+
+namespace braid {
+
+TEST(Tensor, ViewAndSliceShareStorage) {
+  Tensor t = Tensor::from_vector({0, 1, 2, 3, 4, 5}, {3, 2});
+  Tensor v = t.view({2, -1});
+  EXPECT_EQ(v.shape(), (Shape{2, 3}));
+  Tensor s = t.slice0(1, 3);
+  EXPECT_EQ(s.shape(), (Shape{2, 2}));
+  EXPECT_FLOAT_EQ(s.f32()[0], 2.0f);
+  s.f32()[0] = 42.0f;
+  EXPECT_FLOAT_EQ(t.f32()[2], 42.0f);
+  EXPECT_THROW(t.view({4, 2}), Error);
+  EXPECT_THROW(t.slice0(2, 4), Error);
+  EXPECT_THROW(t.i32(), Error);
+}
+
+TEST(Tensor, CloneIsDeep) {
+  Tensor t = Tensor::from_vector({1, 2}, {2});
+  Tensor c = t.clone();
+  c.f32()[0] = 9;
+  EXPECT_FLOAT_EQ(t.f32()[0], 1.0f);
+}
+
+TEST(DType, Bf16RoundsToNearestEven) {
+  EXPECT_EQ(float_to_bf16(1.0f).bits, 0x3f80);
+  EXPECT_FLOAT_EQ(bf16_to_float(float_to_bf16(3.140625f)), 3.140625f);
+  // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties go to even (1.0).
+  EXPECT_FLOAT_EQ(bf16_to_float(float_to_bf16(1.0f + 1.0f / 256)), 1.0f);
+  EXPECT_TRUE(std::isnan(bf16_to_float(float_to_bf16(NAN))));
+}
+
+TEST(DType, F16RoundTrip) {
+  for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 6.1035156e-05f, 5.9604645e-08f, 0.333251953125f})
+    EXPECT_FLOAT_EQ(f16_to_float(float_to_f16(f)), f) << f;
+  EXPECT_TRUE(std::isinf(f16_to_float(float_to_f16(1e6f))));
+  EXPECT_EQ(float_to_f16(1.0f).bits, 0x3c00);
+}
+
+TEST(Memory, CachingAllocatorCountsAndReuses) {
+  const auto before = host_memory_stats();
+  void* p = nullptr;
+  {
+    Tensor t = Tensor::empty({1000}, DType::F32, Device::cpu(), MemCategory::Grads);
+    p = t.raw();
+    EXPECT_GE(host_memory_stats().live_bytes[static_cast<size_t>(MemCategory::Grads)],
+              before.live_bytes[static_cast<size_t>(MemCategory::Grads)] + 4000);
+  }
+  Tensor u = Tensor::empty({1000}, DType::F32, Device::cpu(), MemCategory::Grads);
+  EXPECT_EQ(u.raw(), p);  // the freed block came back
+}
+
+}  // namespace braid
