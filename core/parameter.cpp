@@ -1,0 +1,16 @@
+// Parameter allocation.
+#include "core/parameter.h"
+
+namespace braid {
+
+Parameter::Parameter(std::string n, const Shape& shape, bool trainable_)
+    : name(std::move(n)), trainable(trainable_) {
+  value = Tensor::zeros(shape, DType::F32, Device::cpu(), MemCategory::Weights);
+  if (trainable) grad = Tensor::zeros(shape, DType::F32, Device::cpu(), MemCategory::Grads);
+}
+
+void Parameter::zero_grad() {
+  if (grad.defined()) grad.zero_();
+}
+
+}  // namespace braid

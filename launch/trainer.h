@@ -1,0 +1,23 @@
+// Trainer: the single-process training loop (data -> model -> AdamW), evaluation,
+// checkpoints, metrics and the sample at the end.
+#pragma once
+
+#include <string>
+
+#include "launch/train_config.h"
+
+namespace braid {
+
+struct TrainSummary {
+  int64_t steps_done = 0;       // optimizer steps run by this invocation
+  int64_t final_step = 0;       // global step reached
+  double last_train_loss = 0;   // mean loss of the last step
+  double last_val_loss = -1;    // -1 when never evaluated
+  std::string run_dir;
+};
+
+// Runs training as configured. config_path names the YAML file (for messages and relative
+// paths); cfg is already resolved and validated.
+TrainSummary train(const RunConfig& cfg, const std::string& config_path);
+
+}  // namespace braid

@@ -1,0 +1,99 @@
+// AdamW, the LR schedule and gradient clipping.
+#include "optim/adamw.h"
+
+#include <cmath>
+
+#include "core/kernels/elementwise.h"
+
+namespace braid {
+
+AdamW::AdamW(std::vector<Parameter*> params, const OptimConfig& cfg) : cfg_(cfg) {
+  cfg_.validate();
+  for (Parameter* p : params) {
+    if (!p->trainable) continue;  // frozen parameters have no optimizer state
+    Slot s{p, Tensor::zeros(p->value.shape(), DType::F32, Device::cpu(), MemCategory::OptimizerState),
+           Tensor::zeros(p->value.shape(), DType::F32, Device::cpu(), MemCategory::OptimizerState),
+           false};
+    s.decay = decays(*p);
+    slots_.push_back(std::move(s));
+  }
+}
+
+bool AdamW::decays(const Parameter& p) const {
+  if (p.value.ndim() < 2) return false;
+  for (const std::string& pat : cfg_.no_decay)
+    if (!pat.empty() && p.name.find(pat) != std::string::npos) return false;
+  return true;
+}
+
+void AdamW::step(float lr) {
+  ++t_;
+  const float b1 = cfg_.beta1, b2 = cfg_.beta2, eps = cfg_.eps;
+  const float bc1 = 1.0f - static_cast<float>(std::pow(static_cast<double>(b1), static_cast<double>(t_)));
+  const float bc2 = 1.0f - static_cast<float>(std::pow(static_cast<double>(b2), static_cast<double>(t_)));
+  const float step_size = lr / bc1;
+  const float inv_sqrt_bc2 = 1.0f / std::sqrt(bc2);
+  for (Slot& s : slots_) {
+    float* w = s.p->value.f32();
+    const float* g = s.p->grad.f32();
+    float* m = s.m.f32();
+    float* v = s.v.f32();
+    const float decay = s.decay ? lr * cfg_.weight_decay : 0.0f;
+    const int64_t n = s.p->value.numel();
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      const float gi = g[i];
+      const float mi = b1 * m[i] + (1.0f - b1) * gi;
+      const float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+      m[i] = mi;
+      v[i] = vi;
+      const float denom = std::sqrt(vi) * inv_sqrt_bc2 + eps;
+      w[i] -= step_size * mi / denom + decay * w[i];
+    }
+  }
+}
+
+std::vector<std::pair<std::string, Tensor>> AdamW::state_tensors() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const Slot& s : slots_) {
+    out.emplace_back(s.p->name + ".exp_avg", s.m);
+    out.emplace_back(s.p->name + ".exp_avg_sq", s.v);
+  }
+  return out;
+}
+
+void AdamW::load_state(const std::function<Tensor(const std::string&)>& get, int64_t steps_taken) {
+  for (Slot& s : slots_) {
+    s.m.copy_from(get(s.p->name + ".exp_avg"));
+    s.v.copy_from(get(s.p->name + ".exp_avg_sq"));
+  }
+  t_ = steps_taken;
+}
+
+float lr_at(const OptimConfig& cfg, int64_t step, int64_t total_steps) {
+  if (step < cfg.warmup_steps) return cfg.lr * static_cast<float>(step + 1) / static_cast<float>(cfg.warmup_steps);
+  if (cfg.decay == "constant") return cfg.lr;
+  const int64_t end = cfg.decay_steps > 0 ? cfg.decay_steps : total_steps;
+  if (step >= end || end <= cfg.warmup_steps) return cfg.min_lr;
+  const double progress = static_cast<double>(step - cfg.warmup_steps) /
+                          static_cast<double>(end - cfg.warmup_steps);
+  const double coeff = cfg.decay == "cosine" ? 0.5 * (1.0 + std::cos(M_PI * progress)) : 1.0 - progress;
+  return static_cast<float>(cfg.min_lr + coeff * (cfg.lr - cfg.min_lr));
+}
+
+double global_grad_norm(const std::vector<Parameter*>& params) {
+  double sq = 0.0;
+  for (const Parameter* p : params)
+    if (p->trainable) sq += sum_squares(p->grad);
+  return std::sqrt(sq);
+}
+
+float clip_grad_norm(const std::vector<Parameter*>& params, double norm, float max_norm) {
+  if (max_norm <= 0.0f || !(norm > max_norm)) return 1.0f;
+  const float scale = static_cast<float>(max_norm / (norm + 1e-6));
+  for (Parameter* p : params)
+    if (p->trainable) scale_inplace(p->grad, scale);
+  return scale;
+}
+
+}  // namespace braid

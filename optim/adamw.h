@@ -1,0 +1,52 @@
+// AdamW with decoupled weight decay over a model's trainable parameters.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/parameter.h"
+#include "optim/optim_config.h"
+
+namespace braid {
+
+class AdamW {
+ public:
+  AdamW(std::vector<Parameter*> params, const OptimConfig& cfg);
+
+  // One update with learning rate lr from each parameter's .grad:
+  //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2
+  //   p -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)  +  lr * wd * p   (decaying only)
+  void step(float lr);
+  int64_t steps_taken() const { return t_; }
+  // Whether weight decay applies: not for 1-D tensors, nor names matching cfg.no_decay.
+  bool decays(const Parameter& p) const;
+
+  // Checkpoint state: "<param>.exp_avg" and "<param>.exp_avg_sq" for each trainable parameter.
+  std::vector<std::pair<std::string, Tensor>> state_tensors() const;
+  // Restores moments and the step count; get(name) returns the saved tensor (throws if absent).
+  void load_state(const std::function<Tensor(const std::string&)>& get, int64_t steps_taken);
+
+ private:
+  struct Slot {
+    Parameter* p;
+    Tensor m, v;  // (same shape as p), MemCategory::OptimizerState
+    bool decay;
+  };
+  std::vector<Slot> slots_;
+  OptimConfig cfg_;
+  int64_t t_ = 0;
+};
+
+// Learning rate at optimizer step `step` (0-based): linear warmup to cfg.lr over
+// warmup_steps, then cosine/linear decay to min_lr at decay_steps (or total_steps), then flat.
+float lr_at(const OptimConfig& cfg, int64_t step, int64_t total_steps);
+
+// L2 norm over all trainable gradients (double accumulation, deterministic).
+double global_grad_norm(const std::vector<Parameter*>& params);
+// Scales gradients so the global norm is at most max_norm (no-op when max_norm <= 0 or the
+// norm is smaller). Returns the scale applied (1 when none).
+float clip_grad_norm(const std::vector<Parameter*>& params, double norm, float max_norm);
+
+}  // namespace braid
