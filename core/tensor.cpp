@@ -121,6 +121,30 @@ void Tensor::copy_from(const Tensor& src) {
   if (nbytes()) std::memmove(raw(), src.raw(), nbytes());
 }
 
+Tensor Tensor::to(DType dt, MemCategory cat) const {
+  if (dt == dtype_) return clone(cat);
+  Tensor t = empty(shape_, dt, device(), cat);
+  const int64_t n = numel();
+  auto load = [&](int64_t i) -> float {
+    switch (dtype_) {
+      case DType::F32: return data<float>()[i];
+      case DType::BF16: return bf16_to_float(data<bf16>()[i]);
+      case DType::F16: return f16_to_float(data<f16>()[i]);
+      default: BRAID_CHECK(false, "cannot convert {} to {}", dtype_name(dtype_), dtype_name(dt));
+    }
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = load(i);
+    switch (dt) {
+      case DType::F32: t.data<float>()[i] = v; break;
+      case DType::BF16: t.data<bf16>()[i] = float_to_bf16(v); break;
+      case DType::F16: t.data<f16>()[i] = float_to_f16(v); break;
+      default: BRAID_CHECK(false, "cannot convert {} to {}", dtype_name(dtype_), dtype_name(dt));
+    }
+  }
+  return t;
+}
+
 void Tensor::zero_() {
   if (nbytes()) std::memset(raw(), 0, nbytes());
 }

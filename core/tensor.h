@@ -77,6 +77,8 @@ class Tensor {
   Tensor clone(MemCategory cat = MemCategory::Activations) const;
   // Copies src's bytes into this tensor (shapes must have equal numel, dtypes equal).
   void copy_from(const Tensor& src);
+  // Converted copy between f32, bf16 and f16 (same dtype: a plain clone).
+  Tensor to(DType dtype, MemCategory cat = MemCategory::Activations) const;
   void zero_();
   void fill_(float v);  // f32 only
 

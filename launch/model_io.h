@@ -1,0 +1,34 @@
+// Loading and saving a Transformer's weights: braid checkpoints, run directories and HF
+// export directories, with shape checks that say what does not match.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/models/transformer.h"
+#include "core/safetensors.h"
+
+namespace braid {
+
+// (name, value) of every parameter, in model order.
+std::vector<std::pair<std::string, Tensor>> named_weights(const Transformer& model);
+
+// Copies every parameter from `file` (braid names, braid layout). Throws UserError when a
+// tensor is missing or has another shape ("written for a different model config").
+void load_weights(Transformer& model, const SafetensorsFile& file);
+
+// A model ready for evaluation or sampling, and where it came from.
+struct LoadedModel {
+  std::unique_ptr<Transformer> model;
+  std::string source;      // the checkpoint or HF directory actually read
+  std::string tokenizer;   // tokenizer.json next to it, "" when none was found
+  int64_t step = 0;        // training step of a braid checkpoint (0 for HF files)
+};
+
+// `path` may be a braid checkpoint directory (manifest.json), a run directory (uses its
+// checkpoints/latest), or an HF directory / model.safetensors file with config.json beside it.
+LoadedModel load_model(const std::string& path);
+
+}  // namespace braid

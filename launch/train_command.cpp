@@ -1,0 +1,29 @@
+// `braid train CONFIG [--set section.key=value ...]`
+#include <memory>
+
+#include "launch/commands.h"
+#include "launch/config.h"
+#include "launch/trainer.h"
+
+namespace braid {
+
+void add_train_command(CLI::App& app) {
+  struct Opts {
+    std::string config;
+    std::vector<std::string> overrides;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* c = app.add_subcommand("train", "Train a model from a YAML config file");
+  c->add_option("config", o->config, "YAML config file (see docs/config.md)")->required();
+  c->add_option("--set", o->overrides,
+                "Override a config key, e.g. --set optim.lr=1e-3 (repeatable)");
+  c->footer("The run directory <run.dir>/<run.name> receives config.yaml (resolved), "
+            "metrics.jsonl, tokenizer.json and checkpoints/. checkpoint.resume=auto continues "
+            "from its latest checkpoint.");
+  c->callback([o] {
+    RunConfig cfg = load_run_config(o->config, o->overrides);
+    train(cfg, o->config);
+  });
+}
+
+}  // namespace braid

@@ -1,0 +1,237 @@
+// The training loop: resume, micro-batch accumulation, clipping, AdamW, metrics, evaluation,
+// checkpoints and the closing sample.
+#include "launch/trainer.h"
+
+#include <omp.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include "core/kernels/gemm.h"
+#include "core/models/generate.h"
+#include "data/loader.h"
+#include "data/tokenizer.h"
+#include "launch/checkpoint.h"
+#include "launch/config.h"
+#include "launch/config_json.h"
+#include "launch/metrics.h"
+#include "launch/model_io.h"
+#include "optim/adamw.h"
+
+namespace braid {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double peak_rss_mib() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;  // ru_maxrss is KiB on Linux
+}
+
+// First differing model key between a checkpoint's config and ours, or "".
+std::string model_difference(const nlohmann::json& saved, const ModelConfig& ours) {
+  const nlohmann::json now = fields_to_json(ours);
+  for (auto it = now.begin(); it != now.end(); ++it) {
+    if (!saved.contains(it.key()) || saved.at(it.key()) != it.value())
+      return fmt::format("model.{} is {} in the checkpoint but {} in the config", it.key(),
+                         saved.contains(it.key()) ? saved.at(it.key()).dump() : "absent",
+                         it.value().dump());
+  }
+  return "";
+}
+
+double evaluate(Transformer& model, const ValidationSet& val, int batches) {
+  double sum = 0.0;
+  int64_t count = 0;
+  const int64_t n = std::min<int64_t>(batches, val.num_batches());
+  for (int64_t i = 0; i < n; ++i) {
+    Batch b = val.val_batch(i);
+    LossSum l = model.forward_loss(b.tokens, b.targets);
+    sum += l.sum;
+    count += l.count;
+  }
+  return count > 0 ? sum / static_cast<double>(count) : NAN;
+}
+
+}  // namespace
+
+TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
+  const auto t_start = std::chrono::steady_clock::now();
+  if (cfg.train.threads > 0) omp_set_num_threads(cfg.train.threads);
+  const fs::path run_dir = fs::path(cfg.run.dir) / cfg.run.name;
+  const fs::path data_dir = cfg.data.dir;
+  const std::string train_path = (data_dir / "train.bin").string();
+  const std::string val_path = (data_dir / "val.bin").string();
+  const std::string tok_path = (data_dir / "tokenizer.json").string();
+
+  // Data first: a bad shard fails before anything is written.
+  Loader probe_train(train_path, DataConfig{cfg.data.dir, 1, 1, 1, cfg.data.seed, 0});
+  BRAID_USER_CHECK(probe_train.shard().vocab_size() <= cfg.model.vocab_size,
+                   "{} was tokenized with a vocabulary of {} but model.vocab_size is {} (in {}); "
+                   "set model.vocab_size to at least {}",
+                   train_path, probe_train.shard().vocab_size(), cfg.model.vocab_size, config_path,
+                   probe_train.shard().vocab_size());
+  BRAID_USER_CHECK(probe_train.shard().size() > cfg.data.seq_len,
+                   "{} holds {} tokens, fewer than one sequence of data.seq_len + 1 = {}",
+                   train_path, probe_train.shard().size(), cfg.data.seq_len + 1);
+  ValidationSet val(val_path, cfg.data);
+  BRAID_USER_CHECK(val.shard().vocab_size() <= cfg.model.vocab_size,
+                   "{} has vocabulary {} > model.vocab_size {}", val_path,
+                   val.shard().vocab_size(), cfg.model.vocab_size);
+
+  Transformer model(cfg.model);
+  model.init_weights();
+  AdamW opt(model.parameters(), cfg.optim);
+  fs::create_directories(run_dir);
+  CheckpointManager ckpt(run_dir.string(), cfg.checkpoint.keep_last);
+
+  // ---- resume ----
+  int64_t start_step = 0;
+  std::optional<std::string> resume_from;
+  if (cfg.checkpoint.resume == "auto") {
+    resume_from = ckpt.latest();
+  } else if (cfg.checkpoint.resume == "none") {
+    BRAID_USER_CHECK(!ckpt.latest().has_value(),
+                     "{} already holds checkpoints and checkpoint.resume is none; use "
+                     "checkpoint.resume=auto to continue it, or another run.name",
+                     run_dir.string());
+  } else {
+    resume_from = cfg.checkpoint.resume;
+  }
+  if (resume_from) {
+    LoadedCheckpoint ck = CheckpointManager::load(*resume_from);
+    if (ck.state.contains("model")) {
+      const std::string diff = model_difference(ck.state.at("model"), cfg.model);
+      BRAID_USER_CHECK(diff.empty(), "cannot resume from {}: {}; the checkpoint was written for a "
+                       "different model config", *resume_from, diff);
+    }
+    load_weights(model, ck.model);
+    if (!ck.optimizer.names().empty()) {
+      opt.load_state([&](const std::string& n) {
+        check_tensor_matches(ck.optimizer, n, model.find(n.substr(0, n.rfind('.')))->value.shape(),
+                             DType::F32, ck.optimizer.path());
+        return ck.optimizer.get(n);
+      }, ck.state.value("optimizer_steps", ck.step));
+      start_step = ck.step;
+    }
+    std::printf("resumed from %s (step %lld)\n", resume_from->c_str(), static_cast<long long>(ck.step));
+  }
+  save_run_config(cfg, run_dir / "config.yaml");
+  if (fs::exists(tok_path)) fs::copy_file(tok_path, run_dir / "tokenizer.json", fs::copy_options::overwrite_existing);
+
+  const int64_t total = cfg.train.steps;
+  const int B = cfg.data.micro_batch, T = cfg.data.seq_len, accum = cfg.data.grad_accum;
+  const double tokens_per_step = static_cast<double>(B) * T * accum;
+  const double flops_per_step = cfg.model.flops_per_token(T) * tokens_per_step;
+  const double peak = cfg.train.peak_tflops > 0 ? cfg.train.peak_tflops * 1e12 : measure_gemm_peak_f32(0.5);
+  std::printf("braid train: %s, %s %.2fM params, %d threads, gemm %s, run dir %s\n",
+              config_path.c_str(), cfg.model.family.c_str(), cfg.model.num_params() / 1e6,
+              omp_get_max_threads(), gemm_backend_name().c_str(), run_dir.string().c_str());
+  std::printf("tokens/step %.0f (micro-batch %d x %d x accum %d); MFU peak %s (%s)\n", tokens_per_step,
+              B, T, accum, format_si(peak, "FLOP/s").c_str(),
+              cfg.train.peak_tflops > 0 ? "train.peak_tflops" : "measured f32 GEMM");
+  std::fflush(stdout);
+
+  MetricsLog log(run_dir.string(), total);
+  log.record({{"event", start_step > 0 ? "resume" : "start"}, {"step", start_step}});
+  TrainSummary summary;
+  summary.run_dir = run_dir.string();
+  summary.final_step = start_step;
+  if (start_step >= total) {
+    log.print(fmt::format("nothing to do: the checkpoint is at step {} and train.steps is {}", start_step, total));
+    return summary;
+  }
+
+  Loader loader(train_path, cfg.data, 0, 1, start_step);
+  const float grad_scale = static_cast<float>(1.0 / tokens_per_step);
+  double window_time = 0.0, window_loss = 0.0, train_time = 0.0;
+  int window_steps = 0;
+  for (int64_t step = start_step; step < total; ++step) {
+    const auto t0 = std::chrono::steady_clock::now();
+    model.zero_grad();
+    LossSum ls;
+    for (int m = 0; m < accum; ++m) {
+      Batch b = loader.next();
+      LossSum l = model.forward_backward(b.tokens, b.targets, grad_scale);
+      ls.sum += l.sum;
+      ls.count += l.count;
+    }
+    const double loss = ls.sum / static_cast<double>(ls.count);
+    const double norm = global_grad_norm(model.parameters());
+    BRAID_USER_CHECK(std::isfinite(loss) && std::isfinite(norm),
+                     "training diverged at step {}: loss {}, gradient norm {}; lower optim.lr or "
+                     "raise optim.warmup_steps, and resume from the last checkpoint",
+                     step + 1, loss, norm);
+    clip_grad_norm(model.parameters(), norm, cfg.optim.grad_clip);
+    const float lr = lr_at(cfg.optim, step, total);
+    opt.step(lr);
+    const double dt = seconds_since(t0);
+    window_time += dt;
+    train_time += dt;
+    window_loss += loss;
+    ++window_steps;
+    summary.last_train_loss = loss;
+    summary.final_step = step + 1;
+    ++summary.steps_done;
+    const int64_t done = step + 1;
+    log.progress(done, loss);
+
+    if (done % cfg.train.log_interval == 0 || done == total) {
+      const double step_s = window_time / window_steps;
+      const double tok_s = tokens_per_step / step_s;
+      const double flops = flops_per_step / step_s;
+      const double eta = step_s * static_cast<double>(total - done);
+      const double mem_mib = static_cast<double>(host_memory_stats().peak_total) / 1048576.0;
+      log.print(fmt::format("step {:>6}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} tok/s | "
+                            "{} | MFU {:.1f}% | mem {:.0f} MiB | ETA {}",
+                            done, total, window_loss / window_steps, lr, norm, tok_s,
+                            format_si(flops, "FLOP/s"), 100.0 * flops / peak, mem_mib, format_duration(eta)));
+      log.record({{"step", done}, {"loss", window_loss / window_steps}, {"lr", lr}, {"grad_norm", norm},
+                  {"tokens_per_s", tok_s}, {"flops_per_s", flops}, {"mfu", flops / peak},
+                  {"peak_tensor_mib", mem_mib}, {"peak_rss_mib", peak_rss_mib()}, {"step_s", step_s},
+                  {"step_loss", loss}});
+      window_time = window_loss = 0.0;
+      window_steps = 0;
+    }
+    if (cfg.train.eval_interval > 0 && (done % cfg.train.eval_interval == 0 || done == total)) {
+      const double vl = evaluate(model, val, cfg.train.eval_batches);
+      summary.last_val_loss = vl;
+      log.print(fmt::format("step {:>6}/{} | val loss {:.4f} | val ppl {:.2f}", done, total, vl, std::exp(vl)));
+      log.record({{"step", done}, {"val_loss", vl}});
+    }
+    if ((cfg.checkpoint.interval > 0 && done % cfg.checkpoint.interval == 0) || done == total) {
+      nlohmann::json state = {{"model", fields_to_json(cfg.model)},
+                              {"optimizer_steps", opt.steps_taken()},
+                              {"data", {{"seed", cfg.data.seed}, {"next_step", done}}},
+                              {"config_yaml", dump_run_config(cfg)}};
+      const std::string where = ckpt.save(done, named_weights(model), opt.state_tensors(), state);
+      log.print(fmt::format("checkpoint: {}", where));
+    }
+  }
+  log.record({{"event", "end"}, {"step", summary.final_step}, {"train_seconds", train_time},
+              {"wall_seconds", seconds_since(t_start)}});
+
+  if (cfg.train.sample_tokens > 0 && fs::exists(tok_path)) {
+    std::unique_ptr<Tokenizer> tok = Tokenizer::load(tok_path);
+    std::vector<int32_t> prompt = tok->encode(cfg.train.sample_prompt.empty() ? "\n" : cfg.train.sample_prompt);
+    SampleOptions so;
+    so.max_new_tokens = cfg.train.sample_tokens;
+    so.temperature = cfg.train.sample_temperature;
+    so.top_k = cfg.train.sample_top_k;
+    so.seed = cfg.data.seed;
+    std::vector<int32_t> out = generate(model, prompt, so);
+    std::printf("\n---- sample (temperature %.2f, top-k %d) ----\n%s%s\n----\n", so.temperature, so.top_k,
+                cfg.train.sample_prompt.c_str(), tok->decode(out).c_str());
+  }
+  return summary;
+}
+
+}  // namespace braid
