@@ -1,0 +1,101 @@
+// CPU GELU (tanh form) and SwiGLU, forward and backward: flat OpenMP + SIMD loops.
+#include "core/kernels/activation.h"
+
+#include "core/kernels/cpu/cpu_checks.h"
+#include "core/kernels/cpu/fast_math.h"
+
+namespace braid {
+
+namespace {
+
+constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
+constexpr float kGeluCubic = 0.044715f;
+
+}  // namespace
+
+// 0.5 (1 + tanh(u)) == sigmoid(2u), which needs one exp and no tanh.
+void gelu_forward(Tensor& y, const Tensor& x) {
+  cpu::check_f32(x, "gelu_forward", "x");
+  cpu::check_f32(y, "gelu_forward", "y");
+  check_shape(y, x.shape(), "gelu_forward y");
+  const int64_t n = x.numel();
+  const float* xp = x.f32();  // x: any shape, n elements
+  float* yp = y.f32();        // y: same shape as x; may be x itself
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = xp[i];
+    const float u = kGeluScale * (v + kGeluCubic * v * v * v);
+    yp[i] = v * cpu::sigmoid_f32(2.0f * u);
+  }
+}
+
+// d/dx [x s(x)] with s = sigmoid(2u): s + x * 2 s (1 - s) * du/dx.
+void gelu_backward(Tensor& dx, const Tensor& dy, const Tensor& x) {
+  cpu::check_f32(x, "gelu_backward", "x");
+  cpu::check_f32(dy, "gelu_backward", "dy");
+  cpu::check_f32(dx, "gelu_backward", "dx");
+  check_shape(dy, x.shape(), "gelu_backward dy");
+  check_shape(dx, x.shape(), "gelu_backward dx");
+  const int64_t n = x.numel();
+  const float* xp = x.f32();
+  const float* dyp = dy.f32();  // may be dx itself
+  float* dxp = dx.f32();
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = xp[i];
+    const float u = kGeluScale * (v + kGeluCubic * v * v * v);
+    const float du = kGeluScale * (1.0f + 3.0f * kGeluCubic * v * v);
+    const float s = cpu::sigmoid_f32(2.0f * u);
+    dxp[i] = dyp[i] * (s + 2.0f * v * s * (1.0f - s) * du);
+  }
+}
+
+void swiglu_forward(Tensor& y, const Tensor& gate, const Tensor& up) {
+  cpu::check_f32(gate, "swiglu_forward", "gate");
+  cpu::check_f32(up, "swiglu_forward", "up");
+  cpu::check_f32(y, "swiglu_forward", "y");
+  BRAID_CHECK(gate.ndim() == 2, "swiglu_forward: gate must be (N, F), got {}", gate.str());
+  check_shape(up, gate.shape(), "swiglu_forward up");
+  check_shape(y, gate.shape(), "swiglu_forward y");
+  const int64_t n = gate.numel();
+  const float* g = gate.f32();  // gate: (N, F)
+  const float* u = up.f32();    // up: (N, F)
+  float* yp = y.f32();          // y: (N, F)
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const float gv = g[i];
+    yp[i] = gv * cpu::sigmoid_f32(gv) * u[i];
+  }
+}
+
+// silu'(g) = s + g s (1 - s) with s = sigmoid(g).
+void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dy, const Tensor& gate,
+                     const Tensor& up) {
+  cpu::check_f32(gate, "swiglu_backward", "gate");
+  cpu::check_f32(up, "swiglu_backward", "up");
+  cpu::check_f32(dy, "swiglu_backward", "dy");
+  cpu::check_f32(dgate, "swiglu_backward", "dgate");
+  cpu::check_f32(dup, "swiglu_backward", "dup");
+  BRAID_CHECK(gate.ndim() == 2, "swiglu_backward: gate must be (N, F), got {}", gate.str());
+  check_shape(up, gate.shape(), "swiglu_backward up");
+  check_shape(dy, gate.shape(), "swiglu_backward dy");
+  check_shape(dgate, gate.shape(), "swiglu_backward dgate");
+  check_shape(dup, gate.shape(), "swiglu_backward dup");
+  BRAID_CHECK(!dgate.same_storage(dup) || dgate.raw() != dup.raw(),
+              "swiglu_backward: dgate and dup must be different tensors");
+  const int64_t n = gate.numel();
+  const float* g = gate.f32();   // gate: (N, F)
+  const float* u = up.f32();     // up: (N, F)
+  const float* d = dy.f32();     // dy: (N, F)
+  float* dg = dgate.f32();       // dgate: (N, F)
+  float* du = dup.f32();         // dup: (N, F)
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const float gv = g[i], uv = u[i], dv = d[i];
+    const float s = cpu::sigmoid_f32(gv);
+    dg[i] = dv * uv * s * (1.0f + gv * (1.0f - s));
+    du[i] = dv * gv * s;
+  }
+}
+
+}  // namespace braid

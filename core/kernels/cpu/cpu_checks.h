@@ -1,0 +1,23 @@
+// Argument guards shared by the CPU kernels: device (no CUDA kernels yet) and dtype (f32 only).
+#pragma once
+
+#include "core/tensor.h"
+
+namespace braid::cpu {
+
+// A CUDA tensor can only reach a CPU kernel when the op has no CUDA implementation; say so
+// instead of dereferencing device memory.
+inline void check_cpu(const Tensor& t, const char* op, const char* name) {
+  BRAID_CHECK(t.device().is_cpu(), "{}: {} is on {}, but {} has no CUDA kernel yet", op, name,
+              t.device().str(), op);
+}
+
+// The kernels compute in f32 only for now; other dtypes fail naming the dtype they got.
+inline void check_f32(const Tensor& t, const char* op, const char* name) {
+  check_cpu(t, op, name);
+  BRAID_CHECK(t.defined(), "{}: {} is undefined", op, name);
+  BRAID_CHECK(t.dtype() == DType::F32, "{}: {} has dtype {}; only f32 is implemented on the CPU",
+              op, name, dtype_name(t.dtype()));
+}
+
+}  // namespace braid::cpu

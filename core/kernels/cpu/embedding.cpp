@@ -1,0 +1,126 @@
+// CPU token + learned position embedding: gather forward, deterministic scatter-add backward.
+#include "core/kernels/embedding.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/kernels/cpu/cpu_checks.h"
+
+namespace braid {
+
+void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
+                       int64_t pos_offset) {
+  const char* op = "embedding_forward";
+  cpu::check_f32(out, op, "out");
+  cpu::check_f32(wte, op, "wte");
+  if (wpe.defined()) cpu::check_f32(wpe, op, "wpe");
+  cpu::check_cpu(tokens, op, "tokens");
+  check_dtype(tokens, DType::I32, "embedding_forward tokens");
+  BRAID_CHECK(tokens.ndim() == 2, "{}: tokens must be (B, T), got {}", op, tokens.str());
+  BRAID_CHECK(wte.ndim() == 2, "{}: wte must be (V, C), got {}", op, wte.str());
+  const int64_t B = tokens.dim(0), T = tokens.dim(1), V = wte.dim(0), C = wte.dim(1);
+  check_shape(out, {B, T, C}, "embedding_forward out");
+  const float* pe = nullptr;  // wpe: (P, C) or absent
+  if (wpe.defined()) {
+    BRAID_CHECK(wpe.ndim() == 2 && wpe.dim(1) == C, "{}: wpe must be (P, {}), got {}", op, C,
+                wpe.str());
+    const int64_t P = wpe.dim(0);
+    BRAID_CHECK(pos_offset >= 0 && (T == 0 || pos_offset + T <= P),
+                "{}: positions [{}, {}) are outside the position table [0, {})", op, pos_offset,
+                pos_offset + T, P);
+    pe = wpe.f32();
+  }
+  const int32_t* tok = tokens.i32();  // tokens: (B, T)
+  // Checked before the parallel loop: an exception must not leave an OpenMP region.
+  for (int64_t i = 0; i < B * T; ++i)
+    BRAID_CHECK(tok[i] >= 0 && tok[i] < V,
+                "{}: token id {} at (b={}, t={}) is outside the vocabulary [0, V={})", op, tok[i],
+                i / T, i % T, V);
+
+  const float* te = wte.f32();  // wte: (V, C)
+  float* o = out.f32();         // out: (B, T, C)
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < B * T; ++i) {
+    const float* trow = te + static_cast<int64_t>(tok[i]) * C;
+    float* orow = o + i * C;
+    if (pe) {
+      const float* prow = pe + (pos_offset + i % T) * C;
+#pragma omp simd
+      for (int64_t c = 0; c < C; ++c) orow[c] = trow[c] + prow[c];
+    } else {
+      std::copy(trow, trow + C, orow);
+    }
+  }
+}
+
+// dwte: positions are sorted by (token id, position) and each distinct token's rows are added
+// in position order by one thread; dwpe: each position sums its batch rows in order. Neither
+// order depends on the thread count, and no two threads write the same row.
+void embedding_backward(Tensor& dwte, Tensor& dwpe, const Tensor& dout, const Tensor& tokens,
+                        int64_t pos_offset) {
+  const char* op = "embedding_backward";
+  cpu::check_f32(dwte, op, "dwte");
+  if (dwpe.defined()) cpu::check_f32(dwpe, op, "dwpe");
+  cpu::check_f32(dout, op, "dout");
+  cpu::check_cpu(tokens, op, "tokens");
+  check_dtype(tokens, DType::I32, "embedding_backward tokens");
+  BRAID_CHECK(tokens.ndim() == 2, "{}: tokens must be (B, T), got {}", op, tokens.str());
+  BRAID_CHECK(dwte.ndim() == 2, "{}: dwte must be (V, C), got {}", op, dwte.str());
+  const int64_t B = tokens.dim(0), T = tokens.dim(1), V = dwte.dim(0), C = dwte.dim(1);
+  const int64_t N = B * T;
+  check_shape(dout, {B, T, C}, "embedding_backward dout");
+  const int32_t* tok = tokens.i32();  // tokens: (B, T)
+  const float* d = dout.f32();        // dout: (B, T, C)
+
+  if (dwpe.defined()) {
+    BRAID_CHECK(dwpe.ndim() == 2 && dwpe.dim(1) == C, "{}: dwpe must be (P, {}), got {}", op, C,
+                dwpe.str());
+    const int64_t P = dwpe.dim(0);
+    BRAID_CHECK(pos_offset >= 0 && (T == 0 || pos_offset + T <= P),
+                "{}: positions [{}, {}) are outside the position table [0, {})", op, pos_offset,
+                pos_offset + T, P);
+    float* pg = dwpe.f32();  // dwpe: (P, C)
+#pragma omp parallel for schedule(static)
+    for (int64_t t = 0; t < T; ++t) {
+      float* prow = pg + (pos_offset + t) * C;
+      for (int64_t b = 0; b < B; ++b) {
+        const float* drow = d + (b * T + t) * C;
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) prow[c] += drow[c];
+      }
+    }
+  }
+
+  // key = token id in the high half, flat position in the low half: one sort orders both.
+  BRAID_CHECK(N < (int64_t{1} << 32), "{}: {} positions do not fit the 32-bit sort key", op, N);
+  std::vector<uint64_t> keys(N);
+  for (int64_t i = 0; i < N; ++i) {
+    BRAID_CHECK(tok[i] >= 0 && tok[i] < V,
+                "{}: token id {} at (b={}, t={}) is outside the vocabulary [0, V={})", op, tok[i],
+                i / T, i % T, V);
+    keys[i] = (static_cast<uint64_t>(tok[i]) << 32) | static_cast<uint64_t>(i);
+  }
+  std::sort(keys.begin(), keys.end());
+  // starts[g] = index in keys of the first position of the g-th distinct token.
+  std::vector<int64_t> starts;
+  for (int64_t i = 0; i < N; ++i)
+    if (i == 0 || (keys[i] >> 32) != (keys[i - 1] >> 32))
+      starts.push_back(i);
+  starts.push_back(N);
+  const int64_t groups = static_cast<int64_t>(starts.size()) - 1;
+
+  float* g = dwte.f32();  // dwte: (V, C)
+  // Dynamic: token frequencies are skewed (a few ids own many positions).
+#pragma omp parallel for schedule(dynamic, 16)
+  for (int64_t k = 0; k < groups; ++k) {
+    const int64_t s0 = starts[k], s1 = starts[k + 1];
+    float* grow = g + static_cast<int64_t>(keys[s0] >> 32) * C;
+    for (int64_t s = s0; s < s1; ++s) {
+      const float* drow = d + static_cast<int64_t>(keys[s] & 0xffffffffu) * C;
+#pragma omp simd
+      for (int64_t c = 0; c < C; ++c) grow[c] += drow[c];
+    }
+  }
+}
+
+}  // namespace braid

@@ -1,0 +1,123 @@
+// CPU LayerNorm over the last dimension, forward and backward (rows in parallel).
+#include "core/kernels/layernorm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "core/kernels/cpu/chunked_sum.h"
+#include "core/kernels/cpu/cpu_checks.h"
+
+namespace braid {
+
+void layernorm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
+                       const Tensor& b, float eps) {
+  const char* op = "layernorm_forward";
+  for (auto [t, name] : {std::pair{&y, "y"}, {&mean, "mean"}, {&rstd, "rstd"}})
+    cpu::check_f32(*t, op, name);
+  for (auto [t, name] : {std::pair{&x, "x"}, {&w, "w"}, {&b, "b"}}) cpu::check_f32(*t, op, name);
+  BRAID_CHECK(x.ndim() == 2, "{}: x must be (N, C), got {}", op, x.str());
+  const int64_t N = x.dim(0), C = x.dim(1);
+  check_shape(y, {N, C}, "layernorm_forward y");
+  check_shape(w, {C}, "layernorm_forward w");
+  check_shape(b, {C}, "layernorm_forward b");
+  check_shape(mean, {N}, "layernorm_forward mean");
+  check_shape(rstd, {N}, "layernorm_forward rstd");
+  const float* xp = x.f32();  // x: (N, C)
+  const float* wp = w.f32();  // w: (C)
+  const float* bp = b.f32();  // b: (C)
+  float* yp = y.f32();        // y: (N, C)
+  float* mp = mean.f32();     // mean: (N)
+  float* rp = rstd.f32();     // rstd: (N)
+  const float inv_c = 1.0f / static_cast<float>(C);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < N; ++r) {
+    const float* xr = xp + r * C;
+    float* yr = yp + r * C;
+    float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (int64_t c = 0; c < C; ++c) s += xr[c];
+    const float m = s * inv_c;
+    // Two passes (the row is in L1 by now) so that a large mean does not cancel the variance.
+    float v = 0.0f;
+#pragma omp simd reduction(+ : v)
+    for (int64_t c = 0; c < C; ++c) v += (xr[c] - m) * (xr[c] - m);
+    const float rs = 1.0f / std::sqrt(v * inv_c + eps);
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) yr[c] = (xr[c] - m) * rs * wp[c] + bp[c];
+    mp[r] = m;
+    rp[r] = rs;
+  }
+}
+
+// With xhat = (x - mean) rstd and g = dy w:
+//   dx = rstd (g - mean_c(g) - xhat mean_c(g xhat)),  dw += sum_rows dy xhat,  db += sum_rows dy.
+// dw/db are summed per fixed chunk of rows, then the chunk partials are added in chunk order,
+// so the result does not depend on the thread count.
+void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dy, const Tensor& x,
+                        const Tensor& w, const Tensor& mean, const Tensor& rstd) {
+  const char* op = "layernorm_backward";
+  for (auto [t, name] : {std::pair{&dx, "dx"}, {&dw, "dw"}, {&db, "db"}})
+    cpu::check_f32(*t, op, name);
+  for (auto [t, name] : {std::pair{&dy, "dy"}, {&x, "x"}, {&w, "w"}, {&mean, "mean"},
+                         {&rstd, "rstd"}})
+    cpu::check_f32(*t, op, name);
+  BRAID_CHECK(x.ndim() == 2, "{}: x must be (N, C), got {}", op, x.str());
+  const int64_t N = x.dim(0), C = x.dim(1);
+  check_shape(dy, {N, C}, "layernorm_backward dy");
+  check_shape(dx, {N, C}, "layernorm_backward dx");
+  check_shape(w, {C}, "layernorm_backward w");
+  check_shape(dw, {C}, "layernorm_backward dw");
+  check_shape(db, {C}, "layernorm_backward db");
+  check_shape(mean, {N}, "layernorm_backward mean");
+  check_shape(rstd, {N}, "layernorm_backward rstd");
+  if (N == 0 || C == 0) return;
+
+  const int64_t chunk_rows = cpu::rows_per_chunk(N);
+  const int64_t chunks = (N + chunk_rows - 1) / chunk_rows;
+  Tensor partial = Tensor::empty({chunks, 2, C});  // per chunk: dw then db partial sums
+  const float* dyp = dy.f32();   // dy: (N, C)
+  const float* xp = x.f32();     // x: (N, C)
+  const float* wp = w.f32();     // w: (C)
+  const float* mp = mean.f32();  // mean: (N)
+  const float* rp = rstd.f32();  // rstd: (N)
+  float* dxp = dx.f32();         // dx: (N, C)
+  float* pp = partial.f32();     // partial: (chunks, 2, C)
+  const float inv_c = 1.0f / static_cast<float>(C);
+
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < chunks; ++k) {
+    float* pw = pp + k * 2 * C;
+    float* pb = pw + C;
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) pw[c] = pb[c] = 0.0f;
+    const int64_t r_end = std::min(N, (k + 1) * chunk_rows);
+    for (int64_t r = k * chunk_rows; r < r_end; ++r) {
+      const float* dyr = dyp + r * C;
+      const float* xr = xp + r * C;
+      float* dxr = dxp + r * C;
+      const float m = mp[r], rs = rp[r];
+      float sg = 0.0f, sgx = 0.0f;
+#pragma omp simd reduction(+ : sg, sgx)
+      for (int64_t c = 0; c < C; ++c) {
+        const float g = dyr[c] * wp[c];
+        sg += g;
+        sgx += g * (xr[c] - m) * rs;
+      }
+      const float mg = sg * inv_c, mgx = sgx * inv_c;
+#pragma omp simd
+      for (int64_t c = 0; c < C; ++c) {
+        const float xhat = (xr[c] - m) * rs;
+        const float d = dyr[c];
+        pw[c] += d * xhat;
+        pb[c] += d;
+        dxr[c] = rs * (d * wp[c] - mg - xhat * mgx);
+      }
+    }
+  }
+
+  cpu::add_chunk_partials(dw.f32(), pp, chunks, 2 * C, C);
+  cpu::add_chunk_partials(db.f32(), pp + C, chunks, 2 * C, C);
+}
+
+}  // namespace braid

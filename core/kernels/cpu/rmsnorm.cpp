@@ -1,0 +1,99 @@
+// CPU RMSNorm over the last dimension, forward and backward (rows in parallel).
+#include "core/kernels/rmsnorm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "core/kernels/cpu/chunked_sum.h"
+#include "core/kernels/cpu/cpu_checks.h"
+
+namespace braid {
+
+void rmsnorm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& w, float eps) {
+  const char* op = "rmsnorm_forward";
+  cpu::check_f32(y, op, "y");
+  cpu::check_f32(rstd, op, "rstd");
+  cpu::check_f32(x, op, "x");
+  cpu::check_f32(w, op, "w");
+  BRAID_CHECK(x.ndim() == 2, "{}: x must be (N, C), got {}", op, x.str());
+  const int64_t N = x.dim(0), C = x.dim(1);
+  check_shape(y, {N, C}, "rmsnorm_forward y");
+  check_shape(w, {C}, "rmsnorm_forward w");
+  check_shape(rstd, {N}, "rmsnorm_forward rstd");
+  const float* xp = x.f32();  // x: (N, C)
+  const float* wp = w.f32();  // w: (C)
+  float* yp = y.f32();        // y: (N, C)
+  float* rp = rstd.f32();     // rstd: (N)
+  const float inv_c = 1.0f / static_cast<float>(C);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < N; ++r) {
+    const float* xr = xp + r * C;
+    float* yr = yp + r * C;
+    float ss = 0.0f;
+#pragma omp simd reduction(+ : ss)
+    for (int64_t c = 0; c < C; ++c) ss += xr[c] * xr[c];
+    const float rs = 1.0f / std::sqrt(ss * inv_c + eps);
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) yr[c] = xr[c] * rs * wp[c];
+    rp[r] = rs;
+  }
+}
+
+// With xhat = x rstd and g = dy w:  dx = rstd (g - xhat mean_c(g xhat)),  dw += sum_rows dy xhat.
+// dw is summed per fixed chunk of rows and the partials added in chunk order (thread-count
+// independent).
+void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dy, const Tensor& x, const Tensor& w,
+                      const Tensor& rstd) {
+  const char* op = "rmsnorm_backward";
+  for (auto [t, name] : {std::pair{&dx, "dx"}, {&dw, "dw"}}) cpu::check_f32(*t, op, name);
+  for (auto [t, name] : {std::pair{&dy, "dy"}, {&x, "x"}, {&w, "w"}, {&rstd, "rstd"}})
+    cpu::check_f32(*t, op, name);
+  BRAID_CHECK(x.ndim() == 2, "{}: x must be (N, C), got {}", op, x.str());
+  const int64_t N = x.dim(0), C = x.dim(1);
+  check_shape(dy, {N, C}, "rmsnorm_backward dy");
+  check_shape(dx, {N, C}, "rmsnorm_backward dx");
+  check_shape(w, {C}, "rmsnorm_backward w");
+  check_shape(dw, {C}, "rmsnorm_backward dw");
+  check_shape(rstd, {N}, "rmsnorm_backward rstd");
+  if (N == 0 || C == 0) return;
+
+  const int64_t chunk_rows = cpu::rows_per_chunk(N);
+  const int64_t chunks = (N + chunk_rows - 1) / chunk_rows;
+  Tensor partial = Tensor::empty({chunks, C});  // per chunk: dw partial sums
+  const float* dyp = dy.f32();   // dy: (N, C)
+  const float* xp = x.f32();     // x: (N, C)
+  const float* wp = w.f32();     // w: (C)
+  const float* rp = rstd.f32();  // rstd: (N)
+  float* dxp = dx.f32();         // dx: (N, C)
+  float* pp = partial.f32();     // partial: (chunks, C)
+  const float inv_c = 1.0f / static_cast<float>(C);
+
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < chunks; ++k) {
+    float* pw = pp + k * C;
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) pw[c] = 0.0f;
+    const int64_t r_end = std::min(N, (k + 1) * chunk_rows);
+    for (int64_t r = k * chunk_rows; r < r_end; ++r) {
+      const float* dyr = dyp + r * C;
+      const float* xr = xp + r * C;
+      float* dxr = dxp + r * C;
+      const float rs = rp[r];
+      float sgx = 0.0f;
+#pragma omp simd reduction(+ : sgx)
+      for (int64_t c = 0; c < C; ++c) sgx += dyr[c] * wp[c] * xr[c];
+      const float mgx = sgx * rs * inv_c;
+#pragma omp simd
+      for (int64_t c = 0; c < C; ++c) {
+        const float xhat = xr[c] * rs;
+        const float d = dyr[c];
+        pw[c] += d * xhat;
+        dxr[c] = rs * (d * wp[c] - xhat * mgx);
+      }
+    }
+  }
+  cpu::add_chunk_partials(dw.f32(), pp, chunks, C, C);
+}
+
+}  // namespace braid

@@ -1,0 +1,76 @@
+// CPU rotary position embedding (HF Llama "rotate half"), applied in place, and its inverse.
+#include "core/kernels/rope.h"
+
+#include <cmath>
+#include <vector>
+
+#include "core/kernels/cpu/cpu_checks.h"
+
+namespace braid {
+
+namespace {
+
+// Rotates every (i, i + D/2) pair of x (B, T, H, D) by sign * (pos_offset + t) * freq_i.
+// The cos/sin table (T, D/2) is built once per call in double, so that the angle of a long
+// position keeps its precision (a float product loses ~1e-3 rad at position 1e5), then shared
+// by all batch rows and heads.
+void rope_rotate(Tensor& x, int64_t pos_offset, float theta, float sign, const char* op) {
+  cpu::check_f32(x, op, "x");
+  BRAID_CHECK(x.ndim() == 4, "{}: x must be (B, T, H, D), got {}", op, x.str());
+  const int64_t B = x.dim(0), T = x.dim(1), H = x.dim(2), D = x.dim(3);
+  BRAID_CHECK(D % 2 == 0, "{}: head dim D must be even, got {}", op, D);
+  BRAID_CHECK(theta > 0.0f, "{}: theta must be positive, got {}", op, theta);
+  BRAID_CHECK(pos_offset >= 0, "{}: pos_offset must be >= 0, got {}", op, pos_offset);
+  const int64_t half = D / 2;
+  if (x.numel() == 0) return;
+
+  Tensor table = Tensor::empty({T, 2, half});  // per position: cos then sign * sin
+  float* tab = table.f32();
+  std::vector<double> freq(static_cast<size_t>(half));  // theta^(-2i/D)
+  for (int64_t i = 0; i < half; ++i) {
+    const double exponent = static_cast<double>(2 * i) / static_cast<double>(D);
+    freq[static_cast<size_t>(i)] = 1.0 / std::pow(static_cast<double>(theta), exponent);
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < T; ++t) {
+    const double pos = static_cast<double>(pos_offset + t);
+    float* cs = tab + t * 2 * half;
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = pos * freq[static_cast<size_t>(i)];
+      cs[i] = static_cast<float>(std::cos(angle));
+      cs[half + i] = sign * static_cast<float>(std::sin(angle));
+    }
+  }
+
+  float* xp = x.f32();  // x: (B, T, H, D)
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t t = 0; t < T; ++t) {
+      const float* cosv = tab + t * 2 * half;
+      const float* sinv = cosv + half;
+      for (int64_t h = 0; h < H; ++h) {
+        float* x1 = xp + ((b * T + t) * H + h) * D;
+        float* x2 = x1 + half;
+#pragma omp simd
+        for (int64_t i = 0; i < half; ++i) {
+          const float a = x1[i], c = x2[i];
+          x1[i] = a * cosv[i] - c * sinv[i];
+          x2[i] = c * cosv[i] + a * sinv[i];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void rope_forward(Tensor& x, int64_t pos_offset, float theta) {
+  rope_rotate(x, pos_offset, theta, 1.0f, "rope_forward");
+}
+
+// The rotation is orthogonal, so its transpose (the gradient map) is the rotation by -angle.
+void rope_backward(Tensor& dx, int64_t pos_offset, float theta) {
+  rope_rotate(dx, pos_offset, theta, -1.0f, "rope_backward");
+}
+
+}  // namespace braid

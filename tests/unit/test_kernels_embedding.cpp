@@ -1,0 +1,94 @@
+// Token + position embedding CPU kernels: gather, deterministic scatter-add, bad-id errors.
+#include <gtest/gtest.h>
+
+#include "core/kernels/embedding.h"
+#include "kernel_test_util.h"
+
+namespace braid {
+namespace {
+
+using namespace kernel_test;
+
+constexpr int64_t B = 2, T = 5, V = 4, C = 7, P = 9;
+
+// Token 2 repeats (within and across batch rows) so the scatter has collisions; token 3 never
+// appears, so its gradient row must stay as it was.
+Tensor test_tokens() { return Tensor::from_vector_i32({2, 0, 2, 1, 2, 1, 2, 0, 0, 2}, {B, T}); }
+
+TEST(KernelsEmbedding, ForwardGathersTokenAndPositionRows) {
+  Tensor tokens = test_tokens();
+  Tensor wte = random_tensor({V, C}, 1), wpe = random_tensor({P, C}, 2);
+  const int64_t pos_offset = 3;
+  const auto te = to_double(wte), pe = to_double(wpe);
+  std::vector<double> ref(B * T * C), ref_nopos(B * T * C);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t c = 0; c < C; ++c) {
+        const int64_t tok = tokens.i32()[b * T + t];
+        ref_nopos[(b * T + t) * C + c] = te[tok * C + c];
+        ref[(b * T + t) * C + c] = te[tok * C + c] + pe[(pos_offset + t) * C + c];
+      }
+  Tensor out = nan_tensor({B, T, C});
+  embedding_forward(out, tokens, wte, wpe, pos_offset);
+  expect_close(out, ref, 0, 1e-7, "out with positions");
+  Tensor out2 = nan_tensor({B, T, C});
+  embedding_forward(out2, tokens, wte, Tensor());
+  expect_close(out2, ref_nopos, 0, 0, "out without positions");
+}
+
+TEST(KernelsEmbedding, BackwardAccumulatesScatteredRows) {
+  Tensor tokens = test_tokens();
+  Tensor dout = random_tensor({B, T, C}, 3);
+  Tensor dwte = random_tensor({V, C}, 4), dwpe = random_tensor({P, C}, 5);
+  const int64_t pos_offset = 4;
+  std::vector<double> te_ref = to_double(dwte), pe_ref = to_double(dwpe);
+  const auto d = to_double(dout);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t c = 0; c < C; ++c) {
+        te_ref[tokens.i32()[b * T + t] * C + c] += d[(b * T + t) * C + c];
+        pe_ref[(pos_offset + t) * C + c] += d[(b * T + t) * C + c];
+      }
+  embedding_backward(dwte, dwpe, dout, tokens, pos_offset);
+  expect_close(dwte, te_ref, 1e-6, 1e-6, "dwte");
+  expect_close(dwpe, pe_ref, 1e-6, 1e-6, "dwpe");
+
+  Tensor dwte2 = Tensor::zeros({V, C}), no_pos;
+  embedding_backward(dwte2, no_pos, dout, tokens);
+  for (int64_t c = 0; c < C; ++c) EXPECT_EQ(dwte2.f32()[3 * C + c], 0.0f) << "unused token row";
+}
+
+TEST(KernelsEmbedding, BackwardDoesNotDependOnThreadCount) {
+  const int64_t b = 4, t = 257, v = 50, c = 33;
+  std::vector<int32_t> ids(b * t);
+  Rng rng(6);
+  for (auto& id : ids) id = static_cast<int32_t>(rng.next() % 7 == 0 ? 1 : rng.next() % v);
+  Tensor tokens = Tensor::from_vector_i32(ids, {b, t});
+  Tensor dout = random_tensor({b, t, c}, 7);
+  auto run = [&](int threads) {
+    Tensor dwte = Tensor::zeros({v, c}), dwpe = Tensor::zeros({t, c});
+    with_threads(threads, [&] { embedding_backward(dwte, dwpe, dout, tokens); });
+    return std::pair{dwte, dwpe};
+  };
+  const auto [te1, pe1] = run(1);
+  const auto [te3, pe3] = run(3);
+  EXPECT_TRUE(bitwise_equal(te1, te3));
+  EXPECT_TRUE(bitwise_equal(pe1, pe3));
+}
+
+TEST(KernelsEmbedding, OutOfRangeTokenOrPositionThrows) {
+  Tensor wte = random_tensor({V, C}, 1), wpe = random_tensor({P, C}, 2);
+  Tensor out = Tensor::empty({1, 3, C});
+  Tensor too_big = Tensor::from_vector_i32({0, 4, 1}, {1, 3});
+  expect_error_with([&] { embedding_forward(out, too_big, wte, wpe); }, {"token id 4", "V=4"});
+  Tensor negative = Tensor::from_vector_i32({0, 1, -1}, {1, 3});
+  expect_error_with([&] { embedding_forward(out, negative, wte, wpe); }, {"token id -1", "V=4"});
+  Tensor ok = Tensor::from_vector_i32({0, 1, 3}, {1, 3});
+  expect_error_with([&] { embedding_forward(out, ok, wte, wpe, /*pos_offset=*/7); },
+                    {"[7, 10)", "[0, 9)"});
+  Tensor dwte = Tensor::zeros({V, C}), no_pos;
+  expect_error_with([&] { embedding_backward(dwte, no_pos, out, too_big); }, {"token id 4"});
+}
+
+}  // namespace
+}  // namespace braid

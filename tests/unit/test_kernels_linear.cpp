@@ -1,0 +1,136 @@
+// Linear layer and elementwise CPU kernels vs double references.
+#include <gtest/gtest.h>
+
+#include "core/kernels/elementwise.h"
+#include "core/kernels/linear.h"
+#include "kernel_test_util.h"
+
+namespace braid {
+namespace {
+
+using namespace kernel_test;
+
+// y (N, OUT) = x (N, IN) w^T (OUT, IN) + b.
+std::vector<double> ref_linear(const std::vector<double>& x, const std::vector<double>& w,
+                               const std::vector<double>* b, int64_t N, int64_t IN, int64_t OUT) {
+  std::vector<double> y(N * OUT);
+  for (int64_t r = 0; r < N; ++r)
+    for (int64_t o = 0; o < OUT; ++o) {
+      double s = b ? (*b)[o] : 0.0;
+      for (int64_t i = 0; i < IN; ++i) s += x[r * IN + i] * w[o * IN + i];
+      y[r * OUT + o] = s;
+    }
+  return y;
+}
+
+TEST(KernelsLinear, ForwardWithAndWithoutBias) {
+  const int64_t N = 5, IN = 7, OUT = 3;
+  Tensor x = random_tensor({N, IN}, 1), w = random_tensor({OUT, IN}, 2),
+         b = random_tensor({OUT}, 3);
+  const auto xd = to_double(x), wd = to_double(w), bd = to_double(b);
+  Tensor y = nan_tensor({N, OUT});
+  linear_forward(y, x, w, b);
+  expect_close(y, ref_linear(xd, wd, &bd, N, IN, OUT), 1e-5, 1e-4, "y with bias");
+  Tensor y2 = nan_tensor({N, OUT});
+  linear_forward(y2, x, w, Tensor());
+  expect_close(y2, ref_linear(xd, wd, nullptr, N, IN, OUT), 1e-5, 1e-4, "y without bias");
+}
+
+TEST(KernelsLinear, BackwardOverwritesOrAccumulatesInputGrad) {
+  const int64_t N = 5, IN = 7, OUT = 3;
+  Tensor dy = random_tensor({N, OUT}, 4), w = random_tensor({OUT, IN}, 5);
+  const auto dyd = to_double(dy), wd = to_double(w);
+  std::vector<double> ref(N * IN);  // dy W
+  for (int64_t r = 0; r < N; ++r)
+    for (int64_t i = 0; i < IN; ++i)
+      for (int64_t o = 0; o < OUT; ++o) ref[r * IN + i] += dyd[r * OUT + o] * wd[o * IN + i];
+  Tensor dx = nan_tensor({N, IN});
+  linear_backward_input(dx, dy, w);
+  expect_close(dx, ref, 1e-5, 1e-4, "dx overwritten");
+
+  Tensor acc = random_tensor({N, IN}, 6);
+  std::vector<double> ref_acc = to_double(acc);
+  for (size_t i = 0; i < ref_acc.size(); ++i) ref_acc[i] += ref[i];
+  linear_backward_input(acc, dy, w, /*accumulate=*/true);
+  expect_close(acc, ref_acc, 1e-5, 1e-4, "dx accumulated");
+}
+
+TEST(KernelsLinear, WeightGradAccumulatesAndBiasIsOptional) {
+  // N = 70 rows spans several bias-sum chunks.
+  const int64_t N = 70, IN = 7, OUT = 5;
+  Tensor dy = random_tensor({N, OUT}, 7), x = random_tensor({N, IN}, 8);
+  const auto dyd = to_double(dy), xd = to_double(x);
+  Tensor dw = random_tensor({OUT, IN}, 9), db = random_tensor({OUT}, 10);
+  std::vector<double> dw_ref = to_double(dw), db_ref = to_double(db);
+  for (int64_t r = 0; r < N; ++r)
+    for (int64_t o = 0; o < OUT; ++o) {
+      db_ref[o] += dyd[r * OUT + o];
+      for (int64_t i = 0; i < IN; ++i) dw_ref[o * IN + i] += dyd[r * OUT + o] * xd[r * IN + i];
+    }
+  const std::vector<double> dw_first = to_double(dw);
+  linear_backward_weight(dw, db, dy, x);
+  expect_close(dw, dw_ref, 1e-5, 1e-4, "dw");
+  expect_close(db, db_ref, 1e-5, 1e-4, "db");
+
+  Tensor dw2 = Tensor::zeros({OUT, IN}), no_bias;
+  linear_backward_weight(dw2, no_bias, dy, x);
+  std::vector<double> delta(dw_ref.size());
+  for (size_t i = 0; i < delta.size(); ++i) delta[i] = dw_ref[i] - dw_first[i];
+  expect_close(dw2, delta, 1e-5, 1e-4, "dw without db");
+}
+
+TEST(KernelsLinear, BiasGradDoesNotDependOnThreadCount) {
+  const int64_t N = 1000, IN = 3, OUT = 37;
+  Tensor dy = random_tensor({N, OUT}, 11), x = random_tensor({N, IN}, 12);
+  auto run = [&](int threads) {
+    Tensor dw = Tensor::zeros({OUT, IN}), db = Tensor::zeros({OUT});
+    with_threads(threads, [&] { linear_backward_weight(dw, db, dy, x); });
+    return db;
+  };
+  EXPECT_TRUE(bitwise_equal(run(1), run(3)));
+}
+
+TEST(KernelsLinear, RejectsMismatchedShapes) {
+  Tensor x = random_tensor({5, 7}, 1), w = random_tensor({3, 6}, 2), y = Tensor::empty({5, 3});
+  expect_error_with([&] { linear_forward(y, x, w, Tensor()); }, {"w", "[3, 6]", "[3, 7]"});
+}
+
+TEST(KernelsElementwise, AddAliasingAndInPlaceOps) {
+  Tensor a = random_tensor({5, 7}, 1), b = random_tensor({5, 7}, 2);
+  const auto ad = to_double(a), bd = to_double(b);
+  std::vector<double> sum(ad.size()), twice_b(bd.size());
+  for (size_t i = 0; i < ad.size(); ++i) sum[i] = ad[i] + bd[i];
+  Tensor y = nan_tensor({5, 7});
+  add(y, a, b);
+  expect_close(y, sum, 0, 1e-7, "y = a + b");
+  Tensor a2 = a.clone();
+  add(a2, a2, b);  // y aliases a
+  EXPECT_TRUE(bitwise_equal(a2, y)) << "y aliasing a";
+  Tensor b2 = b.clone();
+  add(b2, a, b2);  // y aliases b
+  EXPECT_TRUE(bitwise_equal(b2, y)) << "y aliasing b";
+
+  Tensor acc = a.clone();
+  add_inplace(acc, b);
+  EXPECT_TRUE(bitwise_equal(acc, y)) << "add_inplace";
+  scale_inplace(acc, -0.5f);
+  for (double& v : sum) v *= -0.5;
+  expect_close(acc, sum, 1e-7, 1e-6, "scale_inplace");
+  expect_error_with([&] { add_inplace(acc, Tensor::empty({7, 5})); }, {"[7, 5]", "[5, 7]"});
+}
+
+TEST(KernelsElementwise, SumSquaresIsAccurateAndThreadIndependent) {
+  const int64_t n = 100003;  // several blocks, the last one partial
+  Tensor x = random_tensor({n}, 3, -3.0, 3.0);
+  double ref = 0;
+  for (double v : to_double(x)) ref += v * v;
+  double r1 = 0, r3 = 0;
+  with_threads(1, [&] { r1 = sum_squares(x); });
+  with_threads(3, [&] { r3 = sum_squares(x); });
+  EXPECT_NEAR(r1, ref, 1e-9 * ref);
+  EXPECT_EQ(r1, r3);
+  EXPECT_EQ(sum_squares(Tensor::empty({0})), 0.0);
+}
+
+}  // namespace
+}  // namespace braid

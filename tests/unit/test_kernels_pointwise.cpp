@@ -1,0 +1,169 @@
+// GELU, SwiGLU and RoPE CPU kernels vs double references, finite differences and hand values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/kernels/activation.h"
+#include "core/kernels/rope.h"
+#include "kernel_test_util.h"
+
+namespace braid {
+namespace {
+
+using namespace kernel_test;
+
+double ref_gelu(double x) {
+  const double k = std::sqrt(2.0 / M_PI);
+  return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
+double ref_silu(double x) { return x / (1.0 + std::exp(-x)); }
+
+// Random values plus saturating ones, where a naive exp/tanh would give inf or NaN.
+Tensor activation_input(const Shape& shape, uint64_t seed) {
+  Tensor x = random_tensor(shape, seed, -4.0, 4.0);
+  const float special[] = {-90.0f, -30.0f, -10.0f, -5.0f, 0.0f, 5.0f, 10.0f, 30.0f, 90.0f};
+  float* p = x.f32();
+  for (int64_t i = 0; i < std::min<int64_t>(9, x.numel()); ++i) p[i] = special[i];
+  return x;
+}
+
+TEST(KernelsActivation, GeluForwardBackwardAndAliasing) {
+  const Shape shape = {5, 7};
+  Tensor x = activation_input(shape, 1);
+  const auto xd = to_double(x);
+  std::vector<double> yref(xd.size());
+  for (size_t i = 0; i < xd.size(); ++i) yref[i] = ref_gelu(xd[i]);
+  Tensor y = nan_tensor(shape);
+  gelu_forward(y, x);
+  expect_close(y, yref, 1e-5, 1e-4, "gelu y");
+  Tensor inplace = x.clone();
+  gelu_forward(inplace, inplace);  // y aliases x
+  EXPECT_TRUE(bitwise_equal(inplace, y));
+
+  Tensor dy = random_tensor(shape, 2);
+  const auto dyd = to_double(dy);
+  auto loss = [&](const std::vector<double>& v) {
+    double s = 0;
+    for (size_t i = 0; i < v.size(); ++i) s += ref_gelu(v[i]) * dyd[i];
+    return s;
+  };
+  Tensor dx = nan_tensor(shape);
+  gelu_backward(dx, dy, x);
+  expect_close(dx, finite_diff(loss, xd), 1e-5, 1e-3, "gelu dx");
+  Tensor dy_alias = dy.clone();
+  gelu_backward(dy_alias, dy_alias, x);  // dx aliases dy
+  EXPECT_TRUE(bitwise_equal(dy_alias, dx));
+}
+
+TEST(KernelsActivation, SwigluForwardAndBackward) {
+  const Shape shape = {5, 7};
+  Tensor gate = activation_input(shape, 3), up = random_tensor(shape, 4, -2.0, 2.0);
+  const auto gd = to_double(gate), ud = to_double(up);
+  std::vector<double> yref(gd.size());
+  for (size_t i = 0; i < gd.size(); ++i) yref[i] = ref_silu(gd[i]) * ud[i];
+  Tensor y = nan_tensor(shape);
+  swiglu_forward(y, gate, up);
+  expect_close(y, yref, 1e-5, 1e-4, "swiglu y");
+
+  Tensor dy = random_tensor(shape, 5);
+  const auto dyd = to_double(dy);
+  auto loss_g = [&](const std::vector<double>& v) {
+    double s = 0;
+    for (size_t i = 0; i < v.size(); ++i) s += ref_silu(v[i]) * ud[i] * dyd[i];
+    return s;
+  };
+  auto loss_u = [&](const std::vector<double>& v) {
+    double s = 0;
+    for (size_t i = 0; i < v.size(); ++i) s += ref_silu(gd[i]) * v[i] * dyd[i];
+    return s;
+  };
+  Tensor dgate = nan_tensor(shape), dup = nan_tensor(shape);
+  swiglu_backward(dgate, dup, dy, gate, up);
+  expect_close(dgate, finite_diff(loss_g, gd), 1e-5, 1e-3, "swiglu dgate");
+  expect_close(dup, finite_diff(loss_u, ud), 1e-5, 1e-3, "swiglu dup");
+}
+
+TEST(KernelsActivation, RejectsOtherDtypes) {
+  Tensor x = Tensor::empty({2, 2}, DType::BF16), y = Tensor::empty({2, 2});
+  expect_error_with([&] { gelu_forward(y, x); }, {"gelu_forward", "bf16"});
+}
+
+// x: (B, T, H, D) rotated as HF Llama does, in double.
+std::vector<double> ref_rope(const std::vector<double>& x, const Shape& s, int64_t pos_offset,
+                             double theta) {
+  const int64_t B = s[0], T = s[1], H = s[2], D = s[3], half = D / 2;
+  std::vector<double> y(x);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < half; ++i) {
+          const double angle = static_cast<double>(pos_offset + t) * std::pow(theta, -2.0 * i / D);
+          const int64_t o = ((b * T + t) * H + h) * D;
+          const double x1 = x[o + i], x2 = x[o + i + half];
+          y[o + i] = x1 * std::cos(angle) - x2 * std::sin(angle);
+          y[o + i + half] = x2 * std::cos(angle) + x1 * std::sin(angle);
+        }
+  return y;
+}
+
+struct RopeCase {
+  Shape shape;
+  int64_t pos_offset;
+  float theta;
+};
+
+class RopeShapes : public ::testing::TestWithParam<RopeCase> {};
+
+TEST_P(RopeShapes, ForwardBackwardAndRoundTrip) {
+  const auto& [shape, pos_offset, theta] = GetParam();
+  Tensor x = random_tensor(shape, 7);
+  const auto xd = to_double(x);
+  Tensor y = x.clone();
+  rope_forward(y, pos_offset, theta);
+  expect_close(y, ref_rope(xd, shape, pos_offset, theta), 1e-5, 1e-4, "rope y");
+
+  // Backward is the transpose of the forward map: check it against FD of <rope(x), g>.
+  Tensor g = random_tensor(shape, 8);
+  const auto gd = to_double(g);
+  auto loss = [&](const std::vector<double>& v) {
+    return dot(ref_rope(v, shape, pos_offset, theta), gd);
+  };
+  Tensor dx = g.clone();
+  rope_backward(dx, pos_offset, theta);
+  expect_close(dx, finite_diff(loss, xd), 1e-5, 1e-4, "rope dx");
+
+  rope_backward(y, pos_offset, theta);  // the inverse rotation brings x back
+  expect_close(y, xd, 1e-6, 1e-5, "rope round trip");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kernels, RopeShapes,
+    ::testing::Values(RopeCase{{2, 3, 1, 2}, 0, 10000.0f},   // D = 2, one head
+                      RopeCase{{1, 1, 3, 8}, 5, 10000.0f},   // T = 1 (a decode step)
+                      RopeCase{{2, 5, 2, 6}, 7, 500000.0f},  // D/2 odd, Llama 3 theta
+                      // A long position: float angles would be off by ~0.1 rad here.
+                      RopeCase{{1, 2, 1, 64}, 1000000, 10000.0f}));
+
+TEST(KernelsRope, HandComputedValues) {
+  // D = 2, position 1: freq 1, angle 1 rad; (1, 0) -> (cos 1, sin 1).
+  Tensor a = Tensor::from_vector({1.0f, 0.0f}, {1, 1, 1, 2});
+  rope_forward(a, 1, 10000.0f);
+  EXPECT_NEAR(a.f32()[0], 0.5403023f, 1e-6);
+  EXPECT_NEAR(a.f32()[1], 0.8414710f, 1e-6);
+  // D = 4, theta 100, position 2: pair (1, 3) has freq 100^(-1/2) = 0.1, angle 0.2;
+  // (x1, x2) = (0, 1) -> (-sin 0.2, cos 0.2). Pair (0, 2) has angle 2: (2, 0) -> 2 (cos 2, sin 2).
+  Tensor b = Tensor::from_vector({2.0f, 0.0f, 0.0f, 1.0f}, {1, 1, 1, 4});
+  rope_forward(b, 2, 100.0f);
+  EXPECT_NEAR(b.f32()[0], 2 * -0.4161468f, 1e-6);
+  EXPECT_NEAR(b.f32()[1], -0.1986693f, 1e-6);
+  EXPECT_NEAR(b.f32()[2], 2 * 0.9092974f, 1e-6);
+  EXPECT_NEAR(b.f32()[3], 0.9800666f, 1e-6);
+}
+
+TEST(KernelsRope, RejectsOddHeadDim) {
+  Tensor x = Tensor::empty({1, 1, 1, 3});
+  expect_error_with([&] { rope_forward(x, 0, 10000.0f); }, {"even", "3"});
+}
+
+}  // namespace
+}  // namespace braid
