@@ -126,7 +126,9 @@ TEST(KernelsCrossEntropy, ForwardOnlyLeavesDwUntouched) {
   expect_close(losses, reference(p).losses, 1e-5, 1e-5, "losses");
   for (size_t i = 0; i < pre.size(); ++i) ASSERT_EQ(dw.f32()[i], pre[i]) << i;
   for (int64_t i = 0; i < p.N; ++i) {
-    if (p.targets[i] < 0) EXPECT_EQ(losses.f32()[i], 0.0f) << i;
+    if (p.targets[i] < 0) {
+      EXPECT_EQ(losses.f32()[i], 0.0f) << i;
+    }
   }
 }
 
