@@ -1,0 +1,251 @@
+// CPU causal attention with grouped-query heads: forward and flash-style backward.
+//
+// Work is split over (batch, head) pairs; inside a pair, query rows are processed in blocks
+// whose score block (rows x visible keys) lives in a per-thread scratch buffer. The block
+// products use cpu::small_gemm (single-threaded register-tiled), because oneDNN's sgemm ran
+// these small shapes at well under half its large-GEMM rate.
+#include "core/kernels/attention.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/kernels/cpu/vec_math.h"
+#include "core/kernels/cpu/small_gemm.h"
+
+namespace braid {
+
+namespace {
+
+// Query rows per block: large enough for efficient GEMMs, small enough that the masked part
+// of the diagonal block (about half of it) wastes little work.
+constexpr int64_t kQueryBlock = 64;
+
+struct AttnDims {
+  int64_t B, Tq, Tk, Hq, Hkv, D;
+  int64_t offset() const { return Tk - Tq; }  // absolute position of query row 0
+  int64_t group() const { return Hq / Hkv; }
+  int64_t q_stride() const { return Hq * D; }  // between consecutive rows of one q head
+  int64_t kv_stride() const { return Hkv * D; }
+};
+
+void check_input(const Tensor& t, const char* op, const char* name) {
+  BRAID_CHECK(t.defined(), "{}: {} is undefined", op, name);
+  BRAID_CHECK(t.device().is_cpu(), "{}: {} is on {}, and {} has no CUDA kernel yet", op, name,
+              t.device().str(), op);
+  check_dtype(t, DType::F32, name);
+}
+
+AttnDims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v) {
+  check_input(q, op, "q");
+  check_input(k, op, "k");
+  check_input(v, op, "v");
+  BRAID_CHECK(q.ndim() == 4 && k.ndim() == 4, "{}: q {} and k {} must be (B, T, H, D)", op,
+              shape_str(q.shape()), shape_str(k.shape()));
+  AttnDims d{q.dim(0), q.dim(1), k.dim(1), q.dim(2), k.dim(2), q.dim(3)};
+  BRAID_CHECK(k.dim(0) == d.B && k.dim(3) == d.D, "{}: k {} does not match q {}", op,
+              shape_str(k.shape()), shape_str(q.shape()));
+  check_shape(v, k.shape(), "v");
+  BRAID_CHECK(d.Hkv > 0 && d.Hq % d.Hkv == 0, "{}: {} query heads are not a multiple of {} kv heads",
+              op, d.Hq, d.Hkv);
+  BRAID_CHECK(d.Tq <= d.Tk, "{}: {} query rows but only {} keys", op, d.Tq, d.Tk);
+  return d;
+}
+
+// kt (D, Tk) <- the transpose of one head's rows of k (row stride ld), so that score GEMMs
+// read B contiguously. Tiles of 16 keys keep both sides of the copy in L1.
+void transpose_head(float* kt, const float* k_head, int64_t Tk, int64_t D, int64_t ld) {
+  constexpr int64_t kTile = 16;
+  for (int64_t t0 = 0; t0 < Tk; t0 += kTile) {
+    const int64_t t1 = std::min(Tk, t0 + kTile);
+    for (int64_t c = 0; c < D; ++c)
+      for (int64_t t = t0; t < t1; ++t) kt[c * Tk + t] = k_head[t * ld + c];
+  }
+}
+
+// The causal products of one query block. Query row r of the block sits at absolute position
+// base + r and sees keys [0, base + r]; the helpers work in panels of kPanel rows (or keys),
+// small_gemm's tile height, and skip the keys no row of a panel can see, so the masked half
+// of the diagonal costs almost nothing.
+constexpr int64_t kPanel = 6;
+
+// s (rows, *) = alpha * a (rows, D) @ bt (D, *), each panel only up to its visible keys.
+void causal_scores(int64_t rows, int64_t base, int64_t D, float alpha, const float* a,
+                   int64_t lda, const float* bt, int64_t ldbt, float* s, int64_t lds) {
+  for (int64_t r0 = 0; r0 < rows; r0 += kPanel) {
+    const int64_t pr = std::min(kPanel, rows - r0);
+    cpu::small_gemm(pr, base + r0 + pr, D, alpha, a + r0 * lda, lda, 1, bt, ldbt, false,
+                    s + r0 * lds, lds);
+  }
+}
+
+// c (rows, D) = p (rows, *) @ x (*, D), each panel summing only over its visible keys.
+void causal_rows_product(int64_t rows, int64_t base, int64_t D, const float* p, int64_t ldp,
+                         const float* x, int64_t ldx, float* c, int64_t ldc) {
+  for (int64_t r0 = 0; r0 < rows; r0 += kPanel) {
+    const int64_t pr = std::min(kPanel, rows - r0);
+    cpu::small_gemm(pr, D, base + r0 + pr, 1.0f, p + r0 * ldp, ldp, 1, x, ldx, false,
+                    c + r0 * ldc, ldc);
+  }
+}
+
+// c (base + rows, D) += p^T @ x (rows, D), each key panel summing only over the rows that see
+// it. p must be zero past each row's visible keys.
+void causal_keys_accumulate(int64_t rows, int64_t base, int64_t D, const float* p, int64_t ldp,
+                            const float* x, int64_t ldx, float* c, int64_t ldc) {
+  const int64_t nk = base + rows;
+  for (int64_t j0 = 0; j0 < nk; j0 += kPanel) {
+    const int64_t pj = std::min(kPanel, nk - j0);
+    const int64_t first_row = std::max<int64_t>(0, j0 - base);
+    cpu::small_gemm(pj, D, rows - first_row, 1.0f, p + first_row * ldp + j0, 1, ldp,
+                    x + first_row * ldx, ldx, true, c + j0 * ldc, ldc);
+  }
+}
+
+}  // namespace
+
+void attention_forward(Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
+                       const Tensor& v) {
+  const char* op = "attention_forward";
+  const AttnDims d = check_qkv(op, q, k, v);
+  check_input(out, op, "out");
+  check_input(lse, op, "lse");
+  check_shape(out, q.shape(), "out");
+  check_shape(lse, {d.B, d.Hq, d.Tq}, "lse");
+  if (out.numel() == 0) return;
+
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d.D));
+  const float* qp = q.f32();   // q: (B, Tq, Hq, D)
+  const float* kp = k.f32();   // k: (B, Tk, Hkv, D)
+  const float* vp = v.f32();   // v: (B, Tk, Hkv, D)
+  float* op_ = out.f32();      // out: (B, Tq, Hq, D)
+  float* lsep = lse.f32();     // lse: (B, Hq, Tq)
+  const int64_t pairs = d.B * d.Hq;
+  const int64_t ldq = d.q_stride(), ldk = d.kv_stride();
+
+#pragma omp parallel
+  {
+    // s: (kQueryBlock, Tk) scores, then probabilities, of one query block; kt: (D, Tk).
+    Tensor scratch = Tensor::empty({(kQueryBlock + d.D) * d.Tk}, DType::F32);
+    float* s = scratch.f32();
+    float* kt = s + kQueryBlock * d.Tk;
+#pragma omp for schedule(static)
+    for (int64_t pair = 0; pair < pairs; ++pair) {
+      const int64_t b = pair / d.Hq, h = pair % d.Hq, kvh = h / d.group();
+      const float* q_bh = qp + (b * d.Tq * d.Hq + h) * d.D;
+      const float* k_bh = kp + (b * d.Tk * d.Hkv + kvh) * d.D;
+      const float* v_bh = vp + (b * d.Tk * d.Hkv + kvh) * d.D;
+      float* o_bh = op_ + (b * d.Tq * d.Hq + h) * d.D;
+      float* lse_bh = lsep + (b * d.Hq + h) * d.Tq;
+      transpose_head(kt, k_bh, d.Tk, d.D, ldk);
+      for (int64_t i0 = 0; i0 < d.Tq; i0 += kQueryBlock) {
+        const int64_t rows = std::min(kQueryBlock, d.Tq - i0);
+        const int64_t nk = d.offset() + i0 + rows;  // keys visible to the block's last row
+        const int64_t base = d.offset() + i0;
+        causal_scores(rows, base, d.D, scale, q_bh + i0 * ldq, ldq, kt, d.Tk, s, nk);
+        for (int64_t r = 0; r < rows; ++r) {
+          float* row = s + r * nk;
+          const int64_t visible = d.offset() + i0 + r + 1;
+          lse_bh[i0 + r] = cpu::softmax_row(row, visible, 1.0f);
+          std::memset(row + visible, 0, sizeof(float) * static_cast<size_t>(nk - visible));
+        }
+        causal_rows_product(rows, base, d.D, s, nk, v_bh, ldk, o_bh + i0 * ldq, ldq);
+      }
+    }
+  }
+}
+
+void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout, const Tensor& q,
+                        const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse) {
+  const char* op = "attention_backward";
+  const AttnDims d = check_qkv(op, q, k, v);
+  check_input(dq, op, "dq");
+  check_input(dk, op, "dk");
+  check_input(dv, op, "dv");
+  check_input(dout, op, "dout");
+  check_input(out, op, "out");
+  check_input(lse, op, "lse");
+  check_shape(dq, q.shape(), "dq");
+  check_shape(dout, q.shape(), "dout");
+  check_shape(out, q.shape(), "out");
+  check_shape(dk, k.shape(), "dk");
+  check_shape(dv, k.shape(), "dv");
+  check_shape(lse, {d.B, d.Hq, d.Tq}, "lse");
+  if (dq.numel() == 0) {  // no queries: nothing flows back to the keys and values
+    dk.zero_();
+    dv.zero_();
+    return;
+  }
+
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d.D));
+  const float* qp = q.f32();       // q: (B, Tq, Hq, D)
+  const float* kp = k.f32();       // k: (B, Tk, Hkv, D)
+  const float* vp = v.f32();       // v: (B, Tk, Hkv, D)
+  const float* outp = out.f32();   // out: (B, Tq, Hq, D)
+  const float* doutp = dout.f32(); // dout: (B, Tq, Hq, D)
+  const float* lsep = lse.f32();   // lse: (B, Hq, Tq)
+  float* dqp = dq.f32();           // dq: (B, Tq, Hq, D)
+  float* dkp = dk.f32();           // dk: (B, Tk, Hkv, D)
+  float* dvp = dv.f32();           // dv: (B, Tk, Hkv, D)
+  // One task per (batch, kv head): it owns that slice of dk and dv and loops over the query
+  // heads sharing it in a fixed order, so the sums need no atomics and are deterministic.
+  const int64_t pairs = d.B * d.Hkv;
+  const int64_t ldq = d.q_stride(), ldk = d.kv_stride();
+
+#pragma omp parallel
+  {
+    // p, ds: (kQueryBlock, Tk) recomputed probabilities and score gradients of one block;
+    // kt, vt: (D, Tk) transposed keys and values of the kv head.
+    Tensor scratch = Tensor::empty({2 * (kQueryBlock + d.D) * d.Tk}, DType::F32);
+    float* p = scratch.f32();
+    float* ds = p + kQueryBlock * d.Tk;
+    float* kt = ds + kQueryBlock * d.Tk;
+    float* vt = kt + d.D * d.Tk;
+#pragma omp for schedule(static)
+    for (int64_t pair = 0; pair < pairs; ++pair) {
+      const int64_t b = pair / d.Hkv, kvh = pair % d.Hkv;
+      const int64_t kv_base = (b * d.Tk * d.Hkv + kvh) * d.D;
+      const float* k_b = kp + kv_base;
+      const float* v_b = vp + kv_base;
+      float* dk_b = dkp + kv_base;
+      float* dv_b = dvp + kv_base;
+      transpose_head(kt, k_b, d.Tk, d.D, ldk);
+      transpose_head(vt, v_b, d.Tk, d.D, ldk);
+      for (int64_t t = 0; t < d.Tk; ++t) {
+        std::memset(dk_b + t * ldk, 0, sizeof(float) * static_cast<size_t>(d.D));
+        std::memset(dv_b + t * ldk, 0, sizeof(float) * static_cast<size_t>(d.D));
+      }
+      for (int64_t h = kvh * d.group(); h < (kvh + 1) * d.group(); ++h) {
+        const int64_t q_base = (b * d.Tq * d.Hq + h) * d.D;
+        const float* lse_bh = lsep + (b * d.Hq + h) * d.Tq;
+        for (int64_t i0 = 0; i0 < d.Tq; i0 += kQueryBlock) {
+          const int64_t rows = std::min(kQueryBlock, d.Tq - i0);
+          const int64_t nk = d.offset() + i0 + rows;
+          const float* q_blk = qp + q_base + i0 * ldq;
+          const float* o_blk = outp + q_base + i0 * ldq;
+          const float* do_blk = doutp + q_base + i0 * ldq;
+          float* dq_blk = dqp + q_base + i0 * ldq;
+          const int64_t base = d.offset() + i0;
+          causal_scores(rows, base, d.D, scale, q_blk, ldq, kt, d.Tk, p, nk);
+          causal_scores(rows, base, d.D, 1.0f, do_blk, ldq, vt, d.Tk, ds, nk);
+          for (int64_t r = 0; r < rows; ++r) {
+            const int64_t visible = d.offset() + i0 + r + 1;
+            const size_t masked = static_cast<size_t>(nk - visible);
+            float* p_row = p + r * nk;
+            float* ds_row = ds + r * nk;
+            cpu::exp_shifted_row(p_row, visible, lse_bh[i0 + r]);
+            std::memset(p_row + visible, 0, sizeof(float) * masked);
+            // sum_j p_j dp_j equals dout . out for the row, which is cheaper (D, not nk).
+            const float dot = cpu::dot_row(do_blk + r * ldq, o_blk + r * ldq, d.D);
+            cpu::softmax_grad_row(ds_row, p_row, visible, dot, scale);
+            std::memset(ds_row + visible, 0, sizeof(float) * masked);
+          }
+          causal_keys_accumulate(rows, base, d.D, p, nk, do_blk, ldq, dv_b, ldk);
+          causal_rows_product(rows, base, d.D, ds, nk, k_b, ldk, dq_blk, ldq);
+          causal_keys_accumulate(rows, base, d.D, ds, nk, q_blk, ldq, dk_b, ldk);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace braid

@@ -1,0 +1,94 @@
+// CPU softmax cross-entropy fused with the LM head, in row chunks so the (N, V) logits are
+// never stored whole.
+#include "core/kernels/cross_entropy.h"
+
+#include <algorithm>
+
+#include "core/kernels/cpu/vec_math.h"
+#include "core/kernels/gemm.h"
+
+namespace braid {
+
+namespace {
+
+void check_input(const Tensor& t, DType dtype, const char* name) {
+  BRAID_CHECK(t.defined(), "lm_head_cross_entropy: {} is undefined", name);
+  BRAID_CHECK(t.device().is_cpu(),
+              "lm_head_cross_entropy: {} is on {}, and lm_head_cross_entropy has no CUDA kernel "
+              "yet",
+              name, t.device().str());
+  check_dtype(t, dtype, name);
+}
+
+// Rows per chunk: the dw update is a GEMM whose inner dimension is the chunk, and it rewrites
+// all of dw each time, so chunks must be long; the (rows, V) logits scratch bounds them.
+int64_t chunk_rows(int64_t n, int64_t vocab) {
+  const int64_t scratch_floats = int64_t{1} << 22;  // 16 MiB
+  return std::min(n, std::clamp(scratch_floats / std::max<int64_t>(vocab, 1), int64_t{64},
+                                int64_t{512}));
+}
+
+}  // namespace
+
+void lm_head_cross_entropy(Tensor& losses, Tensor& dx, Tensor& dw, const Tensor& x,
+                           const Tensor& w, const Tensor& targets, float grad_scale) {
+  check_input(x, DType::F32, "x");
+  check_input(w, DType::F32, "w");
+  check_input(targets, DType::I32, "targets");
+  check_input(losses, DType::F32, "losses");
+  BRAID_CHECK(x.ndim() == 2 && w.ndim() == 2, "lm_head_cross_entropy: x {} and w {} must be 2-d",
+              shape_str(x.shape()), shape_str(w.shape()));
+  const int64_t N = x.dim(0), C = x.dim(1), V = w.dim(0);
+  check_shape(w, {V, C}, "w");
+  check_shape(targets, {N}, "targets");
+  check_shape(losses, {N}, "losses");
+  const bool backward = dx.defined();
+  if (backward) {
+    check_input(dx, DType::F32, "dx");
+    check_input(dw, DType::F32, "dw");
+    check_shape(dx, {N, C}, "dx");
+    check_shape(dw, {V, C}, "dw");
+  }
+
+  const float* xp = x.f32();           // x: (N, C)
+  const float* wp = w.f32();           // w: (V, C)
+  const int32_t* tp = targets.i32();   // targets: (N)
+  float* lossp = losses.f32();         // losses: (N)
+  // Validate every target before writing anything, so a bad batch leaves dw untouched.
+  for (int64_t i = 0; i < N; ++i)
+    BRAID_CHECK(tp[i] >= -1 && tp[i] < V,
+                "lm_head_cross_entropy: targets[{}] = {} is outside [-1, {}) for vocabulary size "
+                "V = {}",
+                i, tp[i], V, V);
+  if (N == 0) return;
+  BRAID_CHECK(V > 0, "lm_head_cross_entropy: empty vocabulary (w is {})", shape_str(w.shape()));
+
+  const int64_t chunk = chunk_rows(N, V);
+  // logits: (chunk, V), turned in place into dlogits for the backward GEMMs.
+  Tensor scratch = Tensor::empty({chunk, V}, DType::F32);
+  float* logits = scratch.f32();
+  for (int64_t r0 = 0; r0 < N; r0 += chunk) {
+    const int64_t rows = std::min(chunk, N - r0);
+    const float* x_chunk = xp + r0 * C;
+    gemm_f32(false, true, rows, V, C, 1.0f, x_chunk, C, wp, C, 0.0f, logits, V);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      float* row = logits + r * V;
+      const int32_t target = tp[r0 + r];
+      if (target < 0) {
+        lossp[r0 + r] = 0.0f;
+        if (backward) std::fill(row, row + V, 0.0f);
+        continue;
+      }
+      const float target_logit = row[target];
+      lossp[r0 + r] = cpu::softmax_row(row, V, grad_scale) - target_logit;
+      row[target] -= grad_scale;
+    }
+    if (!backward) continue;
+    float* dx_chunk = dx.f32() + r0 * C;
+    gemm_f32(false, false, rows, C, V, 1.0f, logits, V, wp, C, 0.0f, dx_chunk, C);
+    gemm_f32(true, false, V, C, rows, 1.0f, logits, V, x_chunk, C, 1.0f, dw.f32(), C);
+  }
+}
+
+}  // namespace braid

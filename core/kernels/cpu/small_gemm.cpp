@@ -1,0 +1,161 @@
+// Small single-threaded GEMM: 6 x 16 AVX2 register tiles with masked edges, plus a scalar
+// fallback for CPUs without AVX2/FMA.
+#include "core/kernels/cpu/small_gemm.h"
+
+#include <algorithm>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define BRAID_HAVE_AVX2_PATH 1
+#endif
+
+namespace braid::cpu {
+
+namespace {
+
+void scalar_gemm(int64_t M, int64_t N, int64_t K, float alpha, const float* a, int64_t a_rs,
+                 int64_t a_cs, const float* b, int64_t ldb, bool accumulate, float* c,
+                 int64_t ldc) {
+  for (int64_t i = 0; i < M; ++i) {
+    float* c_row = c + i * ldc;
+    if (!accumulate) std::fill(c_row, c_row + N, 0.0f);
+    for (int64_t k = 0; k < K; ++k) {
+      const float aik = alpha * a[i * a_rs + k * a_cs];
+      const float* b_row = b + k * ldb;
+      for (int64_t j = 0; j < N; ++j) c_row[j] += aik * b_row[j];
+    }
+  }
+}
+
+#ifdef BRAID_HAVE_AVX2_PATH
+#define BRAID_AVX2 __attribute__((target("avx2,fma")))
+
+constexpr int kMr = 6;   // tile rows: 6 x 2 accumulators + 2 B vectors + 1 broadcast <= 16 ymm
+constexpr int kNr = 16;  // tile columns: two ymm
+
+// Lane mask for the first `n` (0..8) of 8 columns.
+BRAID_AVX2 inline __m256i lane_mask(int64_t n) {
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), idx);
+}
+
+// C row r of a tile: alpha * (v0, v1), plus the old value when accumulating; masked when the
+// tile is narrower than 16 columns.
+template <bool Full>
+BRAID_AVX2 inline void store_row(float* c_row, __m256 v0, __m256 v1, __m256 alpha, bool accumulate,
+                                 __m256i m0, __m256i m1) {
+  v0 = _mm256_mul_ps(v0, alpha);
+  v1 = _mm256_mul_ps(v1, alpha);
+  if constexpr (Full) {
+    if (accumulate) {
+      v0 = _mm256_add_ps(v0, _mm256_loadu_ps(c_row));
+      v1 = _mm256_add_ps(v1, _mm256_loadu_ps(c_row + 8));
+    }
+    _mm256_storeu_ps(c_row, v0);
+    _mm256_storeu_ps(c_row + 8, v1);
+  } else {
+    if (accumulate) {
+      v0 = _mm256_add_ps(v0, _mm256_maskload_ps(c_row, m0));
+      v1 = _mm256_add_ps(v1, _mm256_maskload_ps(c_row + 8, m1));
+    }
+    _mm256_maskstore_ps(c_row, m0, v0);
+    _mm256_maskstore_ps(c_row + 8, m1, v1);
+  }
+}
+
+// One MR x 16 tile of C; Full means all 16 columns exist, otherwise `n` (< 16) of them.
+// The accumulators are named variables, not an array: GCC kept an array on the stack and
+// stored it every iteration, which halved the FMA rate.
+template <int MR, bool Full>
+BRAID_AVX2 void tile(int64_t n, int64_t K, float alpha, const float* a, int64_t a_rs,
+                     int64_t a_cs, const float* b, int64_t ldb, bool accumulate, float* c,
+                     int64_t ldc) {
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+  __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  const __m256i m0 = Full ? _mm256_set1_epi32(-1) : lane_mask(std::min<int64_t>(n, 8));
+  const __m256i m1 = Full ? _mm256_set1_epi32(-1) : lane_mask(std::max<int64_t>(n - 8, 0));
+  for (int64_t k = 0; k < K; ++k) {
+    const float* b_row = b + k * ldb;
+    __m256 b0, b1;
+    if constexpr (Full) {
+      b0 = _mm256_loadu_ps(b_row);
+      b1 = _mm256_loadu_ps(b_row + 8);
+    } else {
+      b0 = _mm256_maskload_ps(b_row, m0);
+      b1 = _mm256_maskload_ps(b_row + 8, m1);
+    }
+    const float* a_col = a + k * a_cs;
+#define BRAID_TILE_ROW(r)                                          \
+  if constexpr (MR > r) {                                          \
+    const __m256 ar = _mm256_broadcast_ss(a_col + r * a_rs);       \
+    c##r##0 = _mm256_fmadd_ps(ar, b0, c##r##0);                    \
+    c##r##1 = _mm256_fmadd_ps(ar, b1, c##r##1);                    \
+  }
+    BRAID_TILE_ROW(0)
+    BRAID_TILE_ROW(1)
+    BRAID_TILE_ROW(2)
+    BRAID_TILE_ROW(3)
+    BRAID_TILE_ROW(4)
+    BRAID_TILE_ROW(5)
+#undef BRAID_TILE_ROW
+  }
+  const __m256 va = _mm256_set1_ps(alpha);
+  store_row<Full>(c, c00, c01, va, accumulate, m0, m1);
+  if constexpr (MR > 1) store_row<Full>(c + 1 * ldc, c10, c11, va, accumulate, m0, m1);
+  if constexpr (MR > 2) store_row<Full>(c + 2 * ldc, c20, c21, va, accumulate, m0, m1);
+  if constexpr (MR > 3) store_row<Full>(c + 3 * ldc, c30, c31, va, accumulate, m0, m1);
+  if constexpr (MR > 4) store_row<Full>(c + 4 * ldc, c40, c41, va, accumulate, m0, m1);
+  if constexpr (MR > 5) store_row<Full>(c + 5 * ldc, c50, c51, va, accumulate, m0, m1);
+}
+
+template <int MR>
+BRAID_AVX2 void row_panel(int64_t N, int64_t K, float alpha, const float* a, int64_t a_rs,
+                          int64_t a_cs, const float* b, int64_t ldb, bool accumulate, float* c,
+                          int64_t ldc) {
+  int64_t j = 0;
+  for (; j + kNr <= N; j += kNr)
+    tile<MR, true>(kNr, K, alpha, a, a_rs, a_cs, b + j, ldb, accumulate, c + j, ldc);
+  if (j < N) tile<MR, false>(N - j, K, alpha, a, a_rs, a_cs, b + j, ldb, accumulate, c + j, ldc);
+}
+
+BRAID_AVX2 void avx2_gemm(int64_t M, int64_t N, int64_t K, float alpha, const float* a,
+                          int64_t a_rs, int64_t a_cs, const float* b, int64_t ldb,
+                          bool accumulate, float* c, int64_t ldc) {
+  // Row panels outer: the A panel (6 rows) stays in L1 while B streams from L1/L2; the
+  // attention blocks keep B (K x N) small enough for L2.
+  int64_t i = 0;
+  for (; i + kMr <= M; i += kMr)
+    row_panel<kMr>(N, K, alpha, a + i * a_rs, a_rs, a_cs, b, ldb, accumulate, c + i * ldc, ldc);
+  const float* a_i = a + i * a_rs;
+  float* c_i = c + i * ldc;
+  switch (M - i) {
+    case 5: row_panel<5>(N, K, alpha, a_i, a_rs, a_cs, b, ldb, accumulate, c_i, ldc); break;
+    case 4: row_panel<4>(N, K, alpha, a_i, a_rs, a_cs, b, ldb, accumulate, c_i, ldc); break;
+    case 3: row_panel<3>(N, K, alpha, a_i, a_rs, a_cs, b, ldb, accumulate, c_i, ldc); break;
+    case 2: row_panel<2>(N, K, alpha, a_i, a_rs, a_cs, b, ldb, accumulate, c_i, ldc); break;
+    case 1: row_panel<1>(N, K, alpha, a_i, a_rs, a_cs, b, ldb, accumulate, c_i, ldc); break;
+    default: break;
+  }
+}
+
+bool use_avx2() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return yes;
+}
+#undef BRAID_AVX2
+#endif
+
+}  // namespace
+
+void small_gemm(int64_t M, int64_t N, int64_t K, float alpha, const float* a,
+                int64_t a_row_stride, int64_t a_col_stride, const float* b, int64_t ldb,
+                bool accumulate, float* c, int64_t ldc) {
+  if (M <= 0 || N <= 0) return;
+#ifdef BRAID_HAVE_AVX2_PATH
+  if (use_avx2())
+    return avx2_gemm(M, N, K, alpha, a, a_row_stride, a_col_stride, b, ldb, accumulate, c, ldc);
+#endif
+  scalar_gemm(M, N, K, alpha, a, a_row_stride, a_col_stride, b, ldb, accumulate, c, ldc);
+}
+
+}  // namespace braid::cpu

@@ -1,0 +1,177 @@
+// Row primitives behind vec_math.h: AVX2+FMA intrinsics chosen at run time when the CPU has
+// them (the build targets the x86-64 baseline, and GCC left these loops scalar when asked
+// to auto-vectorise them), and a portable scalar fallback.
+#include "core/kernels/cpu/vec_math.h"
+
+#include <cmath>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define BRAID_HAVE_AVX2_PATH 1
+#endif
+
+namespace braid::cpu {
+
+namespace scalar {
+
+float softmax_row(float* s, int64_t n, float out_scale) {
+  float m = s[0];
+  for (int64_t j = 1; j < n; ++j) m = std::max(m, s[j]);
+  float sum = 0.0f;
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] = exp_approx(s[j] - m);
+    sum += s[j];
+  }
+  const float mul = out_scale / sum;
+  for (int64_t j = 0; j < n; ++j) s[j] *= mul;
+  return m + std::log(sum);
+}
+
+void exp_shifted_row(float* s, int64_t n, float shift) {
+  for (int64_t j = 0; j < n; ++j) s[j] = exp_approx(s[j] - shift);
+}
+
+void softmax_grad_row(float* dp, const float* p, int64_t n, float d, float scale) {
+  for (int64_t j = 0; j < n; ++j) dp[j] = p[j] * (dp[j] - d) * scale;
+}
+
+float dot_row(const float* a, const float* b, int64_t n) {
+  float sum = 0.0f;
+  for (int64_t j = 0; j < n; ++j) sum += a[j] * b[j];
+  return sum;
+}
+
+}  // namespace scalar
+
+#ifdef BRAID_HAVE_AVX2_PATH
+namespace avx2 {
+
+#define BRAID_AVX2 __attribute__((target("avx2,fma")))
+
+// Eight lanes of exp_approx (same constants, same clamping; NaN passes through because the
+// max/min intrinsics return their second operand when it is NaN).
+BRAID_AVX2 inline __m256 exp8(__m256 x) {
+  x = _mm256_min_ps(_mm256_set1_ps(88.0f), _mm256_max_ps(_mm256_set1_ps(-87.0f), x));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860682030941723e-06f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 720.0f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i bits =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+}
+
+// Lanes added in a fixed order, so results do not depend on anything but the input.
+BRAID_AVX2 inline float hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+BRAID_AVX2 inline float hmax8(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+BRAID_AVX2 float softmax_row(float* s, int64_t n, float out_scale) {
+  const int64_t n8 = n - n % 8;
+  __m256 vmax = _mm256_set1_ps(s[0]);
+  for (int64_t j = 0; j < n8; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(s + j));
+  float m = hmax8(vmax);
+  for (int64_t j = n8; j < n; ++j) m = std::max(m, s[j]);
+  const __m256 vm = _mm256_set1_ps(m);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 16 <= n8; j += 16) {
+    const __m256 e0 = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
+    const __m256 e1 = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j + 8), vm));
+    _mm256_storeu_ps(s + j, e0);
+    _mm256_storeu_ps(s + j + 8, e1);
+    acc0 = _mm256_add_ps(acc0, e0);
+    acc1 = _mm256_add_ps(acc1, e1);
+  }
+  for (; j < n8; j += 8) {
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
+    _mm256_storeu_ps(s + j, e);
+    acc0 = _mm256_add_ps(acc0, e);
+  }
+  float sum = hsum8(_mm256_add_ps(acc0, acc1));
+  for (j = n8; j < n; ++j) {
+    s[j] = exp_approx(s[j] - m);
+    sum += s[j];
+  }
+  const float mul = out_scale / sum;
+  const __m256 vmul = _mm256_set1_ps(mul);
+  for (j = 0; j < n8; j += 8) _mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), vmul));
+  for (j = n8; j < n; ++j) s[j] *= mul;
+  return m + std::log(sum);
+}
+
+BRAID_AVX2 void exp_shifted_row(float* s, int64_t n, float shift) {
+  const int64_t n8 = n - n % 8;
+  const __m256 vs = _mm256_set1_ps(shift);
+  for (int64_t j = 0; j < n8; j += 8)
+    _mm256_storeu_ps(s + j, exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), vs)));
+  for (int64_t j = n8; j < n; ++j) s[j] = exp_approx(s[j] - shift);
+}
+
+BRAID_AVX2 void softmax_grad_row(float* dp, const float* p, int64_t n, float d, float scale) {
+  const int64_t n8 = n - n % 8;
+  const __m256 vd = _mm256_set1_ps(d), vscale = _mm256_set1_ps(scale);
+  for (int64_t j = 0; j < n8; j += 8) {
+    const __m256 g = _mm256_sub_ps(_mm256_loadu_ps(dp + j), vd);
+    _mm256_storeu_ps(dp + j, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(p + j), g), vscale));
+  }
+  for (int64_t j = n8; j < n; ++j) dp[j] = p[j] * (dp[j] - d) * scale;
+}
+
+BRAID_AVX2 float dot_row(const float* a, const float* b, int64_t n) {
+  const int64_t n8 = n - n % 8;
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t j = 0; j < n8; j += 8)
+    acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(b + j), acc);
+  float sum = hsum8(acc);
+  for (int64_t j = n8; j < n; ++j) sum += a[j] * b[j];
+  return sum;
+}
+
+#undef BRAID_AVX2
+
+}  // namespace avx2
+
+namespace {
+bool use_avx2() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return yes;
+}
+}  // namespace
+
+#define BRAID_DISPATCH(fn, ...) \
+  return use_avx2() ? avx2::fn(__VA_ARGS__) : scalar::fn(__VA_ARGS__)
+#else
+#define BRAID_DISPATCH(fn, ...) return scalar::fn(__VA_ARGS__)
+#endif
+
+float softmax_row(float* s, int64_t n, float out_scale) {
+  BRAID_DISPATCH(softmax_row, s, n, out_scale);
+}
+
+void exp_shifted_row(float* s, int64_t n, float shift) { BRAID_DISPATCH(exp_shifted_row, s, n, shift); }
+
+void softmax_grad_row(float* dp, const float* p, int64_t n, float d, float scale) {
+  BRAID_DISPATCH(softmax_grad_row, dp, p, n, d, scale);
+}
+
+float dot_row(const float* a, const float* b, int64_t n) { BRAID_DISPATCH(dot_row, a, b, n); }
+
+}  // namespace braid::cpu

@@ -1,0 +1,245 @@
+// Causal GQA attention kernels vs a naive double-precision reference (forward, lse, backward).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/kernels/attention.h"
+
+namespace braid {
+namespace {
+
+struct Dims {
+  int64_t B, Tq, Tk, Hq, Hkv, D;
+};
+
+std::vector<float> random_values(int64_t n, uint32_t seed, float amp = 1.0f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-amp, amp);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+struct Inputs {
+  std::vector<float> q, k, v, dout;  // q, dout: (B, Tq, Hq, D); k, v: (B, Tk, Hkv, D)
+};
+
+Inputs make_inputs(const Dims& d, uint32_t seed) {
+  const int64_t nq = d.B * d.Tq * d.Hq * d.D, nk = d.B * d.Tk * d.Hkv * d.D;
+  // Amplitude 1.5 with D up to 16 gives peaked but not one-hot softmaxes.
+  return {random_values(nq, seed, 1.5f), random_values(nk, seed + 1, 1.5f),
+          random_values(nk, seed + 2), random_values(nq, seed + 3)};
+}
+
+size_t qi(const Dims& d, int64_t b, int64_t t, int64_t h, int64_t c) {
+  return static_cast<size_t>(((b * d.Tq + t) * d.Hq + h) * d.D + c);
+}
+size_t ki(const Dims& d, int64_t b, int64_t t, int64_t h, int64_t c) {
+  return static_cast<size_t>(((b * d.Tk + t) * d.Hkv + h) * d.D + c);
+}
+
+struct RefResult {
+  std::vector<double> out, lse, dq, dk, dv;
+};
+
+// Full-softmax attention in double, with the analytic backward for loss = sum(out * dout).
+RefResult reference(const Dims& d, const Inputs& in) {
+  RefResult r;
+  r.out.assign(in.q.size(), 0.0);
+  r.dq.assign(in.q.size(), 0.0);
+  r.dk.assign(in.k.size(), 0.0);
+  r.dv.assign(in.k.size(), 0.0);
+  r.lse.assign(static_cast<size_t>(d.B * d.Hq * d.Tq), 0.0);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d.D));
+  for (int64_t b = 0; b < d.B; ++b)
+    for (int64_t h = 0; h < d.Hq; ++h) {
+      const int64_t g = h / (d.Hq / d.Hkv);
+      for (int64_t i = 0; i < d.Tq; ++i) {
+        const int64_t n = d.Tk - d.Tq + i + 1;
+        std::vector<double> p(static_cast<size_t>(n)), dp(static_cast<size_t>(n));
+        double m = -1e300;
+        for (int64_t j = 0; j < n; ++j) {
+          double s = 0;
+          for (int64_t c = 0; c < d.D; ++c) s += double(in.q[qi(d, b, i, h, c)]) * in.k[ki(d, b, j, g, c)];
+          p[j] = s * scale;
+          m = std::max(m, p[j]);
+        }
+        double sum = 0;
+        for (auto& x : p) sum += std::exp(x - m);
+        const double lse = m + std::log(sum);
+        r.lse[static_cast<size_t>((b * d.Hq + h) * d.Tq + i)] = lse;
+        for (auto& x : p) x = std::exp(x - lse);
+        double pdp = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          double dpj = 0;
+          for (int64_t c = 0; c < d.D; ++c) {
+            r.out[qi(d, b, i, h, c)] += p[j] * in.v[ki(d, b, j, g, c)];
+            r.dv[ki(d, b, j, g, c)] += p[j] * in.dout[qi(d, b, i, h, c)];
+            dpj += double(in.dout[qi(d, b, i, h, c)]) * in.v[ki(d, b, j, g, c)];
+          }
+          dp[j] = dpj;
+          pdp += p[j] * dpj;
+        }
+        for (int64_t j = 0; j < n; ++j) {
+          const double ds = p[j] * (dp[j] - pdp) * scale;
+          for (int64_t c = 0; c < d.D; ++c) {
+            r.dq[qi(d, b, i, h, c)] += ds * in.k[ki(d, b, j, g, c)];
+            r.dk[ki(d, b, j, g, c)] += ds * in.q[qi(d, b, i, h, c)];
+          }
+        }
+      }
+    }
+  return r;
+}
+
+void expect_close(const Tensor& got, const std::vector<double>& want, double atol, double rtol,
+                  const char* what) {
+  ASSERT_EQ(got.numel(), static_cast<int64_t>(want.size())) << what;
+  int bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double g = got.f32()[i];
+    if (!(std::abs(g - want[i]) <= atol + rtol * std::abs(want[i])) && ++bad <= 5)
+      ADD_FAILURE() << what << "[" << i << "] = " << g << ", want " << want[i];
+  }
+  EXPECT_EQ(bad, 0) << what << ": elements out of tolerance";
+}
+
+struct Outputs {
+  Tensor out, lse, dq, dk, dv;
+};
+
+Outputs run_kernels(const Dims& d, const Inputs& in) {
+  const Shape qs{d.B, d.Tq, d.Hq, d.D}, ks{d.B, d.Tk, d.Hkv, d.D};
+  Tensor q = Tensor::from_vector(in.q, qs), k = Tensor::from_vector(in.k, ks),
+         v = Tensor::from_vector(in.v, ks), dout = Tensor::from_vector(in.dout, qs);
+  Outputs o{Tensor::empty(qs), Tensor::empty({d.B, d.Hq, d.Tq}), Tensor::empty(qs),
+            Tensor::empty(ks), Tensor::empty(ks)};
+  // Garbage in the outputs must be overwritten, not accumulated into.
+  o.out.fill_(NAN);
+  o.lse.fill_(NAN);
+  o.dq.fill_(NAN);
+  o.dk.fill_(NAN);
+  o.dv.fill_(NAN);
+  attention_forward(o.out, o.lse, q, k, v);
+  attention_backward(o.dq, o.dk, o.dv, dout, q, k, v, o.out, o.lse);
+  return o;
+}
+
+void check_against_reference(const Dims& d, uint32_t seed) {
+  SCOPED_TRACE(testing::Message() << "B=" << d.B << " Tq=" << d.Tq << " Tk=" << d.Tk
+                                  << " Hq=" << d.Hq << " Hkv=" << d.Hkv << " D=" << d.D);
+  const Inputs in = make_inputs(d, seed);
+  const RefResult ref = reference(d, in);
+  const Outputs o = run_kernels(d, in);
+  expect_close(o.out, ref.out, 2e-5, 1e-4, "out");
+  expect_close(o.lse, ref.lse, 2e-5, 1e-5, "lse");
+  expect_close(o.dq, ref.dq, 2e-5, 1e-4, "dq");
+  expect_close(o.dk, ref.dk, 2e-5, 1e-4, "dk");
+  expect_close(o.dv, ref.dv, 2e-5, 1e-4, "dv");
+}
+
+TEST(KernelsAttention, MatchesReferenceOnAwkwardShapes) {
+  const Dims shapes[] = {
+      {2, 7, 7, 4, 2, 3},   // GQA, odd T, odd D
+      {1, 1, 1, 1, 1, 5},   // T = 1, one head (a single pair: GEMMs use all threads)
+      {3, 7, 7, 1, 1, 8},   // one head
+      {2, 7, 7, 4, 1, 4},   // all query heads share one kv head
+      {1, 1, 5, 4, 1, 4},   // decode step: Tq = 1 against 5 cached keys
+      {2, 3, 7, 2, 2, 6},   // Tq = 3, Tk = 7
+      {1, 130, 130, 2, 1, 16},  // several query blocks, ragged last block
+      {1, 70, 150, 4, 2, 8},    // Tq < Tk across block boundaries
+  };
+  uint32_t seed = 11;
+  for (const Dims& d : shapes) check_against_reference(d, seed += 10);
+}
+
+TEST(KernelsAttention, BackwardReferenceMatchesFiniteDifferences) {
+  // Guards the analytic reference itself: central differences of loss = sum(out * dout).
+  const Dims d{1, 3, 5, 2, 1, 3};
+  Inputs in = make_inputs(d, 5);
+  const RefResult ref = reference(d, in);
+  auto loss = [&](const Inputs& x) {
+    const RefResult r = reference(d, x);
+    double s = 0;
+    for (size_t i = 0; i < r.out.size(); ++i) s += r.out[i] * x.dout[i];
+    return s;
+  };
+  const float eps = 1e-2f;  // inputs are floats, so the step must be representable
+  auto check = [&](std::vector<float> Inputs::*field, const std::vector<double>& grad,
+                   const char* name) {
+    for (size_t i = 0; i < (in.*field).size(); ++i) {
+      Inputs plus = in, minus = in;
+      (plus.*field)[i] += eps;
+      (minus.*field)[i] -= eps;
+      const double h = double((plus.*field)[i]) - double((minus.*field)[i]);
+      const double fd = (loss(plus) - loss(minus)) / h;
+      EXPECT_NEAR(fd, grad[i], 1e-3) << name << "[" << i << "]";
+    }
+  };
+  check(&Inputs::q, ref.dq, "dq");
+  check(&Inputs::k, ref.dk, "dk");
+  check(&Inputs::v, ref.dv, "dv");
+}
+
+TEST(KernelsAttention, DecodeStepEqualsLastRowOfFullAttention) {
+  const Dims full{2, 9, 9, 4, 2, 8};
+  const Inputs in = make_inputs(full, 77);
+  const Outputs o = run_kernels(full, in);
+  // The decode query is the last query row of each batch entry; keys and values are shared.
+  const Dims dec{full.B, 1, full.Tk, full.Hq, full.Hkv, full.D};
+  std::vector<float> q_last;
+  for (int64_t b = 0; b < full.B; ++b)
+    for (int64_t h = 0; h < full.Hq; ++h)
+      for (int64_t c = 0; c < full.D; ++c) q_last.push_back(in.q[qi(full, b, full.Tq - 1, h, c)]);
+  Tensor q = Tensor::from_vector(q_last, {dec.B, 1, dec.Hq, dec.D});
+  Tensor k = Tensor::from_vector(in.k, {full.B, full.Tk, full.Hkv, full.D});
+  Tensor v = Tensor::from_vector(in.v, {full.B, full.Tk, full.Hkv, full.D});
+  Tensor out = Tensor::empty({dec.B, 1, dec.Hq, dec.D}), lse = Tensor::empty({dec.B, dec.Hq, 1});
+  attention_forward(out, lse, q, k, v);
+  for (int64_t b = 0; b < full.B; ++b)
+    for (int64_t h = 0; h < full.Hq; ++h) {
+      EXPECT_NEAR(lse.f32()[b * dec.Hq + h], o.lse.f32()[(b * full.Hq + h) * full.Tq + full.Tq - 1],
+                  1e-5);
+      for (int64_t c = 0; c < full.D; ++c)
+        EXPECT_NEAR(out.f32()[qi(dec, b, 0, h, c)], o.out.f32()[qi(full, b, full.Tq - 1, h, c)],
+                    1e-5);
+    }
+}
+
+TEST(KernelsAttention, IsDeterministic) {
+  const Dims d{2, 40, 40, 4, 2, 16};
+  const Inputs in = make_inputs(d, 3);
+  const Outputs a = run_kernels(d, in), b = run_kernels(d, in);
+  for (const auto& [x, y] : {std::pair{a.out, b.out}, {a.dq, b.dq}, {a.dk, b.dk}, {a.dv, b.dv}})
+    for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(x.f32()[i], y.f32()[i]) << i;
+}
+
+TEST(KernelsAttention, RejectsBadArguments) {
+  auto t = [](const Shape& s) { return Tensor::zeros(s); };
+  Tensor out = t({1, 4, 4, 8}), lse = t({1, 4, 4});
+  // Query heads not a multiple of kv heads.
+  EXPECT_THROW(attention_forward(out, lse, t({1, 4, 4, 8}), t({1, 4, 3, 8}), t({1, 4, 3, 8})),
+               Error);
+  // More queries than keys.
+  EXPECT_THROW(attention_forward(out, lse, t({1, 4, 4, 8}), t({1, 3, 2, 8}), t({1, 3, 2, 8})),
+               Error);
+  // v shaped unlike k.
+  EXPECT_THROW(attention_forward(out, lse, t({1, 4, 4, 8}), t({1, 4, 2, 8}), t({1, 4, 2, 4})),
+               Error);
+  // lse of the wrong shape.
+  Tensor bad_lse = t({1, 4, 3});
+  EXPECT_THROW(attention_forward(out, bad_lse, t({1, 4, 4, 8}), t({1, 4, 2, 8}), t({1, 4, 2, 8})),
+               Error);
+  // Integer inputs.
+  Tensor qi32 = Tensor::zeros({1, 4, 4, 8}, DType::I32);
+  EXPECT_THROW(attention_forward(out, lse, qi32, t({1, 4, 2, 8}), t({1, 4, 2, 8})), Error);
+  // dk shaped like q in backward.
+  Tensor q = t({1, 4, 4, 8}), k = t({1, 4, 2, 8}), dq = t({1, 4, 4, 8}), dv = t({1, 4, 2, 8});
+  Tensor bad_dk = t({1, 4, 4, 8});
+  EXPECT_THROW(attention_backward(dq, bad_dk, dv, q, q, k, k, q, lse), Error);
+}
+
+}  // namespace
+}  // namespace braid

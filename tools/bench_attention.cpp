@@ -1,0 +1,113 @@
+// Benchmark: CPU attention (forward + backward) and the fused LM-head cross-entropy at the
+// gpt2 benchmark shapes, as GFLOP/s and as a fraction of a gemm_f32 rate measured in the same
+// run. Usage: bench_attention [repeats]
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "core/kernels/attention.h"
+#include "core/kernels/cross_entropy.h"
+#include "core/kernels/gemm.h"
+#include "core/tensor.h"
+
+namespace {
+
+using braid::Tensor;
+
+Tensor random_tensor(const braid::Shape& shape, uint32_t seed, float amp) {
+  Tensor t = Tensor::empty(shape);
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-amp, amp);
+  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = dist(gen);
+  return t;
+}
+
+// Median seconds per call over `repeats` timed calls after one warm-up call; the median
+// resists the noise of a shared machine better than the mean.
+double median_seconds(const std::function<void()>& fn, int repeats) {
+  fn();
+  std::vector<double> times;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+void print_row(const char* name, double flops, double seconds, double gemm_gflops) {
+  const double gflops = flops / seconds / 1e9;
+  std::printf("%-34s %10.3f %10.2f %10.1f %8.2f\n", name, seconds * 1e3, flops / 1e9, gflops,
+              gflops / gemm_gflops);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int repeats = argc > 1 ? std::max(1, std::atoi(argv[1])) : 10;
+  std::printf("gemm backend %s, %d OpenMP threads, median of %d runs\n",
+              braid::gemm_backend_name().c_str(), omp_get_max_threads(), repeats);
+
+  // Reference GEMM: (2048 x 512) @ (512 x 1536), the size of a gpt2 MLP matmul at B*T = 2048.
+  const int64_t M = 2048, N = 1536, K = 512;
+  Tensor a = random_tensor({M, K}, 1, 1.0f), b = random_tensor({K, N}, 2, 1.0f);
+  Tensor c = Tensor::empty({M, N});
+  const double gemm_flops = 2.0 * M * N * K;
+  const double gemm_s = median_seconds(
+      [&] {
+        braid::gemm_f32(false, false, M, N, K, 1.0f, a.f32(), K, b.f32(), N, 0.0f, c.f32(), N);
+      },
+      repeats);
+  const double gemm_gflops = gemm_flops / gemm_s / 1e9;
+
+  // Attention at gpt2 benchmark shapes. FLOPs count only the causal half (the query-key pairs
+  // that are not masked): forward = 2 GEMMs (QK^T, PV) = 4*D per pair; backward = 4 GEMMs
+  // (dV, dP, dQ, dK) = 8*D per pair plus the QK^T recompute = 2*D per pair.
+  const int64_t B = 8, T = 256, H = 8, D = 64;
+  Tensor q = random_tensor({B, T, H, D}, 3, 1.0f), k = random_tensor({B, T, H, D}, 4, 1.0f);
+  Tensor v = random_tensor({B, T, H, D}, 5, 1.0f), dout = random_tensor({B, T, H, D}, 6, 1.0f);
+  Tensor out = Tensor::empty({B, T, H, D}), lse = Tensor::empty({B, H, T});
+  Tensor dq = Tensor::empty({B, T, H, D}), dk = Tensor::empty({B, T, H, D});
+  Tensor dv = Tensor::empty({B, T, H, D});
+  const double pairs = static_cast<double>(B * H) * (T * (T + 1) / 2);
+  const double attn_fwd_s =
+      median_seconds([&] { braid::attention_forward(out, lse, q, k, v); }, repeats);
+  const double attn_bwd_s = median_seconds(
+      [&] { braid::attention_backward(dq, dk, dv, dout, q, k, v, out, lse); }, repeats);
+
+  // LM head: x (B*T, 512), w (8192, 512); forward + backward are 3 GEMMs of 2*N*V*C each.
+  const int64_t rows = B * T, C = 512, V = 8192;
+  Tensor x = random_tensor({rows, C}, 7, 1.0f), w = random_tensor({V, C}, 8, 0.05f);
+  std::vector<int32_t> tgt(static_cast<size_t>(rows));
+  for (int64_t i = 0; i < rows; ++i) tgt[i] = static_cast<int32_t>((i * 7919) % V);
+  Tensor targets = Tensor::from_vector_i32(tgt, {rows});
+  Tensor losses = Tensor::empty({rows}), dx = Tensor::empty({rows, C});
+  Tensor dw = Tensor::zeros({V, C}), no_grad;
+  const double ce_gemm_flops = 2.0 * rows * V * C;
+  const double ce_fwd_s = median_seconds(
+      [&] { braid::lm_head_cross_entropy(losses, no_grad, no_grad, x, w, targets, 1.0f); },
+      repeats);
+  const double ce_s = median_seconds(
+      [&] { braid::lm_head_cross_entropy(losses, dx, dw, x, w, targets, 1.0f / rows); }, repeats);
+
+  std::printf("%-34s %10s %10s %10s %8s\n", "kernel", "ms", "GFLOP", "GFLOP/s", "vs gemm");
+  print_row("gemm_f32 2048x1536x512", gemm_flops, gemm_s, gemm_gflops);
+  print_row("attention fwd (causal half)", 4.0 * D * pairs, attn_fwd_s, gemm_gflops);
+  print_row("attention bwd (causal half)", 10.0 * D * pairs, attn_bwd_s, gemm_gflops);
+  print_row("attention fwd+bwd (causal half)", 14.0 * D * pairs, attn_fwd_s + attn_bwd_s,
+            gemm_gflops);
+  print_row("lm_head CE forward only", ce_gemm_flops, ce_fwd_s, gemm_gflops);
+  print_row("lm_head CE fwd+bwd", 3.0 * ce_gemm_flops, ce_s, gemm_gflops);
+  std::printf("shapes: attention B=%lld T=%lld H=%lld D=%lld; lm head N=%lld C=%lld V=%lld\n",
+              static_cast<long long>(B), static_cast<long long>(T), static_cast<long long>(H),
+              static_cast<long long>(D), static_cast<long long>(rows), static_cast<long long>(C),
+              static_cast<long long>(V));
+  return 0;
+}
