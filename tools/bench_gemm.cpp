@@ -181,33 +181,47 @@ int main(int argc, char** argv) {
   Buffers buf;
   fill(buf, 2048 * 8192, 2048 * 8192, 2048 * 8192);
 
+  // Shapes outer, configs inner: on a shared machine load drifts, and interleaving keeps the
+  // comparison between backends fair.
+  std::vector<Config> active;
+  for (const Config& cfg : configs) {
+    if (cfg.bf16 && cfg.mode == Bf16Mode::Native && !braid::native_bf16_available(cfg.backend))
+      std::printf("# %s bf16: no native bf16 kernel in this library on this CPU; skipped\n",
+                  cfg.label().c_str());
+    else
+      active.push_back(cfg);
+  }
+  std::vector<std::vector<double>> gflops(active.size(), std::vector<double>(shapes.size(), -1.0));
+  std::vector<double> total(active.size(), 0.0);
+  std::vector<bool> complete(active.size(), true);
+  for (size_t si = 0; si < shapes.size(); ++si) {
+    const Shape& s = shapes[si];
+    for (size_t ci = 0; ci < active.size(); ++ci) {
+      if (!complete[ci]) continue;
+      const double sec = time_gemm(active[ci], s, buf, reps);
+      gflops[ci][si] = 2.0 * s.M * s.N * s.K / sec / 1e9;
+      if (!s.peak) total[ci] += sec;
+      // Emulated kernels can be orders of magnitude slower; don't spend minutes on them.
+      if (gflops[ci][si] < min_gflops) complete[ci] = false;
+    }
+  }
   std::printf("\n| shape | M x N x K | ta tb | backend | dtype | GFLOP/s |\n");
   std::printf("|---|---|---|---|---|---:|\n");
   std::map<std::string, double> step_s;  // per config: seconds for all training shapes once
-  for (const Config& cfg : configs) {
-    if (cfg.bf16 && cfg.mode == Bf16Mode::Native && !braid::native_bf16_available(cfg.backend)) {
-      std::printf("| (%s: no native bf16 kernel in this library on this CPU) | | | | | |\n",
-                  cfg.label().c_str());
-      continue;
-    }
-    double total = 0.0;
-    bool complete = true;
-    for (const Shape& s : shapes) {
-      const double sec = time_gemm(cfg, s, buf, reps);
-      const double gf = 2.0 * s.M * s.N * s.K / sec / 1e9;
+  for (size_t ci = 0; ci < active.size(); ++ci) {
+    const Config& cfg = active[ci];
+    for (size_t si = 0; si < shapes.size(); ++si) {
+      const Shape& s = shapes[si];
+      if (gflops[ci][si] < 0) continue;
       std::printf("| %s | %ldx%ldx%ld | %c %c | %s | %s | %.1f |\n", s.name.c_str(), (long)s.M,
                   (long)s.N, (long)s.K, s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', cfg.label().c_str(),
-                  cfg.bf16 ? "bf16" : "f32", gf);
-      std::fflush(stdout);
-      if (!s.peak) total += sec;
-      if (gf < min_gflops) {
-        std::printf("| (rest of %s %s skipped: under %.1f GFLOP/s) | | | | | |\n",
-                    cfg.label().c_str(), cfg.bf16 ? "bf16" : "f32", min_gflops);
-        complete = false;
-        break;
-      }
+                  cfg.bf16 ? "bf16" : "f32", gflops[ci][si]);
     }
-    if (complete) step_s[std::string(cfg.bf16 ? "bf16 " : "f32 ") + cfg.label()] = total;
+    if (complete[ci])
+      step_s[std::string(cfg.bf16 ? "bf16 " : "f32 ") + cfg.label()] = total[ci];
+    else
+      std::printf("| (rest of %s %s skipped: under %.1f GFLOP/s) | | | | | |\n",
+                  cfg.label().c_str(), cfg.bf16 ? "bf16" : "f32", min_gflops);
   }
 
   std::printf("\nTime for all 12 training shapes once (lower is better):\n");
