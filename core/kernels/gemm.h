@@ -27,3 +27,12 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, floa
 std::string gemm_backend_name();
 
 }  // namespace braid
+
+namespace braid {
+
+// Times square f32 GEMMs (1024^3) through gemm_f32 for about `seconds` (at least one call
+// after a warm-up) and returns the best observed FLOP/s: a machine peak for MFU when none
+// is configured.
+double measure_gemm_peak_f32(double seconds);
+
+}  // namespace braid

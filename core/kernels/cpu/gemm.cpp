@@ -1,33 +1,165 @@
-// GEMM backends for the CPU (interim: oneDNN sgemm; bf16 converts to f32).
+// GEMM dispatch for the CPU: picks a backend once per process and routes gemm_f32/gemm_bf16.
 #include "core/kernels/gemm.h"
 
-#include <oneapi/dnnl/dnnl.h>
+#include <omp.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <vector>
 
 #include "core/error.h"
+#include "core/kernels/cpu/gemm_backends.h"
 
 namespace braid {
+namespace {
+
+// C (M, N) = beta * C without reading C when beta == 0 (it may hold NaN garbage).
+void scale_c(int64_t M, int64_t N, float beta, float* C, int64_t ldc) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+}
+
+// Widens a (rows, cols) bf16 matrix with leading dim ld into a dense f32 buffer.
+const float* widen(const bf16* src, int64_t rows, int64_t cols, int64_t ld,
+                   std::vector<float>& buf) {
+  buf.resize(static_cast<size_t>(rows * cols));
+  float* dst = buf.data();
+  const bool threaded = !omp_in_parallel() && rows * cols >= (int64_t{1} << 16);
+#pragma omp parallel for schedule(static) if (threaded)
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = bf16_to_float(src[r * ld + c]);
+  return dst;
+}
+
+GemmPlan make_plan() {
+  GemmPlan plan;
+  // Measured on the reference machine (docs/benchmarks.md): oneDNN's sgemm is the fastest f32
+  // GEMM and, unlike pthread OpenBLAS, stays on the calling thread inside OpenMP regions.
+  plan.backend = GemmBackend::OneDnn;
+  if (const char* env = std::getenv("BRAID_GEMM"); env != nullptr && *env != '\0') {
+    if (!parse_gemm_backend(env, &plan.backend))
+      user_error("environment variable BRAID_GEMM='{}' is not a GEMM backend; expected one of "
+                 "onednn, openblas, reference (or unset for the automatic choice)",
+                 env);
+  }
+  // Native bf16 kernels pay off only with bf16 dot instructions; without them the libraries
+  // emulate, and widening to f32 (O(MK + KN) work) in front of sgemm is far faster.
+  const bool bf16_hw = onednn_has_native_bf16();
+  plan.bf16_mode = (plan.backend == GemmBackend::Reference || bf16_hw) ? Bf16Mode::Native
+                                                                      : Bf16Mode::Widen;
+  return plan;
+}
+
+}  // namespace
+
+std::string_view gemm_backend_label(GemmBackend b) {
+  switch (b) {
+    case GemmBackend::OneDnn: return "onednn";
+    case GemmBackend::OpenBlas: return "openblas";
+    case GemmBackend::Reference: return "reference";
+  }
+  return "unknown";
+}
+
+bool parse_gemm_backend(std::string_view s, GemmBackend* out) {
+  for (GemmBackend b : kAllGemmBackends) {
+    if (s == gemm_backend_label(b)) {
+      *out = b;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool native_bf16_available(GemmBackend b) {
+  switch (b) {
+    case GemmBackend::OneDnn: return onednn_has_bf16_matmul();
+    case GemmBackend::OpenBlas: return openblas_has_sbgemm();
+    case GemmBackend::Reference: return true;
+  }
+  return false;
+}
+
+const GemmPlan& gemm_plan() {
+  static const GemmPlan plan = make_plan();  // env and CPU are read once per process
+  return plan;
+}
+
+void gemm_f32_with(GemmBackend b, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                   float alpha, const float* A, int64_t lda, const float* B, int64_t ldb,
+                   float beta, float* C, int64_t ldc) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) return scale_c(M, N, beta, C, ldc);
+  switch (b) {
+    case GemmBackend::OneDnn:
+      return gemm_f32_onednn(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    case GemmBackend::OpenBlas:
+      return gemm_f32_openblas(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    case GemmBackend::Reference:
+      return gemm_f32_reference(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+}
+
+void gemm_bf16_with(GemmBackend b, Bf16Mode mode, bool trans_a, bool trans_b, int64_t M,
+                    int64_t N, int64_t K, float alpha, const bf16* A, int64_t lda, const bf16* B,
+                    int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) return scale_c(M, N, beta, C, ldc);
+  if (mode == Bf16Mode::Widen || !native_bf16_available(b)) {
+    // Per thread, so attention blocks calling from a parallel region never share buffers.
+    thread_local std::vector<float> a_buf, b_buf;
+    const int64_t a_cols = trans_a ? M : K, b_cols = trans_b ? K : N;
+    const float* a = widen(A, trans_a ? K : M, a_cols, lda, a_buf);
+    const float* bw = widen(B, trans_b ? N : K, b_cols, ldb, b_buf);
+    return gemm_f32_with(b, trans_a, trans_b, M, N, K, alpha, a, a_cols, bw, b_cols, beta, C,
+                         ldc);
+  }
+  switch (b) {
+    case GemmBackend::OneDnn:
+      return gemm_bf16_onednn(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    case GemmBackend::OpenBlas:
+      return gemm_bf16_openblas(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    case GemmBackend::Reference:
+      return gemm_bf16_reference(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+}
 
 void gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
               const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
               int64_t ldc) {
-  if (M == 0 || N == 0) return;
-  const dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A,
-                                      lda, B, ldb, beta, C, ldc);
-  BRAID_CHECK(st == dnnl_success, "dnnl_sgemm failed with status {}", static_cast<int>(st));
+  gemm_f32_with(gemm_plan().backend, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                ldc);
 }
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                const bf16* A, int64_t lda, const bf16* B, int64_t ldb, float beta, float* C,
                int64_t ldc) {
-  const int64_t rows_a = trans_a ? K : M, rows_b = trans_b ? N : K;
-  std::vector<float> a(static_cast<size_t>(rows_a * lda)), b(static_cast<size_t>(rows_b * ldb));
-  for (size_t i = 0; i < a.size(); ++i) a[i] = bf16_to_float(A[i]);
-  for (size_t i = 0; i < b.size(); ++i) b[i] = bf16_to_float(B[i]);
-  gemm_f32(trans_a, trans_b, M, N, K, alpha, a.data(), lda, b.data(), ldb, beta, C, ldc);
+  const GemmPlan& plan = gemm_plan();
+  gemm_bf16_with(plan.backend, plan.bf16_mode, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb,
+                 beta, C, ldc);
 }
 
-std::string gemm_backend_name() { return "onednn"; }
+std::string gemm_backend_name() { return std::string(gemm_backend_label(gemm_plan().backend)); }
+
+double measure_gemm_peak_f32(double seconds) {
+  constexpr int64_t n = 1024;
+  std::vector<float> a(n * n), b(n * n), c(n * n);
+  for (int64_t i = 0; i < n * n; ++i) {
+    a[i] = static_cast<float>((i * 7) % 13) * 0.01f;
+    b[i] = static_cast<float>((i * 5) % 11) * 0.01f;
+  }
+  auto run = [&] { gemm_f32(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n); };
+  run();  // warm-up: thread pool start, page faults, packing buffers
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  double best_s = 1e30;
+  do {
+    const auto t0 = clock::now();
+    run();
+    best_s = std::min(best_s, std::chrono::duration<double>(clock::now() - t0).count());
+  } while (std::chrono::duration<double>(clock::now() - start).count() < seconds);
+  return 2.0 * static_cast<double>(n * n * n) / best_s;  // best call: the peak, not the mean
+}
 
 }  // namespace braid

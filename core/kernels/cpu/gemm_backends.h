@@ -1,0 +1,72 @@
+// Internal GEMM backends behind core/kernels/gemm.h, callable one by one (tests, benchmarks).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "core/dtype.h"
+
+namespace braid {
+
+// The CPU libraries braid can run a GEMM on. Reference is plain loops: slow, always correct.
+enum class GemmBackend : uint8_t { OneDnn, OpenBlas, Reference };
+
+inline constexpr GemmBackend kAllGemmBackends[] = {GemmBackend::OneDnn, GemmBackend::OpenBlas,
+                                                   GemmBackend::Reference};
+
+std::string_view gemm_backend_label(GemmBackend b);  // "onednn", "openblas", "reference"
+// Parses a label above; returns false when unknown.
+bool parse_gemm_backend(std::string_view s, GemmBackend* out);
+
+// How gemm_bf16 runs: the library's own bf16 kernel, or widening the inputs to f32 and
+// running the f32 GEMM of the same library (fast where the CPU has no bf16 dot instructions).
+enum class Bf16Mode : uint8_t { Native, Widen };
+
+// The process-wide choice, made once from the CPU and BRAID_GEMM (see gemm.cpp).
+struct GemmPlan {
+  GemmBackend backend = GemmBackend::OneDnn;
+  Bf16Mode bf16_mode = Bf16Mode::Widen;
+};
+const GemmPlan& gemm_plan();
+
+// The contract of gemm_f32 / gemm_bf16 (core/kernels/gemm.h) on one chosen backend. Native
+// bf16 where native_bf16_available(b) is false widens instead.
+void gemm_f32_with(GemmBackend b, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                   float alpha, const float* A, int64_t lda, const float* B, int64_t ldb,
+                   float beta, float* C, int64_t ldc);
+void gemm_bf16_with(GemmBackend b, Bf16Mode mode, bool trans_a, bool trans_b, int64_t M,
+                    int64_t N, int64_t K, float alpha, const bf16* A, int64_t lda, const bf16* B,
+                    int64_t ldb, float beta, float* C, int64_t ldc);
+
+// True when oneDNN runs on an ISA with bf16 dot-product instructions (AVX512_BF16 or AMX),
+// after any ONEDNN_MAX_CPU_ISA limit.
+bool onednn_has_native_bf16();
+
+// True when the loaded OpenBLAS exports cblas_sbgemm.
+bool openblas_has_sbgemm();
+// True when oneDNN can create a bf16 matmul on this CPU (at its effective ISA).
+bool onednn_has_bf16_matmul();
+// True when backend b has a bf16 kernel of its own here (checked once, then cached).
+bool native_bf16_available(GemmBackend b);
+
+// Per-library entry points. Callers have already handled M == 0, N == 0 and K == 0.
+void gemm_f32_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                     const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
+                     float* C, int64_t ldc);
+void gemm_bf16_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                      const bf16* A, int64_t lda, const bf16* B, int64_t ldb, float beta,
+                      float* C, int64_t ldc);
+void gemm_f32_openblas(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                       const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
+                       float* C, int64_t ldc);
+void gemm_bf16_openblas(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                        const bf16* A, int64_t lda, const bf16* B, int64_t ldb, float beta,
+                        float* C, int64_t ldc);
+void gemm_f32_reference(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                        const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
+                        float* C, int64_t ldc);
+void gemm_bf16_reference(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                         const bf16* A, int64_t lda, const bf16* B, int64_t ldb, float beta,
+                         float* C, int64_t ldc);
+
+}  // namespace braid

@@ -1,0 +1,132 @@
+// GEMM on oneDNN: dnnl_sgemm for f32; a cached matmul primitive for bf16 inputs (f32 out).
+#include <oneapi/dnnl/dnnl.h>
+
+#include <cstring>
+#include <functional>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "core/kernels/cpu/gemm_backends.h"
+
+namespace braid {
+namespace {
+
+// Everything that is baked into a matmul primitive; alpha and beta are in the attributes.
+struct MatmulKey {
+  bool ta, tb;
+  int64_t M, N, K, lda, ldb, ldc;
+  float alpha, beta;
+  bool operator==(const MatmulKey& o) const {
+    return ta == o.ta && tb == o.tb && M == o.M && N == o.N && K == o.K && lda == o.lda &&
+           ldb == o.ldb && ldc == o.ldc && std::memcmp(&alpha, &o.alpha, 4) == 0 &&
+           std::memcmp(&beta, &o.beta, 4) == 0;
+  }
+};
+
+struct MatmulKeyHash {
+  size_t operator()(const MatmulKey& k) const {
+    size_t h = (static_cast<size_t>(k.ta) << 1) | static_cast<size_t>(k.tb);
+    auto mix = [&h](uint64_t v) { h ^= std::hash<uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+    for (int64_t v : {k.M, k.N, k.K, k.lda, k.ldb, k.ldc}) mix(static_cast<uint64_t>(v));
+    uint32_t a, b;
+    std::memcpy(&a, &k.alpha, 4);
+    std::memcpy(&b, &k.beta, 4);
+    mix((static_cast<uint64_t>(a) << 32) | b);
+    return h;
+  }
+};
+
+// A ready primitive and memory objects whose data handles are swapped per call.
+struct CachedMatmul {
+  dnnl::matmul prim;
+  dnnl::memory src, weights, dst;
+};
+
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+CachedMatmul make_matmul(const MatmulKey& k) {
+  using dt = dnnl::memory::data_type;
+  const dnnl::engine& eng = cpu_engine();
+  // Row-major op(A) (M, K) and op(B) (K, N) expressed through strides, so no copies.
+  dnnl::memory::desc src_md({k.M, k.K}, dt::bf16,
+                            k.ta ? dnnl::memory::dims{1, k.lda} : dnnl::memory::dims{k.lda, 1});
+  dnnl::memory::desc wei_md({k.K, k.N}, dt::bf16,
+                            k.tb ? dnnl::memory::dims{1, k.ldb} : dnnl::memory::dims{k.ldb, 1});
+  dnnl::memory::desc dst_md({k.M, k.N}, dt::f32, dnnl::memory::dims{k.ldc, 1});
+  dnnl::primitive_attr attr;
+  if (k.alpha != 1.0f) attr.set_output_scales(0, {k.alpha});
+  if (k.beta != 0.0f) {
+    // Without a sum post-op dst is overwritten, so beta == 0 never reads C (NaN-safe).
+    dnnl::post_ops po;
+    po.append_sum(k.beta);
+    attr.set_post_ops(po);
+  }
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, wei_md, dst_md), attr, eng);
+  return CachedMatmul{dnnl::matmul(pd), dnnl::memory(src_md, eng, DNNL_MEMORY_NONE),
+                      dnnl::memory(wei_md, eng, DNNL_MEMORY_NONE),
+                      dnnl::memory(dst_md, eng, DNNL_MEMORY_NONE)};
+}
+
+// Per thread, so concurrent callers (attention blocks) never share a stream or a handle.
+// Bounded: a run uses a handful of shapes; clearing on overflow keeps memory flat.
+CachedMatmul& cached_matmul(const MatmulKey& k) {
+  thread_local std::unordered_map<MatmulKey, CachedMatmul, MatmulKeyHash> cache;
+  auto it = cache.find(k);
+  if (it != cache.end()) return it->second;
+  if (cache.size() >= 256) cache.clear();
+  return cache.emplace(k, make_matmul(k)).first->second;
+}
+
+}  // namespace
+
+bool onednn_has_native_bf16() {
+  const unsigned isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+  const unsigned bf16_isa = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_bf16);
+  return (isa & bf16_isa) == bf16_isa;
+}
+
+bool onednn_has_bf16_matmul() {
+  // oneDNN 2.6 implements bf16 matmul only from AVX-512 up; below that creation fails.
+  static const bool available = [] {
+    try {
+      make_matmul(MatmulKey{false, false, 8, 8, 8, 8, 8, 8, 1.0f, 0.0f});
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return available;
+}
+
+void gemm_f32_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                     const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
+                     float* C, int64_t ldc) {
+  const dnnl_status_t st =
+      dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  BRAID_CHECK(st == dnnl_success, "dnnl_sgemm failed with status {}", static_cast<int>(st));
+}
+
+void gemm_bf16_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                      const bf16* A, int64_t lda, const bf16* B, int64_t ldb, float beta,
+                      float* C, int64_t ldc) {
+  try {
+    CachedMatmul& mm = cached_matmul(MatmulKey{ta, tb, M, N, K, lda, ldb, ldc, alpha, beta});
+    thread_local dnnl::stream stream(cpu_engine());
+    mm.src.set_data_handle(const_cast<bf16*>(A));
+    mm.weights.set_data_handle(const_cast<bf16*>(B));
+    mm.dst.set_data_handle(C);
+    mm.prim.execute(stream, {{DNNL_ARG_SRC, mm.src},
+                             {DNNL_ARG_WEIGHTS, mm.weights},
+                             {DNNL_ARG_DST, mm.dst}});
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    BRAID_CHECK(false, "oneDNN bf16 matmul ({}x{}x{}) failed: {} (status {})", M, N, K, e.what(),
+                static_cast<int>(e.status));
+  }
+}
+
+}  // namespace braid

@@ -1,0 +1,260 @@
+// bench_gemm: GFLOP/s of each CPU GEMM backend on the benchmark model's training shapes.
+// Usage: bench_gemm [--reps N] [--min-gflops X]   (OMP_NUM_THREADS sets the thread count)
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/kernels/cpu/gemm_backends.h"
+#include "core/kernels/gemm.h"
+
+namespace {
+
+using braid::Bf16Mode;
+using braid::GemmBackend;
+using clock_type = std::chrono::steady_clock;
+
+struct Shape {
+  std::string name;
+  bool ta, tb;
+  int64_t M, N, K;
+  bool peak;
+};
+
+// One way to run a GEMM: library, dtype and (for bf16) native kernel or widening to f32.
+struct Config {
+  GemmBackend backend;
+  bool bf16;
+  Bf16Mode mode;
+  std::string label() const {
+    std::string s(braid::gemm_backend_label(backend));
+    if (bf16) s += mode == Bf16Mode::Native ? "(native)" : "(widen)";
+    return s;
+  }
+};
+
+// Training shapes of the benchmark model: tokens 2048, width 512, ffn 2048, vocab 8192.
+// Linear y = x W^T with x (T, in), W (out, in); backward dx = dy W and dW = dy^T x.
+std::vector<Shape> training_shapes() {
+  constexpr int64_t T = 2048;
+  struct Layer {
+    const char* name;
+    int64_t in, out;
+  };
+  const Layer layers[] = {{"qkv", 512, 1536}, {"fc1", 512, 2048}, {"fc2", 2048, 512},
+                          {"lm_head", 512, 8192}};
+  std::vector<Shape> shapes;
+  for (const Layer& l : layers) {
+    shapes.push_back({std::string(l.name) + " fwd", false, true, T, l.out, l.in, false});
+    shapes.push_back({std::string(l.name) + " dx", false, false, T, l.in, l.out, false});
+    shapes.push_back({std::string(l.name) + " dW", true, false, l.out, l.in, T, false});
+  }
+  shapes.push_back({"peak", false, false, 2048, 2048, 2048, true});
+  return shapes;
+}
+
+struct Buffers {
+  std::vector<float> a, b, c;
+  std::vector<braid::bf16> a16, b16;
+};
+
+void fill(Buffers& buf, size_t na, size_t nb, size_t nc) {
+  uint32_t s = 12345;
+  auto next = [&s] {
+    s = s * 1664525u + 1013904223u;
+    return static_cast<float>(s >> 8) / 16777216.0f * 2.0f - 1.0f;
+  };
+  buf.a.resize(na);
+  buf.b.resize(nb);
+  buf.c.assign(nc, 0.0f);
+  for (float& v : buf.a) v = next();
+  for (float& v : buf.b) v = next();
+  buf.a16.resize(na);
+  buf.b16.resize(nb);
+  for (size_t i = 0; i < na; ++i) buf.a16[i] = braid::float_to_bf16(buf.a[i]);
+  for (size_t i = 0; i < nb; ++i) buf.b16[i] = braid::float_to_bf16(buf.b[i]);
+}
+
+void run_once(const Config& cfg, bool ta, bool tb, int64_t M, int64_t N, int64_t K, Buffers& buf) {
+  const int64_t lda = ta ? M : K, ldb = tb ? K : N;
+  if (cfg.bf16)
+    braid::gemm_bf16_with(cfg.backend, cfg.mode, ta, tb, M, N, K, 1.0f, buf.a16.data(), lda,
+                          buf.b16.data(), ldb, 0.0f, buf.c.data(), N);
+  else
+    braid::gemm_f32_with(cfg.backend, ta, tb, M, N, K, 1.0f, buf.a.data(), lda, buf.b.data(), ldb,
+                         0.0f, buf.c.data(), N);
+}
+
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+// Median seconds per call after one warm-up; slow configs get fewer repetitions.
+double time_gemm(const Config& cfg, const Shape& s, Buffers& buf, int reps) {
+  auto t0 = clock_type::now();
+  run_once(cfg, s.ta, s.tb, s.M, s.N, s.K, buf);
+  const double warm = seconds_since(t0);
+  if (warm > 2.0) return warm;
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    t0 = clock_type::now();
+    run_once(cfg, s.ta, s.tb, s.M, s.N, s.K, buf);
+    t.push_back(seconds_since(t0));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+int process_threads() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("Threads:", 0) == 0) return std::atoi(line.c_str() + 8);
+  return -1;
+}
+
+// Every OpenMP thread calls the GEMM on its own small block, like the attention kernel does.
+double in_region_gflops(const Config& cfg, int64_t M, int64_t N, int64_t K, int calls) {
+  const int nthr = omp_get_max_threads();
+  std::vector<Buffers> bufs(static_cast<size_t>(nthr));
+  for (Buffers& b : bufs) fill(b, M * K, K * N, M * N);
+  auto region = [&](int n) {
+#pragma omp parallel num_threads(nthr)
+    {
+      Buffers& b = bufs[static_cast<size_t>(omp_get_thread_num())];
+      for (int i = 0; i < n; ++i) run_once(cfg, false, false, M, N, K, b);
+    }
+  };
+  region(2);
+  const auto t0 = clock_type::now();
+  region(calls);
+  return 2.0 * M * N * K * calls * nthr / seconds_since(t0) / 1e9;
+}
+
+// A memory-bound OpenMP loop right after a big GEMM: shows library threads still spinning.
+double omp_loop_ms_after(const Config& cfg, Buffers& big) {
+  std::vector<float> x(1 << 23, 1.0f);
+  double best = 1e30;
+  for (int r = 0; r < 3; ++r) {
+    run_once(cfg, false, false, 1024, 1024, 1024, big);
+    const auto t0 = clock_type::now();
+    for (int pass = 0; pass < 4; ++pass) {
+#pragma omp parallel for schedule(static)
+      for (size_t i = 0; i < x.size(); ++i) x[i] = x[i] * 0.999f + 0.001f;
+    }
+    best = std::min(best, seconds_since(t0) * 1e3);
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 5;
+  double min_gflops = 5.0;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--min-gflops") && i + 1 < argc) min_gflops = std::atof(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: bench_gemm [--reps N] [--min-gflops X]\n");
+      return 2;
+    }
+  }
+  std::printf("# threads %d, oneDNN native bf16 ISA: %s, default plan: %s (bf16 %s)\n",
+              omp_get_max_threads(), braid::onednn_has_native_bf16() ? "yes" : "no",
+              braid::gemm_backend_name().c_str(),
+              braid::gemm_plan().bf16_mode == Bf16Mode::Native ? "native" : "widen");
+
+  const std::vector<Config> configs = {
+      {GemmBackend::OneDnn, false, Bf16Mode::Native},  {GemmBackend::OpenBlas, false, Bf16Mode::Native},
+      {GemmBackend::OneDnn, true, Bf16Mode::Native},   {GemmBackend::OpenBlas, true, Bf16Mode::Native},
+      {GemmBackend::OneDnn, true, Bf16Mode::Widen},    {GemmBackend::OpenBlas, true, Bf16Mode::Widen}};
+  const std::vector<Shape> shapes = training_shapes();
+  Buffers buf;
+  fill(buf, 2048 * 8192, 2048 * 8192, 2048 * 8192);
+
+  // Shapes outer, configs inner: on a shared machine load drifts, and interleaving keeps the
+  // comparison between backends fair.
+  std::vector<Config> active;
+  for (const Config& cfg : configs) {
+    if (cfg.bf16 && cfg.mode == Bf16Mode::Native && !braid::native_bf16_available(cfg.backend))
+      std::printf("# %s bf16: no native bf16 kernel in this library on this CPU; skipped\n",
+                  cfg.label().c_str());
+    else
+      active.push_back(cfg);
+  }
+  std::vector<std::vector<double>> gflops(active.size(), std::vector<double>(shapes.size(), -1.0));
+  std::vector<double> total(active.size(), 0.0);
+  std::vector<bool> complete(active.size(), true);
+  for (size_t si = 0; si < shapes.size(); ++si) {
+    const Shape& s = shapes[si];
+    for (size_t ci = 0; ci < active.size(); ++ci) {
+      if (!complete[ci]) continue;
+      const double sec = time_gemm(active[ci], s, buf, reps);
+      gflops[ci][si] = 2.0 * s.M * s.N * s.K / sec / 1e9;
+      if (!s.peak) total[ci] += sec;
+      // Emulated kernels can be orders of magnitude slower; don't spend minutes on them.
+      if (gflops[ci][si] < min_gflops) complete[ci] = false;
+    }
+  }
+  std::printf("\n| shape | M x N x K | ta tb | backend | dtype | GFLOP/s |\n");
+  std::printf("|---|---|---|---|---|---:|\n");
+  std::map<std::string, double> step_s;  // per config: seconds for all training shapes once
+  for (size_t ci = 0; ci < active.size(); ++ci) {
+    const Config& cfg = active[ci];
+    for (size_t si = 0; si < shapes.size(); ++si) {
+      const Shape& s = shapes[si];
+      if (gflops[ci][si] < 0) continue;
+      std::printf("| %s | %ldx%ldx%ld | %c %c | %s | %s | %.1f |\n", s.name.c_str(), (long)s.M,
+                  (long)s.N, (long)s.K, s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', cfg.label().c_str(),
+                  cfg.bf16 ? "bf16" : "f32", gflops[ci][si]);
+    }
+    if (complete[ci])
+      step_s[std::string(cfg.bf16 ? "bf16 " : "f32 ") + cfg.label()] = total[ci];
+    else
+      std::printf("| (rest of %s %s skipped: under %.1f GFLOP/s) | | | | | |\n",
+                  cfg.label().c_str(), cfg.bf16 ? "bf16" : "f32", min_gflops);
+  }
+
+  std::printf("\nTime for all 12 training shapes once (lower is better):\n");
+  for (const char* dtype : {"f32 ", "bf16 "}) {
+    std::string best;
+    for (const auto& [name, sec] : step_s) {
+      if (name.rfind(dtype, 0) != 0) continue;
+      std::printf("  %-24s %8.1f ms\n", name.c_str(), sec * 1e3);
+      if (best.empty() || sec < step_s[best]) best = name;
+    }
+    if (!best.empty()) std::printf("  best %s: %s\n", dtype, best.c_str());
+  }
+
+  std::printf("\nCalls from inside an OpenMP parallel region (%d threads, each its own block):\n",
+              omp_get_max_threads());
+  std::printf("| backend | dtype | M x N x K | total GFLOP/s | process threads after |\n");
+  std::printf("|---|---|---|---:|---:|\n");
+  const Config small_cfgs[] = {{GemmBackend::OneDnn, false, Bf16Mode::Native},
+                               {GemmBackend::OpenBlas, false, Bf16Mode::Native},
+                               {GemmBackend::Reference, false, Bf16Mode::Native},
+                               {GemmBackend::OneDnn, true, Bf16Mode::Widen},
+                               {GemmBackend::OpenBlas, true, Bf16Mode::Widen}};
+  for (const Config& cfg : small_cfgs) {
+    for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{256, 256, 64}, {256, 64, 256}}) {
+      const double gf = in_region_gflops(cfg, M, N, K, 200);
+      std::printf("| %s | %s | %ldx%ldx%ld | %.1f | %d |\n", cfg.label().c_str(),
+                  cfg.bf16 ? "bf16" : "f32", (long)M, (long)N, (long)K, gf, process_threads());
+    }
+  }
+
+  std::printf("\nOpenMP loop (4 x 32 MiB passes) right after a 1024^3 f32 GEMM:\n");
+  for (const Config& cfg : {configs[0], configs[1]})
+    std::printf("  after %-10s %.2f ms\n", cfg.label().c_str(), omp_loop_ms_after(cfg, buf));
+  std::printf("\nmeasure_gemm_peak_f32(1.0): %.1f GFLOP/s\n", braid::measure_gemm_peak_f32(1.0) / 1e9);
+  return 0;
+}
