@@ -12,7 +12,6 @@ void stub(CLI::App& app, const char* name, const char* what) {
 }  // namespace
 
 void add_train_command(CLI::App& app) { stub(app, "train", "Train a model from a YAML config"); }
-void add_prepare_command(CLI::App& app) { stub(app, "prepare", "Tokenize text files into shards"); }
 void add_eval_command(CLI::App& app) { stub(app, "eval", "Loss of a checkpoint on a token file"); }
 void add_generate_command(CLI::App& app) { stub(app, "generate", "Sample from a checkpoint"); }
 void add_export_command(CLI::App& app) { stub(app, "export", "Export HF safetensors"); }
