@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "core/error.h"
 #include "data/bpe_tokenizer.h"
@@ -47,9 +48,10 @@ std::vector<std::string> list_input_files(const std::vector<std::string>& inputs
   std::error_code ec;
   const fs::path skip = skip_dir.empty() || !fs::exists(skip_dir, ec) ? fs::path()
                                                                       : fs::canonical(skip_dir);
-  std::vector<std::string> files;
+  std::vector<std::pair<std::string, fs::path>> found;  // (path as named, canonical path)
   auto add = [&](const fs::path& p) {
-    if (!inside(fs::canonical(p), skip)) files.push_back(p.string());
+    fs::path c = fs::canonical(p);
+    if (!inside(c, skip)) found.emplace_back(p.string(), std::move(c));
   };
   for (const std::string& in : inputs) {
     if (!fs::exists(in, ec)) user_error("--input '{}' does not exist; expected a text file or a folder", in);
@@ -62,8 +64,13 @@ std::vector<std::string> list_input_files(const std::vector<std::string>& inputs
       user_error("--input '{}' is neither a regular file nor a folder", in);
     }
   }
-  std::sort(files.begin(), files.end());
-  files.erase(std::unique(files.begin(), files.end()), files.end());
+  // Symlinks (GPL -> GPL-3) and repeated inputs would duplicate a document: keep the
+  // first path in sorted order for each real file.
+  std::sort(found.begin(), found.end());
+  std::set<fs::path> seen;
+  std::vector<std::string> files;
+  for (auto& [p, c] : found)
+    if (seen.insert(c).second) files.push_back(p);
   return files;
 }
 

@@ -42,7 +42,8 @@ PrepareSummary prepare(const PrepareOptions& opts);
 // A few lines for the terminal.
 std::string format_prepare_summary(const PrepareSummary& s, const std::string& out_dir);
 
-// The regular files named by inputs (directories recursed), sorted, with anything inside
+// The regular files named by inputs (directories recursed), sorted, each real file once
+// (symlinks resolved), with anything inside
 // skip_dir (the output folder) left out. A missing path is a braid::UserError.
 std::vector<std::string> list_input_files(const std::vector<std::string>& inputs,
                                           const std::string& skip_dir);
