@@ -1,0 +1,122 @@
+// Loader's prefetch thread (bounded queue, ordered, clean shutdown) and ValidationSet.
+#include "data/loader.h"
+
+namespace braid {
+
+namespace {
+
+void check_loader_config(const DataConfig& cfg) {
+  if (cfg.grad_accum < 1) user_error("data.grad_accum is {}; expected >= 1", cfg.grad_accum);
+  if (cfg.prefetch < 0) user_error("data.prefetch is {}; expected >= 0", cfg.prefetch);
+}
+
+}  // namespace
+
+Loader::Loader(const std::string& shard_path, const DataConfig& cfg, int rank, int world,
+               int64_t start_step)
+    : shard_(shard_path), cfg_(cfg), rank_(rank), world_(world), step_(start_step), micro_(0) {
+  check_loader_config(cfg_);
+  BRAID_CHECK(start_step >= 0, "start_step {}", start_step);
+  // Fail here, on the caller's thread, for a shard too short or a bad rank.
+  (void)sample_train_batch(shard_, cfg_, step_, 0, rank_, world_);
+  start_producer();
+}
+
+Loader::~Loader() { stop_producer(); }
+
+void Loader::start_producer() {
+  if (cfg_.prefetch == 0) return;
+  stop_ = false;
+  error_ = nullptr;
+  queue_.clear();
+  thread_ = std::thread([this, s = step_, m = micro_] { produce(s, m); });
+}
+
+void Loader::stop_producer() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  queue_.clear();
+}
+
+void Loader::produce(int64_t step, int micro) {
+  try {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || static_cast<int>(queue_.size()) < cfg_.prefetch; });
+        if (stop_) return;
+      }
+      // Sampling runs unlocked so the consumer can take ready batches meanwhile.
+      Batch b = sample_train_batch(shard_, cfg_, step, micro, rank_, world_);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        queue_.push_back({step, micro, std::move(b)});
+      }
+      cv_.notify_all();
+      if (++micro == cfg_.grad_accum) {
+        micro = 0;
+        ++step;
+      }
+    }
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      error_ = std::current_exception();
+    }
+    cv_.notify_all();
+  }
+}
+
+Batch Loader::next() {
+  Batch out;
+  if (!thread_.joinable()) {
+    out = sample_train_batch(shard_, cfg_, step_, micro_, rank_, world_);
+  } else {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !queue_.empty() || error_; });
+    // Batches made before a failure are still valid; the error surfaces at its position.
+    if (queue_.empty()) std::rethrow_exception(error_);
+    Ready r = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    cv_.notify_all();
+    BRAID_CHECK(r.step == step_ && r.micro == micro_, "prefetched batch ({}, {}) but expected ({}, {})",
+                r.step, r.micro, step_, micro_);
+    out = std::move(r.batch);
+  }
+  if (++micro_ == cfg_.grad_accum) {
+    micro_ = 0;
+    ++step_;
+  }
+  return out;
+}
+
+void Loader::seek(int64_t step) {
+  BRAID_CHECK(step >= 0, "seek to step {}", step);
+  stop_producer();
+  step_ = step;
+  micro_ = 0;
+  start_producer();
+}
+
+ValidationSet::ValidationSet(const std::string& shard_path, const DataConfig& cfg, int rank,
+                             int world)
+    : shard_(shard_path), cfg_(cfg), rank_(rank), world_(world) {
+  (void)validation_pass_batches(shard_, cfg_, world_);  // fails early on a too-short shard
+  BRAID_CHECK(rank >= 0 && rank < world, "rank {} of world {}", rank, world);
+}
+
+Batch ValidationSet::val_batch(int64_t index) const {
+  return validation_batch(shard_, cfg_, index, rank_, world_);
+}
+
+int64_t ValidationSet::num_batches() const {
+  return validation_pass_batches(shard_, cfg_, world_);
+}
+
+}  // namespace braid

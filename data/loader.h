@@ -1,0 +1,85 @@
+// Loader: training batches in (step, micro) order with optional background prefetch;
+// ValidationSet: fixed validation batches.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "data/data_config.h"
+#include "data/sampler.h"
+#include "data/shard.h"
+
+namespace braid {
+
+// Owns the mapped training shard. next() returns the batches (step, 0), (step, 1), ...,
+// (step, grad_accum - 1), (step + 1, 0), ... exactly as sample_train_batch would, so a
+// resumed run (start_step) sees the same data as an uninterrupted one. With cfg.prefetch > 0
+// a background thread keeps up to cfg.prefetch batches ready; an exception on that thread is
+// rethrown by next(). Not thread-safe: one consumer.
+class Loader {
+ public:
+  Loader(const std::string& shard_path, const DataConfig& cfg, int rank = 0, int world = 1,
+         int64_t start_step = 0);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  Batch next();
+  // The next batch returned will be (step, 0). Drops prefetched batches.
+  void seek(int64_t step);
+
+  // Position of the batch the next call to next() returns.
+  int64_t step() const { return step_; }
+  int micro() const { return micro_; }
+  const TokenShard& shard() const { return shard_; }
+
+ private:
+  struct Ready {
+    int64_t step;
+    int micro;
+    Batch batch;
+  };
+  void start_producer();
+  void stop_producer();
+  void produce(int64_t step, int micro);
+
+  TokenShard shard_;
+  DataConfig cfg_;
+  int rank_;
+  int world_;
+  int64_t step_;  // consumer position
+  int micro_;
+
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;  // signals both "queue changed" and "stop"
+  std::deque<Ready> queue_;
+  bool stop_ = false;
+  std::exception_ptr error_;
+};
+
+// The mapped validation shard and its fixed batches (see validation_batch in sampler.h).
+class ValidationSet {
+ public:
+  ValidationSet(const std::string& shard_path, const DataConfig& cfg, int rank = 0,
+                int world = 1);
+
+  // Same index -> same batch, whatever the seed or training step.
+  Batch val_batch(int64_t index) const;
+  // Batches in one pass over every window.
+  int64_t num_batches() const;
+  const TokenShard& shard() const { return shard_; }
+
+ private:
+  TokenShard shard_;
+  DataConfig cfg_;
+  int rank_;
+  int world_;
+};
+
+}  // namespace braid

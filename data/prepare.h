@@ -1,0 +1,58 @@
+// `braid prepare` as a library call: text files -> tokenizer.json, train.bin, val.bin, meta.json.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace braid {
+
+struct PrepareOptions {
+  std::vector<std::string> inputs;  // files or directories (recursed); read in sorted path order
+  std::string out_dir;
+  std::string tokenizer = "bpe";    // "byte" or "bpe"
+  int vocab_size = 0;               // 0: 512 for bpe, 256 for byte (byte accepts only 256)
+  double val_fraction = 0.05;       // in [0, 0.5]
+  bool force = false;               // allow writing into a non-empty out_dir
+};
+
+struct PrepareSummary {
+  int64_t documents = 0;
+  int64_t input_bytes = 0;
+  int64_t train_tokens = 0;
+  int64_t val_tokens = 0;
+  std::string tokenizer;
+  int vocab_size = 0;
+  double unigram_entropy_nats = 0;  // of the training tokens
+  double tokenizer_train_s = 0;
+  double total_s = 0;
+};
+
+// Each input file is one document. A document gets a trailing '\n' if it lacks one (the
+// newline is the document separator: no end-of-text token, so the byte vocabulary stays 256).
+// Held-out split: the last val_fraction of every document (cut moved forward to the next line
+// start) goes to val.bin, the rest to train.bin, so validation covers every document. The
+// tokenizer is trained on the training part only. Bad inputs, options or a non-empty out_dir
+// without force are braid::UserError.
+PrepareSummary prepare(const PrepareOptions& opts);
+
+// A few lines for the terminal.
+std::string format_prepare_summary(const PrepareSummary& s, const std::string& out_dir);
+
+// The regular files named by inputs (directories recursed), sorted, each real file once
+// (symlinks resolved), with anything inside
+// skip_dir (the output folder) left out. A missing path is a braid::UserError.
+std::vector<std::string> list_input_files(const std::vector<std::string>& inputs,
+                                          const std::string& skip_dir);
+
+// (train part, val part) of one document, as described for prepare().
+std::pair<std::string_view, std::string_view> split_document(std::string_view doc,
+                                                             double val_fraction);
+
+// Entropy of the unigram distribution of ids, in nats per token (0 for no ids).
+double unigram_entropy(std::span<const int32_t> ids, int vocab_size);
+
+}  // namespace braid

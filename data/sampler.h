@@ -1,0 +1,45 @@
+// Batch sampling as pure functions of integers: any batch can be recomputed without replay.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "data/data_config.h"
+#include "data/shard.h"
+
+namespace braid {
+
+// One micro-batch. targets[b, t] is the token after tokens[b, t] in the shard.
+struct Batch {
+  Tensor tokens;   // (B, T) i32
+  Tensor targets;  // (B, T) i32
+};
+
+// Counter-based RNG: a well-mixed 64-bit hash of (seed, a, b, c) (splitmix64 finalizer
+// chained over the inputs). Equal inputs give equal outputs on every platform.
+uint64_t counter_hash(uint64_t seed, uint64_t a, uint64_t b, uint64_t c);
+
+// Start of training row `global_row` of micro-batch (step, micro): uniform in
+// [0, num_starts). Global rows of one micro-batch are numbered across data-parallel ranks:
+// rank r of world w takes rows r*B .. r*B+B-1, so the union over ranks depends only on the
+// global batch (w*B), not on how it is split.
+int64_t train_window_start(uint64_t seed, int64_t step, int micro, int64_t global_row,
+                           int64_t num_starts);
+
+// The training micro-batch (step, micro) of `rank` out of `world`: cfg.micro_batch windows of
+// cfg.seq_len + 1 tokens at random offsets. A shard shorter than seq_len + 1 tokens is a
+// braid::UserError.
+Batch sample_train_batch(const TokenShard& shard, const DataConfig& cfg, int64_t step, int micro,
+                         int rank, int world);
+
+// Validation uses fixed windows (seed-independent) so losses are comparable across steps:
+// the shard is cut into W = (N - 1) / T windows at stride T (each target predicted once per
+// pass); global row g of batch i (g = (i * world + rank) * B + b) takes window
+// (g * stride) mod W with stride coprime to W, which spreads the first batches over the
+// whole file and visits every window once per pass. Indices past one pass wrap around.
+Batch validation_batch(const TokenShard& shard, const DataConfig& cfg, int64_t index, int rank,
+                       int world);
+// Batches in one pass over every validation window (at least 1).
+int64_t validation_pass_batches(const TokenShard& shard, const DataConfig& cfg, int world);
+
+}  // namespace braid

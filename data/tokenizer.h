@@ -1,0 +1,38 @@
+// Tokenizer: the abstract text <-> token id interface, and its JSON file format.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace braid {
+
+// Every tokenizer in braid is byte-level: any byte string encodes, and decode(encode(s)) == s
+// exactly, even when s is not valid UTF-8.
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+
+  virtual std::vector<int32_t> encode(std::string_view text) const = 0;
+  // Concatenated bytes of the tokens (may be invalid UTF-8 when a multi-byte character is
+  // split across a boundary). An id outside [0, vocab_size()) is a braid::UserError.
+  virtual std::string decode(std::span<const int32_t> ids) const = 0;
+  virtual int vocab_size() const = 0;
+  // The "type" field of the JSON file: "byte" or "bpe".
+  virtual std::string kind() const = 0;
+  // The whole JSON document, "type" included.
+  virtual nlohmann::json to_json() const = 0;
+
+  // Writes to_json() to path (temp file + rename, so a crash leaves no half-written file).
+  void save(const std::string& path) const;
+  // Reads a file written by save(). A missing or malformed file is a braid::UserError naming
+  // the file and what is wrong.
+  static std::unique_ptr<Tokenizer> load(const std::string& path);
+};
+
+}  // namespace braid
