@@ -3,6 +3,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <set>
@@ -39,11 +41,24 @@ std::string join(const std::vector<std::string>& items) {
   return s;
 }
 
+// Edit distance, except that a name containing the typed one (warmup -> warmup_steps) or
+// differing only in case counts as one edit: those are the usual slips.
+size_t key_distance(const std::string& typed, const std::string& valid) {
+  std::string a = typed, b = valid;
+  for (auto* s : {&a, &b})
+    for (char& c : *s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  const size_t d = edit_distance(a, b);
+  if (d > 1 && !a.empty() && (b.find(a) != std::string::npos || a.find(b) != std::string::npos))
+    return 1;
+  if (d == 0 && typed != valid) return 1;
+  return d;
+}
+
 std::string closest_section(const std::string& name) {
   std::string best;
   size_t best_d = SIZE_MAX;
   for (const auto& s : list_config_sections()) {
-    const size_t d = edit_distance(name, s);
+    const size_t d = key_distance(name, s);
     if (d < best_d) best_d = d, best = s;
   }
   return best;
@@ -56,7 +71,7 @@ std::string closest_key(const std::vector<ConfigField>& fields, const std::strin
   std::string best;
   size_t best_score = SIZE_MAX;
   for (const auto& f : fields) {
-    const size_t score = 2 * edit_distance(key, f.key) + (f.section == section ? 0 : 1);
+    const size_t score = 2 * key_distance(key, f.key) + (f.section == section ? 0 : 1);
     if (score < best_score) best_score = score, best = f.full_key();
   }
   return best;
