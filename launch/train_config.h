@@ -56,7 +56,7 @@ struct RunSection {
 
   template <class V>
   void visit(V& v) {
-    v("name", name, "Run name; the run directory is <dir>/<name>.");
+    v("name", name, "Run name; the run directory is `<dir>/<name>`.");
     v("dir", dir, "Parent directory of run directories. Relative paths are relative to the working directory.");
   }
   void validate() const {
