@@ -1,0 +1,255 @@
+// CheckpointManager: save into a temp directory, manifest last, rename, move `latest`, prune.
+#include "launch/checkpoint.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include "core/atomic_file.h"
+#include "core/checksum.h"
+
+namespace braid {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kManifest = "manifest.json";
+constexpr const char* kModelFile = "model.safetensors";
+constexpr const char* kOptimizerFile = "optimizer.safetensors";
+constexpr const char* kTmpPrefix = ".tmp-";
+
+// "step-00000100" -> 100; nullopt for anything else.
+std::optional<int64_t> parse_dir_name(const std::string& name) {
+  if (name.size() <= 5 || name.compare(0, 5, "step-") != 0 || name.size() > 5 + 18) return std::nullopt;
+  int64_t step = 0;
+  for (size_t i = 5; i < name.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(name[i]))) return std::nullopt;
+    step = step * 10 + (name[i] - '0');
+  }
+  return step;
+}
+
+bool is_complete(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / kManifest, ec);
+}
+
+// Complete checkpoint directories in `dir`, oldest step first.
+std::vector<std::pair<int64_t, std::string>> list_complete(const fs::path& dir) {
+  std::vector<std::pair<int64_t, std::string>> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::optional<int64_t> step = parse_dir_name(e.path().filename().string());
+    if (step && e.is_directory(ec) && is_complete(e.path())) out.emplace_back(*step, e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The tail of every "this checkpoint is damaged" message: what to do about it.
+std::string corrupt_advice(const fs::path& ckpt) {
+  std::string advice =
+      "the checkpoint is corrupt; resume from an earlier one with checkpoint.resume=<path>";
+  const std::optional<int64_t> self = parse_dir_name(ckpt.filename().string());
+  std::optional<std::string> earlier;
+  for (const auto& [step, p] : list_complete(ckpt.parent_path()))
+    if (!self || step < *self) earlier = p;
+  if (earlier) advice += fmt::format(" (e.g. checkpoint.resume={})", *earlier);
+  return advice;
+}
+
+void remove_all_or_throw(const fs::path& p) {
+  std::error_code ec;
+  fs::remove_all(p, ec);
+  if (ec) user_error("cannot remove {}: {}", p.string(), ec.message());
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) user_error("cannot read {}", p.string());
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+CheckpointManager::CheckpointManager(std::string run_dir, int keep_last)
+    : dir_((fs::path(run_dir) / "checkpoints").string()), keep_last_(keep_last) {
+  BRAID_CHECK(keep_last >= 1, "keep_last is {}; expected >= 1", keep_last);
+}
+
+std::string CheckpointManager::dir_name(int64_t step) { return fmt::format("step-{:08d}", step); }
+
+std::vector<std::pair<int64_t, std::string>> CheckpointManager::list() const {
+  return list_complete(dir_);
+}
+
+std::optional<std::string> CheckpointManager::latest() const {
+  const fs::path pointer = fs::path(dir_) / "latest";
+  std::error_code ec;
+  if (fs::is_regular_file(pointer, ec)) {
+    std::string name = read_text(pointer);
+    while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.pop_back();
+    if (parse_dir_name(name) && is_complete(fs::path(dir_) / name))
+      return (fs::path(dir_) / name).string();
+  }
+  // No usable pointer (a crash between the rename and the pointer update, or a hand-deleted
+  // directory): the newest complete directory is the next best answer.
+  const auto all = list();
+  if (all.empty()) return std::nullopt;
+  return all.back().second;
+}
+
+std::string CheckpointManager::save(int64_t step,
+                                    const std::vector<std::pair<std::string, Tensor>>& weights,
+                                    const std::vector<std::pair<std::string, Tensor>>& optimizer_state,
+                                    const nlohmann::json& state) {
+  BRAID_CHECK(step >= 0, "checkpoint step {} is negative", step);
+  const fs::path root(dir_);
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) user_error("cannot create checkpoint directory {}: {}", dir_, ec.message());
+
+  // Leftovers of saves that died part-way; none of them is a complete checkpoint.
+  for (const auto& e : fs::directory_iterator(root)) {
+    if (e.path().filename().string().rfind(kTmpPrefix, 0) == 0) remove_all_or_throw(e.path());
+  }
+
+  const std::string name = dir_name(step);
+  const fs::path tmp = root / (kTmpPrefix + name);
+  const fs::path final_dir = root / name;
+  fs::create_directory(tmp, ec);
+  if (ec) user_error("cannot create {}: {}", tmp.string(), ec.message());
+  try {
+    save_safetensors((tmp / kModelFile).string(), weights);
+    save_safetensors((tmp / kOptimizerFile).string(), optimizer_state);
+
+    nlohmann::ordered_json files = nlohmann::ordered_json::object();
+    for (const char* f : {kModelFile, kOptimizerFile}) {
+      const FileChecksum c = checksum_file((tmp / f).string());
+      files[f] = {{"bytes", c.bytes}, {"checksum", checksum_hex(c.checksum)}};
+    }
+    nlohmann::ordered_json manifest = {{"format", "braid-checkpoint"},
+                                       {"format_version", kCheckpointFormatVersion},
+                                       {"step", step},
+                                       {"checksum_algo", kChecksumAlgo},
+                                       {"files", files},
+                                       {"state", state}};
+    write_file_atomic((tmp / kManifest).string(), manifest.dump(2) + "\n");  // last: completes it
+
+    if (fs::exists(final_dir)) {
+      // Saving a step again (a resumed run passing an old step): swap, so a complete
+      // directory of that name exists at every moment except between two renames.
+      const fs::path old = root / (std::string(kTmpPrefix) + "replaced-" + name);
+      fs::rename(final_dir, old);
+      fs::rename(tmp, final_dir);
+      remove_all_or_throw(old);
+    } else {
+      fs::rename(tmp, final_dir);
+    }
+    fsync_dir(dir_);
+    write_file_atomic((root / "latest").string(), name + "\n");
+  } catch (const fs::filesystem_error& e) {
+    fs::remove_all(tmp, ec);
+    user_error("cannot write checkpoint {}: {}", final_dir.string(), e.what());
+  } catch (...) {
+    fs::remove_all(tmp, ec);  // best effort; the next save removes it otherwise
+    throw;
+  }
+
+  // Older checkpoints beyond keep_last. Newer steps (left by an abandoned run that was
+  // resumed from further back) are not ours to delete.
+  std::vector<std::pair<int64_t, std::string>> older;
+  for (const auto& c : list())
+    if (c.first < step) older.push_back(c);
+  const size_t keep_older = static_cast<size_t>(keep_last_ - 1);
+  if (older.size() > keep_older) {
+    for (size_t i = 0; i < older.size() - keep_older; ++i) remove_all_or_throw(older[i].second);
+  }
+  return final_dir.string();
+}
+
+LoadedCheckpoint CheckpointManager::load(const std::string& path) {
+  const fs::path dir(path);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    user_error("checkpoint {} does not exist or is not a directory", path);
+  const fs::path manifest_path = dir / kManifest;
+  if (!fs::is_regular_file(manifest_path, ec))
+    user_error("{}: no {}; the checkpoint is incomplete (its save was interrupted); resume from "
+               "an earlier one with checkpoint.resume=<path>", path, kManifest);
+
+  const std::string mpath = manifest_path.string();
+  nlohmann::json m;
+  try {
+    m = nlohmann::json::parse(read_text(manifest_path));
+  } catch (const nlohmann::json::parse_error& e) {
+    user_error("{}: not valid JSON ({}); {}", mpath, e.what(), corrupt_advice(dir));
+  }
+  if (!m.is_object() || !m.contains("format_version") || !m["format_version"].is_number_integer() ||
+      !m.contains("step") || !m["step"].is_number_integer() || !m.contains("files") ||
+      !m["files"].is_object())
+    user_error("{}: missing or malformed format_version, step or files; {}", mpath,
+               corrupt_advice(dir));
+  const int version = m["format_version"].get<int>();
+  if (version > kCheckpointFormatVersion)
+    user_error("{}: format_version {} is newer than this braid understands ({}); use a newer "
+               "braid", mpath, version, kCheckpointFormatVersion);
+  const std::string algo = m.value("checksum_algo", "");
+  if (algo != kChecksumAlgo)
+    user_error("{}: checksum_algo is '{}'; this braid checks '{}'", mpath, algo, kChecksumAlgo);
+
+  for (const char* required : {kModelFile, kOptimizerFile})
+    if (!m["files"].contains(required))
+      user_error("{}: does not list {}; {}", mpath, required, corrupt_advice(dir));
+  for (const auto& [fname, rec] : m["files"].items()) {
+    const fs::path file = dir / fname;
+    if (fname.find('/') != std::string::npos || fname == ".." ||
+        !rec.is_object() || !rec.contains("bytes") || !rec["bytes"].is_number_unsigned() ||
+        !rec.contains("checksum") || !rec["checksum"].is_string())
+      user_error("{}: malformed entry for file '{}'; {}", mpath, fname, corrupt_advice(dir));
+    if (!fs::is_regular_file(file, ec))
+      user_error("{}: missing (listed in the manifest); {}", file.string(), corrupt_advice(dir));
+    const uint64_t want_bytes = rec["bytes"].get<uint64_t>();
+    const std::string want_sum = rec["checksum"].get<std::string>();
+    const FileChecksum got = checksum_file(file.string());
+    if (got.bytes != want_bytes)
+      user_error("{}: size is {} bytes but the manifest records {}; {}", file.string(), got.bytes,
+                 want_bytes, corrupt_advice(dir));
+    if (checksum_hex(got.checksum) != want_sum)
+      user_error("{}: checksum mismatch (expected {}, actual {}, {}); {}", file.string(), want_sum,
+                 checksum_hex(got.checksum), kChecksumAlgo, corrupt_advice(dir));
+  }
+
+  LoadedCheckpoint out{path, m["step"].get<int64_t>(),
+                       m.contains("state") ? m["state"] : nlohmann::json::object(),
+                       SafetensorsFile::open((dir / kModelFile).string()),
+                       SafetensorsFile::open((dir / kOptimizerFile).string())};
+  return out;
+}
+
+void check_tensor_matches(const SafetensorsFile& file, const std::string& name,
+                          const Shape& expected_shape, DType expected_dtype,
+                          const std::string& file_description) {
+  if (!file.contains(name))
+    user_error("{}: has no tensor {} but the model expects one of shape {}; the checkpoint was "
+               "written for a different model config", file_description, name,
+               shape_str(expected_shape));
+  const SafetensorsInfo& info = file.info(name);
+  if (info.shape != expected_shape)
+    user_error("{}: {} has shape {} but the model expects {}; the checkpoint was written for a "
+               "different model config", file_description, name, shape_str(info.shape),
+               shape_str(expected_shape));
+  if (!info.dtype || *info.dtype != expected_dtype)
+    user_error("{}: {} has dtype {} but the model expects {}; the checkpoint was written with "
+               "different precision settings", file_description, name, info.dtype_name,
+               dtype_safetensors(expected_dtype));
+}
+
+}  // namespace braid

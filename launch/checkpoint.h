@@ -1,0 +1,70 @@
+// CheckpointManager: crash-safe checkpoint directories under run_dir/checkpoints/.
+//
+// Layout:  checkpoints/step-00000100/{model.safetensors, optimizer.safetensors, manifest.json}
+//          checkpoints/latest   (text: the name of the newest complete directory)
+// A checkpoint is complete when its manifest.json exists: the manifest is written last, inside
+// a .tmp-step-* directory that is renamed into place only after everything is on disk.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/safetensors.h"
+
+namespace braid {
+
+inline constexpr int kCheckpointFormatVersion = 1;
+
+struct LoadedCheckpoint {
+  std::string path;       // the checkpoint directory
+  int64_t step = 0;
+  nlohmann::json state;   // what save() was given as `state`
+  SafetensorsFile model;
+  SafetensorsFile optimizer;
+};
+
+class CheckpointManager {
+ public:
+  // keep_last >= 1: how many complete checkpoints survive a save.
+  CheckpointManager(std::string run_dir, int keep_last);
+
+  const std::string& dir() const { return dir_; }  // run_dir/checkpoints
+
+  // Writes checkpoint `step` and points `latest` at it; then deletes the oldest checkpoints
+  // beyond keep_last (by step number; never the one just written, never newer ones). If it
+  // throws, earlier checkpoints and `latest` are untouched. Returns the new directory's path.
+  std::string save(int64_t step, const std::vector<std::pair<std::string, Tensor>>& weights,
+                   const std::vector<std::pair<std::string, Tensor>>& optimizer_state,
+                   const nlohmann::json& state);
+
+  // Path of the newest complete checkpoint: the one `latest` names, or, when `latest` is
+  // missing or names an incomplete directory, the highest-step directory with a manifest.
+  std::optional<std::string> latest() const;
+
+  // Complete checkpoint directories, oldest step first.
+  std::vector<std::pair<int64_t, std::string>> list() const;
+
+  // Verifies the manifest and every file's size and checksum, then opens the tensor files.
+  // Any problem throws braid::UserError naming the file.
+  static LoadedCheckpoint load(const std::string& path);
+
+  static std::string dir_name(int64_t step);  // "step-00000100"
+
+ private:
+  std::string dir_;
+  int keep_last_;
+};
+
+// Throws braid::UserError when `file` lacks `name` or holds it with another shape or dtype,
+// e.g. "model.safetensors: transformer.h.0.attn.c_attn.weight has shape [..] but the model
+// expects [..]; the checkpoint was written for a different model config".
+// `file_description` names the file in the message ("model.safetensors" or a full path).
+void check_tensor_matches(const SafetensorsFile& file, const std::string& name,
+                          const Shape& expected_shape, DType expected_dtype,
+                          const std::string& file_description);
+
+}  // namespace braid
