@@ -17,6 +17,5 @@ void add_eval_command(CLI::App& app) { stub(app, "eval", "Loss of a checkpoint o
 void add_generate_command(CLI::App& app) { stub(app, "generate", "Sample from a checkpoint"); }
 void add_export_command(CLI::App& app) { stub(app, "export", "Export HF safetensors"); }
 void add_import_command(CLI::App& app) { stub(app, "import", "Import HF safetensors"); }
-void add_plan_command(CLI::App& app) { stub(app, "plan", "Plan memory, time and layout"); }
 
 }  // namespace braid
