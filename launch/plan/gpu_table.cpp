@@ -1,0 +1,165 @@
+// Built-in accelerator table. Sources and the choice of each efficiency are in docs/plan.md.
+#include "launch/plan/gpu_table.h"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace braid::plan {
+
+namespace {
+
+GpuSpec gpu(const char* name, const char* desc, double mem_gib, double fp32, double bf16,
+            double fp16, double bw, double intra, double inter, double eff, int gpn,
+            const char* source) {
+  GpuSpec g;
+  g.name = name;
+  g.description = desc;
+  g.memory_gib = mem_gib;
+  g.tflops_fp32 = fp32;
+  g.tflops_bf16 = bf16;
+  g.tflops_fp16 = fp16;
+  g.mem_bw_gbs = bw;
+  g.intra_bw_gbs = intra;
+  g.inter_bw_gbs = inter;
+  g.matmul_efficiency = eff;
+  g.gpus_per_node = gpn;
+  g.source = source;
+  return g;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Memory is the marketed capacity in GB expressed in GiB (80 GB parts expose ~79.2 GiB).
+constexpr double kGB = 1e9 / (1024.0 * 1024.0 * 1024.0);
+
+}  // namespace
+
+const std::vector<GpuSpec>& gpu_table() {
+  // Columns: memory GiB, fp32, bf16, fp16 dense TFLOP/s, HBM GB/s, intra-node GB/s per
+  // direction, inter-node GB/s per GPU, large-GEMM efficiency, GPUs per node.
+  static const std::vector<GpuSpec> table = {
+      gpu("v100", "NVIDIA V100 SXM2 32GB, NVLink2", 32 * kGB, 15.7, 0, 125, 900, 150, 12.5, 0.75, 8,
+          "NVIDIA V100 datasheet"),
+      gpu("a100-40gb", "NVIDIA A100 SXM4 40GB, NVLink3", 40 * kGB, 19.5, 312, 312, 1555, 300, 25,
+          0.72, 8, "NVIDIA A100 datasheet"),
+      gpu("a100-80gb", "NVIDIA A100 SXM4 80GB, NVLink3", 80 * kGB, 19.5, 312, 312, 2039, 300, 25,
+          0.72, 8, "NVIDIA A100 datasheet"),
+      gpu("h100-sxm", "NVIDIA H100 SXM5 80GB, NVLink4", 80 * kGB, 66.9, 989.4, 989.4, 3350, 450, 50,
+          0.70, 8, "NVIDIA H100 datasheet"),
+      gpu("h100-pcie", "NVIDIA H100 PCIe 80GB, PCIe Gen5", 80 * kGB, 51.2, 756.5, 756.5, 2000, 64,
+          50, 0.70, 8, "NVIDIA H100 datasheet"),
+      gpu("h200", "NVIDIA H200 SXM 141GB, NVLink4", 141 * kGB, 66.9, 989.4, 989.4, 4800, 450, 50,
+          0.72, 8, "NVIDIA H200 datasheet"),
+      gpu("b200", "NVIDIA B200 180GB (HGX), NVLink5", 180 * kGB, 75, 2250, 2250, 8000, 900, 50,
+          0.70, 8, "NVIDIA HGX B200 datasheet (dense = half the sparse figure)"),
+      gpu("l40s", "NVIDIA L40S 48GB, PCIe Gen4", 48 * kGB, 91.6, 362, 362, 864, 32, 12.5, 0.65, 8,
+          "NVIDIA L40S datasheet"),
+      gpu("rtx3090", "NVIDIA GeForce RTX 3090 24GB, PCIe Gen4", 24 * kGB, 35.6, 71, 71, 936, 32,
+          12.5, 0.80, 4, "NVIDIA Ampere GA102 whitepaper (fp32 accumulate)"),
+      gpu("rtx4090", "NVIDIA GeForce RTX 4090 24GB, PCIe Gen4 (no P2P)", 24 * kGB, 82.6, 165.2,
+          165.2, 1008, 25, 12.5, 0.80, 4, "NVIDIA Ada AD102 whitepaper (fp32 accumulate)"),
+      gpu("mi250x", "AMD Instinct MI250X, one GCD (64GB) as frameworks see it", 64 * kGB, 47.9,
+          191.5, 191.5, 1638, 50, 12.5, 0.55, 8, "AMD MI250X datasheet (package figures / 2)"),
+      gpu("mi300x", "AMD Instinct MI300X 192GB, Infinity Fabric", 192 * kGB, 163.4, 1307.4, 1307.4,
+          5300, 448, 50, 0.50, 8, "AMD MI300X datasheet"),
+      gpu("k100", "Hygon DCU K100 64GB", 64 * kGB, 49, 196, 196, 896, 32, 25, 0.55, 8,
+          "press reports of the K100 AI; approximate"),
+  };
+  return table;
+}
+
+GpuSpec find_gpu(const std::string& name) {
+  if (name.size() > 5 && name.ends_with(".json")) return load_device_profile(name);
+  std::string n = lower(name);
+  if (n == "a100") n = "a100-80gb";
+  if (n == "h100") n = "h100-sxm";
+  for (const GpuSpec& g : gpu_table())
+    if (g.name == n) return g;
+  std::string names;
+  for (const GpuSpec& g : gpu_table()) names += (names.empty() ? "" : ", ") + g.name;
+  user_error("unknown GPU '{}'; expected one of: {} (or a device profile .json from "
+             "`braid plan --calibrate`)",
+             name, names);
+}
+
+double peak_tflops(const GpuSpec& gpu, const std::string& precision) {
+  double t = 0;
+  if (precision == "bf16") t = gpu.tflops_bf16;
+  else if (precision == "fp16") t = gpu.tflops_fp16;
+  else if (precision == "fp32") t = gpu.tflops_fp32;
+  else user_error("precision '{}' is unknown; expected bf16, fp16 or fp32", precision);
+  if (!(t > 0))
+    user_error("{} has no {} rate in the table; use another --precision", gpu.name, precision);
+  return t;
+}
+
+GpuSpec load_device_profile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) user_error("cannot open device profile '{}'", path);
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const std::exception& e) {
+    user_error("device profile '{}' is not valid JSON: {}", path, e.what());
+  }
+  GpuSpec g;
+  auto get = [&](const char* key, auto& field, bool required) {
+    if (!j.contains(key)) {
+      if (required) user_error("device profile '{}' lacks the key '{}'", path, key);
+      return;
+    }
+    try {
+      j.at(key).get_to(field);
+    } catch (const std::exception&) {
+      user_error("device profile '{}': key '{}' has the wrong type", path, key);
+    }
+  };
+  get("name", g.name, true);
+  get("description", g.description, false);
+  get("memory_gib", g.memory_gib, true);
+  get("tflops_fp32", g.tflops_fp32, true);
+  get("tflops_bf16", g.tflops_bf16, false);
+  get("tflops_fp16", g.tflops_fp16, false);
+  get("mem_bw_gbs", g.mem_bw_gbs, true);
+  get("intra_bw_gbs", g.intra_bw_gbs, true);
+  get("inter_bw_gbs", g.inter_bw_gbs, true);
+  get("matmul_efficiency", g.matmul_efficiency, false);
+  get("overhead_gib", g.overhead_gib, false);
+  get("gpus_per_node", g.gpus_per_node, false);
+  get("source", g.source, false);
+  if (!(g.memory_gib > 0 && g.tflops_fp32 > 0 && g.mem_bw_gbs > 0))
+    user_error("device profile '{}': memory_gib, tflops_fp32 and mem_bw_gbs must be > 0", path);
+  if (!(g.matmul_efficiency > 0 && g.matmul_efficiency <= 1))
+    user_error("device profile '{}': matmul_efficiency is {}; expected in (0, 1]", path,
+               g.matmul_efficiency);
+  return g;
+}
+
+void save_device_profile(const GpuSpec& g, const std::string& path) {
+  nlohmann::json j = {{"name", g.name},
+                      {"description", g.description},
+                      {"memory_gib", g.memory_gib},
+                      {"tflops_fp32", g.tflops_fp32},
+                      {"tflops_bf16", g.tflops_bf16},
+                      {"tflops_fp16", g.tflops_fp16},
+                      {"mem_bw_gbs", g.mem_bw_gbs},
+                      {"intra_bw_gbs", g.intra_bw_gbs},
+                      {"inter_bw_gbs", g.inter_bw_gbs},
+                      {"matmul_efficiency", g.matmul_efficiency},
+                      {"overhead_gib", g.overhead_gib},
+                      {"gpus_per_node", g.gpus_per_node},
+                      {"source", g.source}};
+  std::ofstream out(path);
+  if (!out) user_error("cannot write device profile '{}'", path);
+  out << j.dump(2) << "\n";
+}
+
+}  // namespace braid::plan

@@ -1,0 +1,26 @@
+// The built-in accelerator table and device-profile JSON files (a calibrated machine).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launch/plan/plan_types.h"
+
+namespace braid::plan {
+
+// Every built-in GPU kind, in table order.
+const std::vector<GpuSpec>& gpu_table();
+
+// A built-in kind by name (case-insensitive; "a100" means the 80 GB part), or a device
+// profile when `name` ends in .json. Throws UserError listing the valid names.
+GpuSpec find_gpu(const std::string& name);
+
+// Peak dense TFLOP/s of `gpu` for a compute precision (bf16, fp16, fp32). Throws UserError
+// when the GPU lacks it (V100 has no bf16).
+double peak_tflops(const GpuSpec& gpu, const std::string& precision);
+
+// Device profile JSON <-> GpuSpec (the fields of GpuSpec by name).
+GpuSpec load_device_profile(const std::string& path);
+void save_device_profile(const GpuSpec& gpu, const std::string& path);
+
+}  // namespace braid::plan

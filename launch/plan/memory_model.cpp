@@ -1,0 +1,136 @@
+// Memory model. Every formula is written out with its source in docs/plan.md.
+#include "launch/plan/memory_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "launch/plan/model_math.h"
+
+namespace braid::plan {
+
+namespace {
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kGiB = 1024.0 * kMiB;
+constexpr double kBucketBytes = 25 * kMiB;  // gradient bucket cap (ARCHITECTURE.md)
+}  // namespace
+
+double layer_activation_bytes(const ModelConfig& m, const TrainOptions& t, int64_t s, int64_t b,
+                              int tp) {
+  const double e = precision_bytes(t.precision);
+  const double h = m.n_embd, a = m.n_head, F = m.ffn();
+  const double kvd = static_cast<double>(m.kv_heads()) * m.head_dim();
+  const double tokens = static_cast<double>(s) * b;
+  const bool drop = uses_dropout(m, t);
+  const double rep_div = t.sequence_parallel ? tp : 1.0;
+  if (t.checkpointing == Checkpointing::Full) return tokens * e * h / rep_div;  // block input
+  // Per token: tensors replicated across TP ranks unless sequence parallel: the two norm
+  // inputs, the QKV and first-MLP matmul inputs and the two dropout masks (10h for GPT).
+  const double replicated = 4.0 * e * h + (drop ? 2.0 * h : 0.0);
+  // Sharded over TP: Q and K, V, the output-projection input, and the MLP intermediates
+  // (GELU: its input and output; SwiGLU: gate, up and their product). 24h for GPT.
+  const double mlp = (m.is_llama() ? 3.0 : 2.0) * e * F;
+  const double sharded = e * (h + kvd) + e * kvd + e * h + mlp;
+  // Attention scores: softmax output, and with dropout its mask and output (5as for GPT).
+  const bool keep_scores = !t.flash_attention && t.checkpointing == Checkpointing::None;
+  const double scores = keep_scores ? a * static_cast<double>(s) * (e + (drop ? 1.0 + e : 0.0)) : 0;
+  return tokens * (replicated / rep_div + (sharded + scores) / tp);
+}
+
+double inflight_microbatches(const Layout& layout, int micro_batches) {
+  const double p = layout.pp, mb = micro_batches;
+  if (layout.schedule == "gpipe") return mb;
+  if (layout.schedule == "interleaved" && layout.vp > 1)
+    return std::min(mb, p + (p - 1) / layout.vp);
+  return std::min(mb, p);
+}
+
+double lora_base_bytes(const std::string& base) {
+  if (base == "bf16" || base == "fp16") return 2.0;
+  if (base == "int8") return 1.0;
+  // NF4 with double quantisation: 4 bits + 0.127 bits of constants (Dettmers et al. 2023).
+  if (base == "4bit" || base == "nf4") return (4.0 + 0.127) / 8.0;
+  user_error("LoRA base '{}' is unknown; expected bf16, int8 or 4bit", base);
+}
+
+int micro_batches_per_step(const TrainOptions& t, const Layout& layout) {
+  const int64_t per_step = static_cast<int64_t>(layout.dp) * t.micro_batch;
+  if (t.global_batch % per_step != 0)
+    user_error("global batch {} is not a multiple of dp {} x micro-batch {}", t.global_batch,
+               layout.dp, t.micro_batch);
+  return static_cast<int>(t.global_batch / per_step);
+}
+
+MemoryBreakdown stage_memory(const ModelConfig& m, const TrainOptions& t, const Layout& layout,
+                             const GpuSpec& gpu, int stage) {
+  const int p = layout.pp, tp = layout.tp;
+  const int64_t s = t.seq > 0 ? t.seq : m.context_length;
+  const int64_t b = t.micro_batch;
+  const double e = precision_bytes(t.precision);
+  const double layers = std::ceil(static_cast<double>(m.n_layer) / p);
+  const bool first = stage == 0, last = stage == p - 1;
+  const bool lora = t.lora_rank > 0;
+
+  // Parameters held by this rank. The last stage of a tied model keeps its own copy of the
+  // embedding as the LM head (Megatron does the same) so it needs the gradient all-reduce.
+  const double blocks = layers * static_cast<double>(block_params(m)) / tp;
+  double edge = 0;
+  if (first) edge += static_cast<double>(embedding_params(m)) / tp;
+  if (last) {
+    edge += static_cast<double>(head_params(m)) / tp;
+    if (m.tied() && p > 1) edge += static_cast<double>(m.vocab_size) * m.n_embd / tp;
+  }
+  const double lora_p =
+      lora ? layers * static_cast<double>(lora_params_per_block(m, t.lora_rank, t.lora_targets)) / tp
+           : 0.0;
+
+  MemoryBreakdown mem;
+  mem.stage = stage;
+  const double trainable = lora ? lora_p : blocks + edge;
+  // Frozen LoRA bases quantise the block matmuls; embeddings and head stay in 16 bits.
+  mem.weights = lora ? blocks * lora_base_bytes(t.lora_base) + edge * 2.0 + lora_p * e
+                     : (blocks + edge) * e;
+  const double grad_b = (t.precision == "fp32" || t.grad_precision == "fp32") ? 4.0 : 2.0;
+  mem.grads = trainable * grad_b;
+  const double state_b = (t.optimizer == "adamw" ? 8.0 : 4.0) + (t.precision == "fp32" ? 0.0 : 4.0);
+  mem.optimizer = trainable * state_b / (t.zero >= 1 ? layout.dp : 1);
+
+  const int mbs = micro_batches_per_step(t, layout);
+  // Stage k of 1F1B holds p - k micro-batches; the last stage holds one.
+  double inflight = inflight_microbatches(layout, mbs);
+  if (!first) inflight = std::max(1.0, std::min<double>(inflight, p - stage));
+  if (layout.schedule == "gpipe") inflight = mbs;
+  const double rep_div = t.sequence_parallel ? tp : 1.0;
+  const double per_layer = layer_activation_bytes(m, t, s, b, tp);
+  double act = layers * inflight * per_layer;
+  if (t.checkpointing == Checkpointing::Full) {
+    // Recomputing one block needs its full activations once.
+    TrainOptions full = t;
+    full.checkpointing = Checkpointing::None;
+    act += layer_activation_bytes(m, full, s, b, tp);
+  }
+  const double tokens = static_cast<double>(s) * b;
+  if (first) act += inflight * tokens * e * m.n_embd / rep_div;  // embedding output
+  if (last)  // final norm input, head input, fp32 logits for the loss (4sbv/t)
+    act += tokens * (2.0 * e * m.n_embd / rep_div + 4.0 * m.vocab_size / tp);
+  mem.activations = act;
+
+  double comm = 0;
+  if (layout.dp > 1) comm += 2 * kBucketBytes;
+  if (tp > 1) comm += tokens * e * m.n_embd;  // all-reduce / all-gather scratch
+  if (p > 1) comm += 4 * tokens * e * m.n_embd / tp;  // send/recv of both directions
+  mem.comm = comm;
+  // Fixed runtime overhead plus allocator fragmentation (5% of the dynamic memory).
+  mem.overhead = gpu.overhead_gib * kGiB + 0.05 * (mem.activations + mem.comm);
+  return mem;
+}
+
+MemoryBreakdown training_memory(const ModelConfig& m, const TrainOptions& t, const Layout& layout,
+                                const GpuSpec& gpu) {
+  MemoryBreakdown a = stage_memory(m, t, layout, gpu, 0);
+  if (layout.pp == 1) return a;
+  MemoryBreakdown z = stage_memory(m, t, layout, gpu, layout.pp - 1);
+  return z.total() > a.total() ? z : a;
+}
+
+}  // namespace braid::plan

@@ -1,0 +1,33 @@
+// Per-GPU training memory: weights, gradients, optimizer state, activations, buffers.
+#pragma once
+
+#include "core/model_config.h"
+#include "launch/plan/plan_types.h"
+
+namespace braid::plan {
+
+// Activation bytes one block stores for one micro-batch of b sequences of length s on one
+// tensor-parallel rank (Korthikanti et al. 2022, generalised to GQA, any FFN width, SwiGLU,
+// flash attention and no dropout; reduces to s*b*h*(34 + 5*a*s/h) for GPT with t = 1).
+double layer_activation_bytes(const ModelConfig& m, const TrainOptions& t, int64_t s, int64_t b,
+                              int tp);
+
+// Micro-batches whose activations stage 0 holds at the peak of the schedule:
+// gpipe m, 1f1b min(p, m), interleaved p + (p-1)/v (capped by m*... see docs/plan.md).
+double inflight_microbatches(const Layout& layout, int micro_batches);
+
+// Bytes per GPU on pipeline stage `stage` (0 .. pp-1).
+MemoryBreakdown stage_memory(const ModelConfig& m, const TrainOptions& t, const Layout& layout,
+                             const GpuSpec& gpu, int stage);
+
+// The larger of the first and last stage.
+MemoryBreakdown training_memory(const ModelConfig& m, const TrainOptions& t, const Layout& layout,
+                                const GpuSpec& gpu);
+
+// Bytes per parameter of a frozen LoRA base (bf16 2, int8 1, 4bit 0.5 + block constants).
+double lora_base_bytes(const std::string& base);
+
+// Micro-batches per pipeline per step; throws UserError when global batch does not divide.
+int micro_batches_per_step(const TrainOptions& t, const Layout& layout);
+
+}  // namespace braid::plan

@@ -1,0 +1,97 @@
+// Per-layer parameter, LoRA and FLOP counts.
+#include "launch/plan/model_math.h"
+
+#include "core/error.h"
+
+namespace braid::plan {
+
+int64_t block_params(const ModelConfig& m) {
+  const int64_t C = m.n_embd, F = m.ffn();
+  const int64_t kv = static_cast<int64_t>(m.kv_heads()) * m.head_dim();
+  if (m.is_llama()) return 2 * C * C + 2 * C * kv + 3 * C * F + 2 * C;
+  return C * 3 * C + 3 * C + C * C + C + C * F + F + F * C + C + 4 * C;
+}
+
+int64_t block_matmul_params(const ModelConfig& m) {
+  const int64_t C = m.n_embd, F = m.ffn();
+  const int64_t kv = static_cast<int64_t>(m.kv_heads()) * m.head_dim();
+  return m.is_llama() ? 2 * C * C + 2 * C * kv + 3 * C * F : 4 * C * C + 2 * C * F;
+}
+
+int64_t embedding_params(const ModelConfig& m) {
+  int64_t p = static_cast<int64_t>(m.vocab_size) * m.n_embd;
+  if (!m.is_llama()) p += static_cast<int64_t>(m.context_length) * m.n_embd;
+  return p;
+}
+
+int64_t head_params(const ModelConfig& m) {
+  const int64_t norm = m.is_llama() ? m.n_embd : 2 * m.n_embd;
+  return (m.tied() ? 0 : static_cast<int64_t>(m.vocab_size) * m.n_embd) + norm;
+}
+
+int64_t lora_params_per_block(const ModelConfig& m, int rank,
+                              const std::vector<std::string>& targets) {
+  const int64_t C = m.n_embd, F = m.ffn(), r = rank;
+  const int64_t kv = static_cast<int64_t>(m.kv_heads()) * m.head_dim();
+  std::vector<std::string> list = targets;
+  if (list.size() == 1 && list[0] == "all") {
+    list = {"q", "k", "v", "o", "up", "down"};
+    if (m.is_llama()) list.push_back("gate");
+  }
+  int64_t p = 0;
+  for (const std::string& t : list) {
+    if (t == "q" || t == "o") p += r * (C + C);
+    else if (t == "k" || t == "v") p += r * (C + kv);
+    else if (t == "up" || t == "down") p += r * (C + F);
+    else if (t == "gate" && m.is_llama()) p += r * (C + F);
+    else
+      user_error("LoRA target '{}' is unknown for family {}; expected q, k, v, o, up, down{}, "
+                 "or all",
+                 t, m.family, m.is_llama() ? ", gate" : "");
+  }
+  return p;
+}
+
+int precision_bytes(const std::string& precision) {
+  if (precision == "bf16" || precision == "fp16") return 2;
+  if (precision == "fp32") return 4;
+  user_error("precision '{}' is unknown; expected bf16, fp16 or fp32", precision);
+}
+
+bool uses_dropout(const ModelConfig& m, const TrainOptions& t) {
+  return t.dropout < 0 ? !m.is_llama() : t.dropout != 0;
+}
+
+namespace {
+double lora_block(const ModelConfig& m, const TrainOptions& t) {
+  return t.lora_rank > 0 ? static_cast<double>(lora_params_per_block(m, t.lora_rank, t.lora_targets))
+                         : 0.0;
+}
+}  // namespace
+
+double block_model_flops_per_token(const ModelConfig& m, const TrainOptions& t, int64_t s) {
+  const double base = static_cast<double>(block_matmul_params(m));
+  const double attn = 12.0 * m.n_embd * static_cast<double>(s);
+  if (t.lora_rank > 0) return 4.0 * base + 6.0 * lora_block(m, t) + attn;
+  return 6.0 * base + attn;
+}
+
+double block_hw_flops_per_token(const ModelConfig& m, const TrainOptions& t, int64_t s) {
+  const double f = block_model_flops_per_token(m, t, s);
+  const double attn_fwd = 4.0 * m.n_embd * static_cast<double>(s);
+  switch (t.checkpointing) {
+    case Checkpointing::None: return f;
+    case Checkpointing::Selective: return f + attn_fwd;
+    case Checkpointing::Full:
+      return f + 2.0 * (static_cast<double>(block_matmul_params(m)) + lora_block(m, t)) + attn_fwd;
+  }
+  return f;
+}
+
+double head_flops_per_token(const ModelConfig& m, const TrainOptions& t) {
+  const double head = static_cast<double>(m.vocab_size) * m.n_embd;
+  // With LoRA the head is frozen: forward and input gradient only.
+  return (t.lora_rank > 0 ? 4.0 : 6.0) * head;
+}
+
+}  // namespace braid::plan

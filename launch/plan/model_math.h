@@ -1,0 +1,44 @@
+// Size arithmetic of one transformer layer used by the memory and time models.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/model_config.h"
+#include "launch/plan/plan_types.h"
+
+namespace braid::plan {
+
+// Parameters of one block (norms and biases included).
+int64_t block_params(const ModelConfig& m);
+// Parameters of one block that take part in matmuls.
+int64_t block_matmul_params(const ModelConfig& m);
+// Token embedding (+ learned positions for gpt2).
+int64_t embedding_params(const ModelConfig& m);
+// LM head weights (0 when tied) + final norm.
+int64_t head_params(const ModelConfig& m);
+
+// Trainable LoRA parameters of one block: rank * (d_in + d_out) per targeted projection.
+// Targets: q, k, v, o, gate (llama only), up, down; "all" expands to every projection.
+// Throws UserError on an unknown target.
+int64_t lora_params_per_block(const ModelConfig& m, int rank,
+                              const std::vector<std::string>& targets);
+
+// Bytes of one element of a compute precision (bf16/fp16: 2, fp32: 4).
+int precision_bytes(const std::string& precision);
+
+// Dropout on (gpt2 default) or off (llama default).
+bool uses_dropout(const ModelConfig& m, const TrainOptions& t);
+
+// FLOPs of one block per token, forward + backward, at sequence length s, as the model needs
+// them (6 per matmul parameter, 12*h*s for attention scores and values; PaLM appendix B).
+// With LoRA the frozen base skips its weight gradients (4 per base parameter).
+double block_model_flops_per_token(const ModelConfig& m, const TrainOptions& t, int64_t s);
+// The same plus recomputation: full adds a forward of the block, selective adds the forward of
+// the attention core (Korthikanti et al. 2022).
+double block_hw_flops_per_token(const ModelConfig& m, const TrainOptions& t, int64_t s);
+// LM head per token (fwd + bwd); never recomputed.
+double head_flops_per_token(const ModelConfig& m, const TrainOptions& t);
+
+}  // namespace braid::plan

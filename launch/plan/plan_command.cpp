@@ -1,0 +1,221 @@
+// `braid plan`: memory, time and layout planning from the command line.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "core/error.h"
+#include "launch/commands.h"
+#include "launch/plan/calibrate.h"
+#include "launch/plan/gpu_table.h"
+#include "launch/plan/inference.h"
+#include "launch/plan/presets.h"
+#include "launch/plan/report.h"
+#include "launch/plan/search.h"
+#include "launch/plan/time_model.h"
+
+namespace braid {
+
+namespace {
+
+struct PlanArgs {
+  std::string preset, config, family = "llama";
+  int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0;
+  plan::TrainOptions train;
+  std::string checkpointing = "none", attention = "flash", dropout = "auto";
+  bool no_sp = false, no_dp_overlap = false;
+  std::string lora_targets = "q,v";
+  std::string gpu = "h100-sxm", device_profile;
+  int gpus_per_node = 0, nodes = 1;
+  double intra_bw = 0, inter_bw = 0, price = 0;
+  std::string layout = "manual";
+  plan::Layout lay;
+  bool inference = false;
+  std::string serve_dtype = "fp16";
+  int64_t context = 0, batch = 1;
+  bool calibrate = false;
+  std::string out = "device_profile.json";
+  bool json = false;
+};
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t end = s.find(',', start);
+    const std::string item = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!item.empty()) out.push_back(item);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+ModelConfig resolve_model(const PlanArgs& a) {
+  const bool explicit_sizes = a.layers > 0 || a.hidden > 0 || a.heads > 0;
+  const int sources = !a.preset.empty() + !a.config.empty() + explicit_sizes;
+  if (sources == 0)
+    user_error("no model given; use --model <preset>, --config <file.yaml>, or --layers "
+               "--hidden --heads (see `braid plan --help`)");
+  if (sources > 1)
+    user_error("give the model one way only: --model, --config, or explicit sizes");
+  ModelConfig m;
+  if (!a.preset.empty()) m = plan::find_preset(a.preset);
+  else if (!a.config.empty()) m = plan::load_model_section(a.config);
+  else {
+    if (a.layers <= 0 || a.hidden <= 0 || a.heads <= 0)
+      user_error("explicit sizes need --layers, --hidden and --heads (all > 0)");
+    m.family = a.family;
+    m.n_layer = a.layers;
+    m.n_embd = a.hidden;
+    m.n_head = a.heads;
+    m.n_kv_head = a.kv_heads;
+    m.ffn_hidden = a.ffn;
+    if (a.vocab > 0) m.vocab_size = a.vocab;
+  }
+  if (a.seq > 0 && (m.is_llama() || a.seq <= m.context_length || explicit_sizes))
+    m.context_length = a.seq;
+  else if (a.seq > 0)
+    user_error("--seq {} exceeds the gpt2 position table ({})", a.seq, m.context_length);
+  try {
+    m.validate();
+  } catch (const ConfigError& e) {
+    user_error("model.{}: {}", e.key(), e.what());
+  }
+  return m;
+}
+
+plan::TrainOptions resolve_train(const PlanArgs& a) {
+  plan::TrainOptions t = a.train;
+  if (a.checkpointing == "none") t.checkpointing = plan::Checkpointing::None;
+  else if (a.checkpointing == "selective") t.checkpointing = plan::Checkpointing::Selective;
+  else if (a.checkpointing == "full") t.checkpointing = plan::Checkpointing::Full;
+  else user_error("--checkpointing '{}' is unknown; expected none, selective or full", a.checkpointing);
+  if (a.attention != "flash" && a.attention != "standard")
+    user_error("--attention '{}' is unknown; expected flash or standard", a.attention);
+  t.flash_attention = a.attention == "flash";
+  if (a.dropout == "auto") t.dropout = -1;
+  else if (a.dropout == "on") t.dropout = 1;
+  else if (a.dropout == "off") t.dropout = 0;
+  else user_error("--dropout '{}' is unknown; expected auto, on or off", a.dropout);
+  t.sequence_parallel = !a.no_sp;
+  t.dp_overlap = !a.no_dp_overlap;
+  t.lora_targets = split_commas(a.lora_targets);
+  if (t.lora_rank < 0) user_error("--lora-rank is {}; expected >= 0", t.lora_rank);
+  if (t.global_batch < 1) user_error("--global-batch is {}; expected >= 1", t.global_batch);
+  return t;
+}
+
+plan::Cluster resolve_cluster(const PlanArgs& a) {
+  plan::Cluster c;
+  c.gpu = plan::find_gpu(a.device_profile.empty() ? a.gpu : a.device_profile);
+  c.gpus_per_node = a.gpus_per_node > 0 ? a.gpus_per_node : c.gpu.gpus_per_node;
+  if (a.nodes < 1) user_error("--nodes is {}; expected >= 1", a.nodes);
+  c.nodes = a.nodes;
+  c.intra_bw_gbs = a.intra_bw > 0 ? a.intra_bw : c.gpu.intra_bw_gbs;
+  c.inter_bw_gbs = a.inter_bw > 0 ? a.inter_bw : c.gpu.inter_bw_gbs;
+  c.price_per_gpu_hour = a.price;
+  return c;
+}
+
+void run_plan(const PlanArgs& a) {
+  if (a.calibrate) {
+    const plan::GpuSpec g = plan::calibrate_machine({});
+    plan::save_device_profile(g, a.out);
+    if (a.json) {
+      std::cout << plan::load_device_profile(a.out).name << "\n";
+    } else {
+      std::printf("measured: f32 GEMM %.3f TFLOP/s, bf16 GEMM %.3f TFLOP/s, copy %.1f GB/s\n"
+                  "(communication bandwidth = memcpy bandwidth on this one node)\nwrote %s\n",
+                  g.tflops_fp32, g.tflops_bf16, g.mem_bw_gbs, a.out.c_str());
+    }
+    return;
+  }
+  const ModelConfig m = resolve_model(a);
+  const plan::Cluster c = resolve_cluster(a);
+  if (a.inference) {
+    const int64_t ctx = a.context > 0 ? a.context : m.context_length;
+    const plan::InferenceResult r =
+        plan::predict_inference(m, c.gpu, a.lay.tp, a.serve_dtype, ctx, a.batch);
+    if (a.json) std::cout << plan::inference_json(r).dump(2) << "\n";
+    else std::cout << plan::inference_text(m, c, r);
+    return;
+  }
+  plan::TrainOptions t = resolve_train(a);
+  if (a.layout == "auto") {
+    const plan::SearchResult s = plan::search_layouts(m, t, c);
+    if (a.json) std::cout << plan::search_json(s).dump(2) << "\n";
+    else {
+      if (!s.best.empty()) std::cout << plan::plan_text(m, c, s.best.front().plan) << "\n";
+      std::cout << plan::search_text(s);
+    }
+    return;
+  }
+  if (a.layout != "manual") user_error("--layout '{}' is unknown; expected auto or manual", a.layout);
+  plan::Layout l = a.lay;
+  if (l.dp == 0) {  // fill the cluster
+    const int rest = c.total_gpus() / (l.tp * l.pp);
+    l.dp = rest > 0 ? rest : 1;
+  }
+  if (l.vp > 1 && l.schedule == "1f1b") l.schedule = "interleaved";
+  plan::PlanResult r = plan::predict(m, t, l, c);
+  if (!r.fits) r.fit_hints = plan::fit_hints(m, t, l, c);
+  if (a.json) std::cout << plan::plan_json(r).dump(2) << "\n";
+  else std::cout << plan::plan_text(m, c, r);
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app) {
+  auto args = std::make_shared<PlanArgs>();
+  PlanArgs& a = *args;
+  a.lay.dp = 0;
+  auto* c = app.add_subcommand("plan", "Plan memory, time, layout and cost of a training run");
+  c->add_option("--model", a.preset, "Model preset (gpt2-124m ... llama-70b, qwen-72b, gpt3-175b)");
+  c->add_option("--config", a.config, "A braid YAML config; its model section is used");
+  c->add_option("--family", a.family, "Family of explicit sizes: gpt2 or llama");
+  c->add_option("--layers", a.layers, "Explicit size: transformer blocks");
+  c->add_option("--hidden", a.hidden, "Explicit size: hidden width");
+  c->add_option("--heads", a.heads, "Explicit size: attention heads");
+  c->add_option("--kv-heads", a.kv_heads, "Explicit size: key/value heads (0: heads)");
+  c->add_option("--ffn", a.ffn, "Explicit size: MLP width (0: family default)");
+  c->add_option("--vocab", a.vocab, "Explicit size: vocabulary");
+  c->add_option("--seq", a.seq, "Training sequence length (default: the model's context)");
+  c->add_option("--global-batch", a.train.global_batch, "Sequences per optimizer step");
+  c->add_option("--micro-batch", a.train.micro_batch, "Sequences per micro-batch");
+  c->add_option("--precision", a.train.precision, "Compute precision: bf16, fp16, fp32");
+  c->add_option("--grad-precision", a.train.grad_precision, "Gradient dtype: fp32 (braid) or bf16");
+  c->add_option("--optimizer", a.train.optimizer, "adamw or sgd");
+  c->add_option("--zero", a.train.zero, "ZeRO stage: 0 or 1");
+  c->add_option("--checkpointing", a.checkpointing, "none, selective or full");
+  c->add_option("--attention", a.attention, "flash (no s^2 activations) or standard");
+  c->add_option("--dropout", a.dropout, "auto (gpt2 on, llama off), on, off");
+  c->add_flag("--no-sequence-parallel", a.no_sp, "Keep norm/dropout activations whole on TP ranks");
+  c->add_flag("--no-dp-overlap", a.no_dp_overlap, "Data-parallel all-reduce not overlapped");
+  c->add_option("--lora-rank", a.train.lora_rank, "LoRA rank (0: full training)");
+  c->add_option("--lora-targets", a.lora_targets, "LoRA targets: q,k,v,o,gate,up,down or all");
+  c->add_option("--lora-base", a.train.lora_base, "Frozen base weights: bf16, int8, 4bit");
+  c->add_option("--train-tokens", a.train.train_tokens, "Tokens to train for time and cost");
+  c->add_option("--gpu", a.gpu, "GPU kind (v100, a100-40gb, a100-80gb, h100-sxm, ...) or profile.json");
+  c->add_option("--device-profile", a.device_profile, "Device profile JSON from --calibrate");
+  c->add_option("--gpus-per-node", a.gpus_per_node, "GPUs per node (default: per GPU kind)");
+  c->add_option("--nodes", a.nodes, "Nodes");
+  c->add_option("--intra-bw", a.intra_bw, "Override intra-node GB/s per GPU and direction");
+  c->add_option("--inter-bw", a.inter_bw, "Override inter-node GB/s per GPU");
+  c->add_option("--price", a.price, "Price per GPU-hour for the cost estimate");
+  c->add_option("--layout", a.layout, "manual (use --dp/--tp/--pp) or auto (search)");
+  c->add_option("--dp", a.lay.dp, "Data-parallel degree (default: fill the cluster)");
+  c->add_option("--tp", a.lay.tp, "Tensor-parallel degree");
+  c->add_option("--pp", a.lay.pp, "Pipeline stages");
+  c->add_option("--vp", a.lay.vp, "Virtual stages per pipeline rank (interleaved schedule)");
+  c->add_option("--schedule", a.lay.schedule, "gpipe, 1f1b or interleaved");
+  c->add_flag("--inference", a.inference, "Serving memory and decode rate instead of training");
+  c->add_option("--serve-dtype", a.serve_dtype, "Serving weights: fp16, bf16, int8, int4");
+  c->add_option("--context", a.context, "Serving context length (default: model context)");
+  c->add_option("--batch", a.batch, "Serving batch (concurrent sequences)");
+  c->add_flag("--calibrate", a.calibrate, "Measure this machine and write a device profile");
+  c->add_option("--out", a.out, "Where --calibrate writes the profile");
+  c->add_flag("--json", a.json, "Print JSON instead of tables");
+  c->callback([args] { run_plan(*args); });
+}
+
+}  // namespace braid

@@ -1,0 +1,109 @@
+// Value types of the planner: hardware, training options, layout, and the predicted results.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/model_config.h"
+
+namespace braid::plan {
+
+// One accelerator kind. Rates are dense (no structured sparsity) peaks from the vendor sheet;
+// bandwidths are per GPU and per direction.
+struct GpuSpec {
+  std::string name;
+  std::string description;
+  double memory_gib = 0;       // usable device memory
+  double tflops_fp32 = 0;      // plain fp32 (no TF32)
+  double tflops_bf16 = 0;      // 0: not supported
+  double tflops_fp16 = 0;
+  double mem_bw_gbs = 0;       // device memory bandwidth, GB/s
+  double intra_bw_gbs = 0;     // GPU-to-GPU inside a node (NVLink/xGMI/PCIe), GB/s
+  double inter_bw_gbs = 0;     // per GPU between nodes (its share of the NICs), GB/s
+  double matmul_efficiency = 0.7;  // achievable fraction of peak for large GEMMs
+  double overhead_gib = 1.0;   // runtime context, library workspaces, collective buffers
+  int gpus_per_node = 8;
+  std::string source;          // where the numbers come from
+};
+
+// The cluster the plan is for.
+struct Cluster {
+  GpuSpec gpu;
+  int gpus_per_node = 8;
+  int nodes = 1;
+  double intra_bw_gbs = 0;  // effective values after overrides
+  double inter_bw_gbs = 0;
+  double price_per_gpu_hour = 0;  // 0: no cost estimate
+  int total_gpus() const { return gpus_per_node * nodes; }
+};
+
+enum class Checkpointing { None, Selective, Full };
+
+// How the model is trained (independent of the layout).
+struct TrainOptions {
+  int64_t global_batch = 512;   // sequences per optimizer step
+  int micro_batch = 1;          // sequences per micro-batch
+  int seq = 0;                  // sequence length; 0: model context_length
+  std::string precision = "bf16";       // compute dtype: bf16, fp16, fp32
+  std::string grad_precision = "fp32";  // gradient accumulation/all-reduce dtype: fp32, bf16
+  std::string optimizer = "adamw";      // adamw or sgd (with momentum)
+  int zero = 0;                         // 0 or 1 (optimizer state sharded over dp)
+  Checkpointing checkpointing = Checkpointing::None;
+  bool sequence_parallel = true;        // shard norm/dropout activations over tp
+  bool flash_attention = true;          // attention scores never stored (s^2 terms vanish)
+  int dropout = -1;                     // -1: family default (gpt2 yes, llama no)
+  bool dp_overlap = true;               // DP all-reduce overlaps the last backward
+  int lora_rank = 0;                    // 0: full training
+  std::vector<std::string> lora_targets = {"q", "v"};
+  std::string lora_base = "bf16";       // frozen base: bf16, int8, 4bit
+  double train_tokens = 0;              // 0: no time/cost estimate
+};
+
+// Parallel layout. dp*tp*pp must equal the GPUs used.
+struct Layout {
+  int dp = 1, tp = 1, pp = 1;
+  int vp = 1;                        // virtual stages per pipeline rank (interleaved 1F1B)
+  std::string schedule = "1f1b";     // gpipe, 1f1b, interleaved
+  int gpus() const { return dp * tp * pp; }
+};
+
+// Bytes per GPU (the worst pipeline stage).
+struct MemoryBreakdown {
+  double weights = 0, grads = 0, optimizer = 0, activations = 0, comm = 0, overhead = 0;
+  double total() const { return weights + grads + optimizer + activations + comm + overhead; }
+  int stage = 0;  // which pipeline stage this is (0 or pp-1)
+};
+
+// Seconds per optimizer step.
+struct TimeBreakdown {
+  double compute = 0, tp_comm = 0, bubble = 0, p2p = 0, dp_exposed = 0, optimizer = 0;
+  double step() const { return compute + tp_comm + bubble + p2p + dp_exposed + optimizer; }
+};
+
+struct PlanResult {
+  Layout layout;
+  TrainOptions train;
+  int64_t params = 0, trainable = 0;
+  MemoryBreakdown memory;
+  double capacity_bytes = 0;
+  bool fits = false;
+  std::vector<std::string> fit_hints;  // single changes that would make it fit
+  int micro_batches = 0;               // per pipeline per step
+  double model_flops_step = 0, hw_flops_step = 0;
+  TimeBreakdown time;
+  double tokens_per_s = 0, tflops_per_gpu = 0, hw_tflops_per_gpu = 0, mfu = 0, hfu = 0;
+  double train_seconds = 0, train_cost = 0;
+};
+
+// Serving estimate.
+struct InferenceResult {
+  std::string weight_dtype;
+  double weight_bytes = 0, kv_bytes = 0, overhead_bytes = 0, capacity_bytes = 0;
+  bool fits = false;
+  int tp = 1;
+  double decode_step_s = 0, tokens_per_s = 0, tokens_per_s_per_seq = 0;
+  bool memory_bound = true;
+};
+
+}  // namespace braid::plan

@@ -1,0 +1,26 @@
+// Named model shapes (GPT-2, Llama, Qwen, GPT-3) and reading the model section of a config.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/model_config.h"
+
+namespace braid::plan {
+
+struct ModelPreset {
+  std::string name;
+  std::string description;
+  ModelConfig model;  // context_length doubles as the default training sequence length
+};
+
+const std::vector<ModelPreset>& model_presets();
+
+// A preset by name; throws UserError listing the valid names.
+ModelConfig find_preset(const std::string& name);
+
+// The `model:` section of a braid YAML config (other sections are ignored). Throws
+// UserError naming the file and key on a bad value.
+ModelConfig load_model_section(const std::string& path);
+
+}  // namespace braid::plan

@@ -1,0 +1,147 @@
+// Exhaustive layout search over a small grid (a few thousand predictions at most).
+#include "launch/plan/search.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "launch/plan/memory_model.h"
+#include "launch/plan/time_model.h"
+
+namespace braid::plan {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+const char* ck_name(Checkpointing c) {
+  return c == Checkpointing::None ? "none" : c == Checkpointing::Selective ? "selective" : "full";
+}
+
+// Which time component differs most from the best plan's.
+std::string loss_reason(const PlanResult& p, const PlanResult& best) {
+  struct Part {
+    const char* name;
+    double d;
+  } parts[] = {{"compute (recompute or small GEMMs)", p.time.compute - best.time.compute},
+               {"tensor-parallel communication", p.time.tp_comm - best.time.tp_comm},
+               {"pipeline bubble", p.time.bubble - best.time.bubble},
+               {"pipeline p2p", p.time.p2p - best.time.p2p},
+               {"exposed data-parallel communication", p.time.dp_exposed - best.time.dp_exposed},
+               {"optimizer step", p.time.optimizer - best.time.optimizer}};
+  const Part* worst = &parts[0];
+  for (const Part& q : parts)
+    if (q.d > worst->d) worst = &q;
+  const double slower = p.time.step() / best.time.step() - 1.0;
+  return fmt::format("{:.1f}% slower, mostly more {} (+{:.3g} s/step)", 100 * slower, worst->name,
+                     worst->d);
+}
+
+}  // namespace
+
+SearchResult search_layouts(const ModelConfig& m, const TrainOptions& t, const Cluster& c,
+                            int keep) {
+  SearchResult out;
+  std::vector<PlanResult> fitting;
+  const int n = c.total_gpus();
+  for (int tp = 1; tp <= c.gpus_per_node && tp <= n; tp *= 2) {
+    if (m.n_head % tp != 0 || m.kv_heads() % tp != 0 || n % tp != 0) continue;
+    for (int pp = 1; pp <= m.n_layer && tp * pp <= n; ++pp) {
+      if ((n / tp) % pp != 0) continue;
+      const int dp = n / (tp * pp);
+      for (int vp : {1, 2, 4}) {
+        if (vp > 1 && (pp == 1 || m.n_layer % (pp * vp) != 0)) continue;
+        for (int mb : {1, 2, 4, 8, 16}) {
+          if (t.global_batch % (static_cast<int64_t>(dp) * mb) != 0) continue;
+          for (Checkpointing ck : {Checkpointing::None, Checkpointing::Selective, Checkpointing::Full}) {
+            for (int zero : {0, 1}) {
+              if (zero == 1 && dp == 1) continue;
+              Layout l{dp, tp, pp, vp, vp > 1 ? "interleaved" : "1f1b"};
+              TrainOptions o = t;
+              o.micro_batch = mb;
+              o.checkpointing = ck;
+              o.zero = zero;
+              ++out.tried;
+              PlanResult r = predict(m, o, l, c);
+              if (!r.fits) {
+                ++out.rejected_memory;
+                continue;
+              }
+              fitting.push_back(std::move(r));
+            }
+          }
+        }
+      }
+    }
+  }
+  std::sort(fitting.begin(), fitting.end(), [](const PlanResult& a, const PlanResult& b) {
+    return a.time.step() < b.time.step();
+  });
+  for (size_t i = 0; i < fitting.size() && static_cast<int>(i) < keep; ++i) {
+    RankedPlan rp{fitting[i], ""};
+    if (i == 0) {
+      const double free_gib = (rp.plan.capacity_bytes - rp.plan.memory.total()) / kGiB;
+      rp.reason = fmt::format("fastest layout that fits ({:.1f} GiB to spare, bubble {:.1f}%)",
+                              free_gib, 100 * rp.plan.time.bubble / rp.plan.time.step());
+    } else {
+      rp.reason = loss_reason(fitting[i], fitting[0]);
+    }
+    out.best.push_back(std::move(rp));
+  }
+  return out;
+}
+
+std::vector<std::string> fit_hints(const ModelConfig& m, const TrainOptions& t, const Layout& l,
+                                   const Cluster& c) {
+  std::vector<std::string> hints;
+  auto total = [&](const TrainOptions& o, const Layout& lay) {
+    return training_memory(m, o, lay, c.gpu).total();
+  };
+  const double cap = c.gpu.memory_gib * kGiB;
+  auto try_change = [&](const std::string& what, const TrainOptions& o, const Layout& lay) {
+    try {
+      check_layout(m, o, lay, c);
+      const double need = total(o, lay);
+      if (need <= cap) hints.push_back(fmt::format("{} -> {:.1f} GiB per GPU", what, need / kGiB));
+    } catch (const UserError&) {
+      // not a valid single change for this model/cluster
+    }
+  };
+  for (Checkpointing ck : {Checkpointing::Selective, Checkpointing::Full}) {
+    if (ck == t.checkpointing) continue;
+    TrainOptions o = t;
+    o.checkpointing = ck;
+    try_change(fmt::format("--checkpointing {}", ck_name(ck)), o, l);
+  }
+  if (t.zero == 0 && l.dp > 1) {
+    TrainOptions o = t;
+    o.zero = 1;
+    try_change("--zero 1", o, l);
+  }
+  if (t.micro_batch > 1) {
+    TrainOptions o = t;
+    o.micro_batch = 1;
+    try_change("--micro-batch 1", o, l);
+  }
+  for (int f : {2, 4, 8}) {
+    if (l.dp % f != 0) continue;
+    Layout a = l;
+    a.tp *= f;
+    a.dp /= f;
+    try_change(fmt::format("--tp {} --dp {}", a.tp, a.dp), t, a);
+    Layout b = l;
+    b.pp *= f;
+    b.dp /= f;
+    try_change(fmt::format("--pp {} --dp {}", b.pp, b.dp), t, b);
+  }
+  if (t.lora_rank == 0) {
+    TrainOptions o = t;
+    o.lora_rank = 16;
+    o.lora_base = "4bit";
+    try_change("QLoRA (--lora-rank 16 --lora-base 4bit)", o, l);
+  }
+  return hints;
+}
+
+}  // namespace braid::plan
