@@ -112,6 +112,11 @@ struct RopeCase {
   float theta;
 };
 
+// Readable test names instead of a byte dump.
+void PrintTo(const RopeCase& c, std::ostream* os) {
+  *os << shape_str(c.shape) << " pos_offset=" << c.pos_offset << " theta=" << c.theta;
+}
+
 class RopeShapes : public ::testing::TestWithParam<RopeCase> {};
 
 TEST_P(RopeShapes, ForwardBackwardAndRoundTrip) {
