@@ -1,6 +1,7 @@
 // GELU, SwiGLU and RoPE CPU kernels vs double references, finite differences and hand values.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/kernels/activation.h"
