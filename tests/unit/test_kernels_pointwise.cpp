@@ -1,6 +1,7 @@
 // GELU, SwiGLU and RoPE CPU kernels vs double references, finite differences and hand values.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/kernels/activation.h"
@@ -111,6 +112,11 @@ struct RopeCase {
   int64_t pos_offset;
   float theta;
 };
+
+// Readable test names instead of a byte dump.
+void PrintTo(const RopeCase& c, std::ostream* os) {
+  *os << shape_str(c.shape) << " pos_offset=" << c.pos_offset << " theta=" << c.theta;
+}
 
 class RopeShapes : public ::testing::TestWithParam<RopeCase> {};
 

@@ -104,8 +104,7 @@ void embedding_backward(Tensor& dwte, Tensor& dwpe, const Tensor& dout, const Te
   // starts[g] = index in keys of the first position of the g-th distinct token.
   std::vector<int64_t> starts;
   for (int64_t i = 0; i < N; ++i)
-    if (i == 0 || (keys[i] >> 32) != (keys[i - 1] >> 32))
-      starts.push_back(i);
+    if (i == 0 || (keys[i] >> 32) != (keys[i - 1] >> 32)) starts.push_back(i);
   starts.push_back(N);
   const int64_t groups = static_cast<int64_t>(starts.size()) - 1;
 

@@ -59,8 +59,8 @@ void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dy, co
   const char* op = "layernorm_backward";
   for (auto [t, name] : {std::pair{&dx, "dx"}, {&dw, "dw"}, {&db, "db"}})
     cpu::check_f32(*t, op, name);
-  for (auto [t, name] : {std::pair{&dy, "dy"}, {&x, "x"}, {&w, "w"}, {&mean, "mean"},
-                         {&rstd, "rstd"}})
+  for (auto [t, name] :
+       {std::pair{&dy, "dy"}, {&x, "x"}, {&w, "w"}, {&mean, "mean"}, {&rstd, "rstd"}})
     cpu::check_f32(*t, op, name);
   BRAID_CHECK(x.ndim() == 2, "{}: x must be (N, C), got {}", op, x.str());
   const int64_t N = x.dim(0), C = x.dim(1);
@@ -76,13 +76,13 @@ void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dy, co
   const int64_t chunk_rows = cpu::rows_per_chunk(N);
   const int64_t chunks = (N + chunk_rows - 1) / chunk_rows;
   Tensor partial = Tensor::empty({chunks, 2, C});  // per chunk: dw then db partial sums
-  const float* dyp = dy.f32();   // dy: (N, C)
-  const float* xp = x.f32();     // x: (N, C)
-  const float* wp = w.f32();     // w: (C)
-  const float* mp = mean.f32();  // mean: (N)
-  const float* rp = rstd.f32();  // rstd: (N)
-  float* dxp = dx.f32();         // dx: (N, C)
-  float* pp = partial.f32();     // partial: (chunks, 2, C)
+  const float* dyp = dy.f32();                     // dy: (N, C)
+  const float* xp = x.f32();                       // x: (N, C)
+  const float* wp = w.f32();                       // w: (C)
+  const float* mp = mean.f32();                    // mean: (N)
+  const float* rp = rstd.f32();                    // rstd: (N)
+  float* dxp = dx.f32();                           // dx: (N, C)
+  float* pp = partial.f32();                       // partial: (chunks, 2, C)
   const float inv_c = 1.0f / static_cast<float>(C);
 
 #pragma omp parallel for schedule(static)

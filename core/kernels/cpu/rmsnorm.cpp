@@ -61,12 +61,12 @@ void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dy, const Tensor& x,
   const int64_t chunk_rows = cpu::rows_per_chunk(N);
   const int64_t chunks = (N + chunk_rows - 1) / chunk_rows;
   Tensor partial = Tensor::empty({chunks, C});  // per chunk: dw partial sums
-  const float* dyp = dy.f32();   // dy: (N, C)
-  const float* xp = x.f32();     // x: (N, C)
-  const float* wp = w.f32();     // w: (C)
-  const float* rp = rstd.f32();  // rstd: (N)
-  float* dxp = dx.f32();         // dx: (N, C)
-  float* pp = partial.f32();     // partial: (chunks, C)
+  const float* dyp = dy.f32();                  // dy: (N, C)
+  const float* xp = x.f32();                    // x: (N, C)
+  const float* wp = w.f32();                    // w: (C)
+  const float* rp = rstd.f32();                 // rstd: (N)
+  float* dxp = dx.f32();                        // dx: (N, C)
+  float* pp = partial.f32();                    // partial: (chunks, C)
   const float inv_c = 1.0f / static_cast<float>(C);
 
 #pragma omp parallel for schedule(static)
