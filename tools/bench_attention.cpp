@@ -1,10 +1,15 @@
 // Benchmark: CPU attention (forward + backward) and the fused LM-head cross-entropy at the
 // gpt2 benchmark shapes, as GFLOP/s and as a fraction of a gemm_f32 rate measured in the same
 // run. Usage: bench_attention [repeats]
+//
+// Two rates per kernel: wall clock (best of the repeats) and process CPU time (summed over
+// threads). On a shared machine the wall-clock rate swings with other jobs; the CPU-time rate
+// only counts time this process was running, so its ratio to the GEMM is the steadier one.
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -28,31 +33,43 @@ Tensor random_tensor(const braid::Shape& shape, uint32_t seed, float amp) {
   return t;
 }
 
-// Median seconds per call over `repeats` timed calls after one warm-up call; the median
-// resists the noise of a shared machine better than the mean.
-double median_seconds(const std::function<void()>& fn, int repeats) {
+double cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+struct Timing {
+  double wall_s;  // best (smallest) wall time of one call: the least disturbed run
+  double cpu_s;   // mean process CPU time of one call, all threads together
+};
+
+// One warm-up call, then `repeats` timed calls.
+Timing time_calls(const std::function<void()>& fn, int repeats) {
   fn();
-  std::vector<double> times;
+  double best = 1e30;
+  const double cpu0 = cpu_seconds();
   for (int r = 0; r < repeats; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     fn();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return {best, (cpu_seconds() - cpu0) / repeats};
 }
 
-void print_row(const char* name, double flops, double seconds, double gemm_gflops) {
-  const double gflops = flops / seconds / 1e9;
-  std::printf("%-34s %10.3f %10.2f %10.1f %8.2f\n", name, seconds * 1e3, flops / 1e9, gflops,
-              gflops / gemm_gflops);
+void print_row(const char* name, double flops, Timing t, Timing gemm, double gemm_flops) {
+  const double gflops = flops / t.wall_s / 1e9, gemm_gflops = gemm_flops / gemm.wall_s / 1e9;
+  const double cpu_ratio = (flops / t.cpu_s) / (gemm_flops / gemm.cpu_s);
+  std::printf("%-34s %9.2f %8.2f %9.1f %8.2f %8.2f\n", name, t.wall_s * 1e3, flops / 1e9, gflops,
+              gflops / gemm_gflops, cpu_ratio);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const int repeats = argc > 1 ? std::max(1, std::atoi(argv[1])) : 10;
-  std::printf("gemm backend %s, %d OpenMP threads, median of %d runs\n",
+  std::printf("gemm backend %s, %d OpenMP threads, best of %d runs\n",
               braid::gemm_backend_name().c_str(), omp_get_max_threads(), repeats);
 
   // Reference GEMM: (2048 x 512) @ (512 x 1536), the size of a gpt2 MLP matmul at B*T = 2048.
@@ -60,12 +77,11 @@ int main(int argc, char** argv) {
   Tensor a = random_tensor({M, K}, 1, 1.0f), b = random_tensor({K, N}, 2, 1.0f);
   Tensor c = Tensor::empty({M, N});
   const double gemm_flops = 2.0 * M * N * K;
-  const double gemm_s = median_seconds(
+  const Timing gemm_t = time_calls(
       [&] {
         braid::gemm_f32(false, false, M, N, K, 1.0f, a.f32(), K, b.f32(), N, 0.0f, c.f32(), N);
       },
       repeats);
-  const double gemm_gflops = gemm_flops / gemm_s / 1e9;
 
   // Attention at gpt2 benchmark shapes. FLOPs count only the causal half (the query-key pairs
   // that are not masked): forward = 2 GEMMs (QK^T, PV) = 4*D per pair; backward = 4 GEMMs
@@ -77,9 +93,9 @@ int main(int argc, char** argv) {
   Tensor dq = Tensor::empty({B, T, H, D}), dk = Tensor::empty({B, T, H, D});
   Tensor dv = Tensor::empty({B, T, H, D});
   const double pairs = static_cast<double>(B * H) * (T * (T + 1) / 2);
-  const double attn_fwd_s =
-      median_seconds([&] { braid::attention_forward(out, lse, q, k, v); }, repeats);
-  const double attn_bwd_s = median_seconds(
+  const Timing attn_fwd_s =
+      time_calls([&] { braid::attention_forward(out, lse, q, k, v); }, repeats);
+  const Timing attn_bwd_s = time_calls(
       [&] { braid::attention_backward(dq, dk, dv, dout, q, k, v, out, lse); }, repeats);
 
   // LM head: x (B*T, 512), w (8192, 512); forward + backward are 3 GEMMs of 2*N*V*C each.
@@ -91,20 +107,21 @@ int main(int argc, char** argv) {
   Tensor losses = Tensor::empty({rows}), dx = Tensor::empty({rows, C});
   Tensor dw = Tensor::zeros({V, C}), no_grad;
   const double ce_gemm_flops = 2.0 * rows * V * C;
-  const double ce_fwd_s = median_seconds(
+  const Timing ce_fwd_s = time_calls(
       [&] { braid::lm_head_cross_entropy(losses, no_grad, no_grad, x, w, targets, 1.0f); },
       repeats);
-  const double ce_s = median_seconds(
+  const Timing ce_s = time_calls(
       [&] { braid::lm_head_cross_entropy(losses, dx, dw, x, w, targets, 1.0f / rows); }, repeats);
 
-  std::printf("%-34s %10s %10s %10s %8s\n", "kernel", "ms", "GFLOP", "GFLOP/s", "vs gemm");
-  print_row("gemm_f32 2048x1536x512", gemm_flops, gemm_s, gemm_gflops);
-  print_row("attention fwd (causal half)", 4.0 * D * pairs, attn_fwd_s, gemm_gflops);
-  print_row("attention bwd (causal half)", 10.0 * D * pairs, attn_bwd_s, gemm_gflops);
-  print_row("attention fwd+bwd (causal half)", 14.0 * D * pairs, attn_fwd_s + attn_bwd_s,
-            gemm_gflops);
-  print_row("lm_head CE forward only", ce_gemm_flops, ce_fwd_s, gemm_gflops);
-  print_row("lm_head CE fwd+bwd", 3.0 * ce_gemm_flops, ce_s, gemm_gflops);
+  const Timing attn_t{attn_fwd_s.wall_s + attn_bwd_s.wall_s, attn_fwd_s.cpu_s + attn_bwd_s.cpu_s};
+  std::printf("%-34s %9s %8s %9s %8s %8s\n", "kernel", "wall ms", "GFLOP", "GFLOP/s",
+              "vs gemm", "cpu-time");
+  print_row("gemm_f32 2048x1536x512", gemm_flops, gemm_t, gemm_t, gemm_flops);
+  print_row("attention fwd (causal half)", 4.0 * D * pairs, attn_fwd_s, gemm_t, gemm_flops);
+  print_row("attention bwd (causal half)", 10.0 * D * pairs, attn_bwd_s, gemm_t, gemm_flops);
+  print_row("attention fwd+bwd (causal half)", 14.0 * D * pairs, attn_t, gemm_t, gemm_flops);
+  print_row("lm_head CE forward only", ce_gemm_flops, ce_fwd_s, gemm_t, gemm_flops);
+  print_row("lm_head CE fwd+bwd", 3.0 * ce_gemm_flops, ce_s, gemm_t, gemm_flops);
   std::printf("shapes: attention B=%lld T=%lld H=%lld D=%lld; lm head N=%lld C=%lld V=%lld\n",
               static_cast<long long>(B), static_cast<long long>(T), static_cast<long long>(H),
               static_cast<long long>(D), static_cast<long long>(rows), static_cast<long long>(C),
