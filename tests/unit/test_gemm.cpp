@@ -147,6 +147,23 @@ TEST(GemmTest, Bf16EveryBackendAndModeAgainstRoundedInputs) {
           }
 }
 
+// The plumbing of oneDNN's bf16 matmul (strides, alpha, beta) in f32, which every CPU has.
+TEST(GemmTest, OneDnnMatmulPrimitiveLayoutAndScales) {
+  for (int t = 0; t < 4; ++t)
+    for (const Case& c : kCases)
+      for (const auto& s : kScales) {
+        const Problem p = make_problem(t & 1, t & 2, c, false);
+        std::vector<float> C = initial_c(p, s[1]);
+        const std::vector<float> C_init = C;
+        for (int rep = 0; rep < 2; ++rep) {  // the second call hits the primitive cache
+          C = C_init;
+          gemm_f32_onednn_matmul(p.ta, p.tb, p.M, p.N, p.K, s[0], p.A.data(), p.lda, p.B.data(),
+                                 p.ldb, s[1], C.data(), p.ldc);
+        }
+        check_result(p, C, C_init, s[0], s[1], describe("matmul", GemmBackend::OneDnn, p, s[0], s[1]));
+      }
+}
+
 TEST(GemmTest, ZeroKScalesC) {
   for (GemmBackend b : kAllGemmBackends) {
     std::vector<float> C = {1.0f, 2.0f, std::numeric_limits<float>::quiet_NaN(), 4.0f};

@@ -56,6 +56,12 @@ void gemm_f32_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float al
 void gemm_bf16_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                       const bf16* A, int64_t lda, const bf16* B, int64_t ldb, float beta,
                       float* C, int64_t ldc);
+// f32 through the same cached matmul primitive as gemm_bf16_onednn (strides for transposes,
+// alpha as output scale, beta as sum post-op), so that plumbing is testable on CPUs whose
+// oneDNN has no bf16 matmul.
+void gemm_f32_onednn_matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                            const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
+                            float* C, int64_t ldc);
 void gemm_f32_openblas(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                        const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
                        float* C, int64_t ldc);
