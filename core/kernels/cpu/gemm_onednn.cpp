@@ -19,8 +19,8 @@ struct MatmulKey {
   int64_t M, N, K, lda, ldb, ldc;
   float alpha, beta;
   bool operator==(const MatmulKey& o) const {
-    return bf16_in == o.bf16_in && ta == o.ta && tb == o.tb && M == o.M && N == o.N && K == o.K && lda == o.lda &&
-           ldb == o.ldb && ldc == o.ldc && std::memcmp(&alpha, &o.alpha, 4) == 0 &&
+    return bf16_in == o.bf16_in && ta == o.ta && tb == o.tb && M == o.M && N == o.N && K == o.K &&
+           lda == o.lda && ldb == o.ldb && ldc == o.ldc && std::memcmp(&alpha, &o.alpha, 4) == 0 &&
            std::memcmp(&beta, &o.beta, 4) == 0;
   }
 };
@@ -29,7 +29,9 @@ struct MatmulKeyHash {
   size_t operator()(const MatmulKey& k) const {
     size_t h = (static_cast<size_t>(k.bf16_in) << 2) | (static_cast<size_t>(k.ta) << 1) |
                static_cast<size_t>(k.tb);
-    auto mix = [&h](uint64_t v) { h ^= std::hash<uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+    auto mix = [&h](uint64_t v) {
+      h ^= std::hash<uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    };
     for (int64_t v : {k.M, k.N, k.K, k.lda, k.ldb, k.ldc}) mix(static_cast<uint64_t>(v));
     uint32_t a, b;
     std::memcpy(&a, &k.alpha, 4);
@@ -94,9 +96,8 @@ void run_matmul(bool bf16_in, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
     mm.src.set_data_handle(const_cast<void*>(A));
     mm.weights.set_data_handle(const_cast<void*>(B));
     mm.dst.set_data_handle(C);
-    mm.prim.execute(stream, {{DNNL_ARG_SRC, mm.src},
-                             {DNNL_ARG_WEIGHTS, mm.weights},
-                             {DNNL_ARG_DST, mm.dst}});
+    mm.prim.execute(
+        stream, {{DNNL_ARG_SRC, mm.src}, {DNNL_ARG_WEIGHTS, mm.weights}, {DNNL_ARG_DST, mm.dst}});
     stream.wait();
   } catch (const dnnl::error& e) {
     BRAID_CHECK(false, "oneDNN {} matmul ({}x{}x{}) failed: {} (status {})",
@@ -125,17 +126,15 @@ bool onednn_has_bf16_matmul() {
   return available;
 }
 
-void gemm_f32_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
-                     const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
-                     float* C, int64_t ldc) {
+void gemm_f32_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                     int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   const dnnl_status_t st =
       dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   BRAID_CHECK(st == dnnl_success, "dnnl_sgemm failed with status {}", static_cast<int>(st));
 }
 
-void gemm_bf16_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
-                      const bf16* A, int64_t lda, const bf16* B, int64_t ldb, float beta,
-                      float* C, int64_t ldc) {
+void gemm_bf16_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const bf16* A,
+                      int64_t lda, const bf16* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   run_matmul(true, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
