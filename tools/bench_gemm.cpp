@@ -49,8 +49,8 @@ std::vector<Shape> training_shapes() {
     const char* name;
     int64_t in, out;
   };
-  const Layer layers[] = {{"qkv", 512, 1536}, {"fc1", 512, 2048}, {"fc2", 2048, 512},
-                          {"lm_head", 512, 8192}};
+  const Layer layers[] = {
+      {"qkv", 512, 1536}, {"fc1", 512, 2048}, {"fc2", 2048, 512}, {"lm_head", 512, 8192}};
   std::vector<Shape> shapes;
   for (const Layer& l : layers) {
     shapes.push_back({std::string(l.name) + " fwd", false, true, T, l.out, l.in, false});
@@ -161,8 +161,10 @@ int main(int argc, char** argv) {
   int reps = 5;
   double min_gflops = 5.0;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
-    else if (!std::strcmp(argv[i], "--min-gflops") && i + 1 < argc) min_gflops = std::atof(argv[++i]);
+    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--min-gflops") && i + 1 < argc)
+      min_gflops = std::atof(argv[++i]);
     else {
       std::fprintf(stderr, "usage: bench_gemm [--reps N] [--min-gflops X]\n");
       return 2;
@@ -173,10 +175,12 @@ int main(int argc, char** argv) {
               braid::gemm_backend_name().c_str(),
               braid::gemm_plan().bf16_mode == Bf16Mode::Native ? "native" : "widen");
 
-  const std::vector<Config> configs = {
-      {GemmBackend::OneDnn, false, Bf16Mode::Native},  {GemmBackend::OpenBlas, false, Bf16Mode::Native},
-      {GemmBackend::OneDnn, true, Bf16Mode::Native},   {GemmBackend::OpenBlas, true, Bf16Mode::Native},
-      {GemmBackend::OneDnn, true, Bf16Mode::Widen},    {GemmBackend::OpenBlas, true, Bf16Mode::Widen}};
+  const std::vector<Config> configs = {{GemmBackend::OneDnn, false, Bf16Mode::Native},
+                                       {GemmBackend::OpenBlas, false, Bf16Mode::Native},
+                                       {GemmBackend::OneDnn, true, Bf16Mode::Native},
+                                       {GemmBackend::OpenBlas, true, Bf16Mode::Native},
+                                       {GemmBackend::OneDnn, true, Bf16Mode::Widen},
+                                       {GemmBackend::OpenBlas, true, Bf16Mode::Widen}};
   const std::vector<Shape> shapes = training_shapes();
   Buffers buf;
   fill(buf, 2048 * 8192, 2048 * 8192, 2048 * 8192);
@@ -255,6 +259,7 @@ int main(int argc, char** argv) {
   std::printf("\nOpenMP loop (4 x 32 MiB passes) right after a 1024^3 f32 GEMM:\n");
   for (const Config& cfg : {configs[0], configs[1]})
     std::printf("  after %-10s %.2f ms\n", cfg.label().c_str(), omp_loop_ms_after(cfg, buf));
-  std::printf("\nmeasure_gemm_peak_f32(1.0): %.1f GFLOP/s\n", braid::measure_gemm_peak_f32(1.0) / 1e9);
+  std::printf("\nmeasure_gemm_peak_f32(1.0): %.1f GFLOP/s\n",
+              braid::measure_gemm_peak_f32(1.0) / 1e9);
   return 0;
 }

@@ -36,3 +36,7 @@ namespace braid {
 double measure_gemm_peak_f32(double seconds);
 
 }  // namespace braid
+
+// Backend choice: oneDNN by default (docs/benchmarks.md). The environment variable
+// BRAID_GEMM=onednn|openblas|reference forces one for benchmarks and tests; it is read once,
+// at the first GEMM of the process. ONEDNN_MAX_CPU_ISA (oneDNN's own) limits oneDNN's ISA.

@@ -83,13 +83,15 @@ void check_result(const Problem& p, const std::vector<float>& C, const std::vect
     for (int64_t j = 0; j < p.ldc; ++j) {
       const float got = C[i * p.ldc + j];
       if (j >= p.N) {
-        wrong += !(got == C_init[i * p.ldc + j] || (std::isnan(got) && std::isnan(C_init[i * p.ldc + j])));
+        wrong += !(got == C_init[i * p.ldc + j] ||
+                   (std::isnan(got) && std::isnan(C_init[i * p.ldc + j])));
         continue;
       }
       const double want = ref[i * p.N + j];
       const double tol = 1e-5 * static_cast<double>(p.K) + 1e-5 * std::fabs(want);
       if (!(std::fabs(got - want) <= tol)) {
-        if (wrong < 3) ADD_FAILURE() << what << " C(" << i << "," << j << ") = " << got << ", want " << want;
+        if (wrong < 3)
+          ADD_FAILURE() << what << " C(" << i << "," << j << ") = " << got << ", want " << want;
         ++wrong;
       }
     }
@@ -98,9 +100,10 @@ void check_result(const Problem& p, const std::vector<float>& C, const std::vect
 }
 
 std::string describe(const char* kind, GemmBackend b, const Problem& p, float alpha, float beta) {
-  return std::string(kind) + " " + std::string(gemm_backend_label(b)) + " ta=" + std::to_string(p.ta) +
-         " tb=" + std::to_string(p.tb) + " MNK=" + std::to_string(p.M) + "," + std::to_string(p.N) +
-         "," + std::to_string(p.K) + " alpha=" + std::to_string(alpha) + " beta=" + std::to_string(beta);
+  return std::string(kind) + " " + std::string(gemm_backend_label(b)) +
+         " ta=" + std::to_string(p.ta) + " tb=" + std::to_string(p.tb) +
+         " MNK=" + std::to_string(p.M) + "," + std::to_string(p.N) + "," + std::to_string(p.K) +
+         " alpha=" + std::to_string(alpha) + " beta=" + std::to_string(beta);
 }
 
 // (alpha, beta) pairs: plain, accumulate, and general scaling.
@@ -147,6 +150,24 @@ TEST(GemmTest, Bf16EveryBackendAndModeAgainstRoundedInputs) {
           }
 }
 
+// The plumbing of oneDNN's bf16 matmul (strides, alpha, beta) in f32, which every CPU has.
+TEST(GemmTest, OneDnnMatmulPrimitiveLayoutAndScales) {
+  for (int t = 0; t < 4; ++t)
+    for (const Case& c : kCases)
+      for (const auto& s : kScales) {
+        const Problem p = make_problem(t & 1, t & 2, c, false);
+        std::vector<float> C = initial_c(p, s[1]);
+        const std::vector<float> C_init = C;
+        for (int rep = 0; rep < 2; ++rep) {  // the second call hits the primitive cache
+          C = C_init;
+          gemm_f32_onednn_matmul(p.ta, p.tb, p.M, p.N, p.K, s[0], p.A.data(), p.lda, p.B.data(),
+                                 p.ldb, s[1], C.data(), p.ldc);
+        }
+        check_result(p, C, C_init, s[0], s[1],
+                     describe("matmul", GemmBackend::OneDnn, p, s[0], s[1]));
+      }
+}
+
 TEST(GemmTest, ZeroKScalesC) {
   for (GemmBackend b : kAllGemmBackends) {
     std::vector<float> C = {1.0f, 2.0f, std::numeric_limits<float>::quiet_NaN(), 4.0f};
@@ -183,8 +204,10 @@ TEST(GemmTest, PublicCallsInsideOmpParallelRegion) {
   }
   for (int t = 0; t < nthr; ++t) {
     const std::vector<float> init = initial_c(probs[t], 0.0f);
-    check_result(probs[t], out32[t], init, 1.0f, 0.0f, "f32 in region, thread " + std::to_string(t));
-    check_result(probs[t], out16[t], init, 1.0f, 0.0f, "bf16 in region, thread " + std::to_string(t));
+    check_result(probs[t], out32[t], init, 1.0f, 0.0f,
+                 "f32 in region, thread " + std::to_string(t));
+    check_result(probs[t], out16[t], init, 1.0f, 0.0f,
+                 "bf16 in region, thread " + std::to_string(t));
   }
 }
 

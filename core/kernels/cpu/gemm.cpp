@@ -34,20 +34,22 @@ const float* widen(const bf16* src, int64_t rows, int64_t cols, int64_t ld,
 
 GemmPlan make_plan() {
   GemmPlan plan;
-  // Measured on the reference machine (docs/benchmarks.md): oneDNN's sgemm is the fastest f32
-  // GEMM and, unlike pthread OpenBLAS, stays on the calling thread inside OpenMP regions.
+  // Measured (docs/benchmarks.md): oneDNN ties OpenBLAS on the training shapes, and is ~1.7x
+  // faster for per-thread calls inside OpenMP regions, where it stays on the calling thread.
   plan.backend = GemmBackend::OneDnn;
   if (const char* env = std::getenv("BRAID_GEMM"); env != nullptr && *env != '\0') {
     if (!parse_gemm_backend(env, &plan.backend))
-      user_error("environment variable BRAID_GEMM='{}' is not a GEMM backend; expected one of "
-                 "onednn, openblas, reference (or unset for the automatic choice)",
-                 env);
+      user_error(
+          "environment variable BRAID_GEMM='{}' is not a GEMM backend; expected one of "
+          "onednn, openblas, reference (or unset for the automatic choice)",
+          env);
   }
-  // Native bf16 kernels pay off only with bf16 dot instructions; without them the libraries
-  // emulate, and widening to f32 (O(MK + KN) work) in front of sgemm is far faster.
+  // Native bf16 kernels pay off only with bf16 dot instructions; without them oneDNN 2.6 has
+  // no bf16 matmul at all, and widening to f32 (O(MK + KN) work) in front of sgemm is the
+  // fast path.
   const bool bf16_hw = onednn_has_native_bf16();
-  plan.bf16_mode = (plan.backend == GemmBackend::Reference || bf16_hw) ? Bf16Mode::Native
-                                                                      : Bf16Mode::Widen;
+  plan.bf16_mode =
+      (plan.backend == GemmBackend::Reference || bf16_hw) ? Bf16Mode::Native : Bf16Mode::Widen;
   return plan;
 }
 
@@ -55,9 +57,12 @@ GemmPlan make_plan() {
 
 std::string_view gemm_backend_label(GemmBackend b) {
   switch (b) {
-    case GemmBackend::OneDnn: return "onednn";
-    case GemmBackend::OpenBlas: return "openblas";
-    case GemmBackend::Reference: return "reference";
+    case GemmBackend::OneDnn:
+      return "onednn";
+    case GemmBackend::OpenBlas:
+      return "openblas";
+    case GemmBackend::Reference:
+      return "reference";
   }
   return "unknown";
 }
@@ -74,9 +79,12 @@ bool parse_gemm_backend(std::string_view s, GemmBackend* out) {
 
 bool native_bf16_available(GemmBackend b) {
   switch (b) {
-    case GemmBackend::OneDnn: return onednn_has_bf16_matmul();
-    case GemmBackend::OpenBlas: return openblas_has_sbgemm();
-    case GemmBackend::Reference: return true;
+    case GemmBackend::OneDnn:
+      return onednn_has_bf16_matmul();
+    case GemmBackend::OpenBlas:
+      return openblas_has_sbgemm();
+    case GemmBackend::Reference:
+      return true;
   }
   return false;
 }
@@ -101,9 +109,9 @@ void gemm_f32_with(GemmBackend b, bool trans_a, bool trans_b, int64_t M, int64_t
   }
 }
 
-void gemm_bf16_with(GemmBackend b, Bf16Mode mode, bool trans_a, bool trans_b, int64_t M,
-                    int64_t N, int64_t K, float alpha, const bf16* A, int64_t lda, const bf16* B,
-                    int64_t ldb, float beta, float* C, int64_t ldc) {
+void gemm_bf16_with(GemmBackend b, Bf16Mode mode, bool trans_a, bool trans_b, int64_t M, int64_t N,
+                    int64_t K, float alpha, const bf16* A, int64_t lda, const bf16* B, int64_t ldb,
+                    float beta, float* C, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) return scale_c(M, N, beta, C, ldc);
   if (mode == Bf16Mode::Widen || !native_bf16_available(b)) {
@@ -112,8 +120,7 @@ void gemm_bf16_with(GemmBackend b, Bf16Mode mode, bool trans_a, bool trans_b, in
     const int64_t a_cols = trans_a ? M : K, b_cols = trans_b ? K : N;
     const float* a = widen(A, trans_a ? K : M, a_cols, lda, a_buf);
     const float* bw = widen(B, trans_b ? N : K, b_cols, ldb, b_buf);
-    return gemm_f32_with(b, trans_a, trans_b, M, N, K, alpha, a, a_cols, bw, b_cols, beta, C,
-                         ldc);
+    return gemm_f32_with(b, trans_a, trans_b, M, N, K, alpha, a, a_cols, bw, b_cols, beta, C, ldc);
   }
   switch (b) {
     case GemmBackend::OneDnn:
@@ -149,7 +156,9 @@ double measure_gemm_peak_f32(double seconds) {
     a[i] = static_cast<float>((i * 7) % 13) * 0.01f;
     b[i] = static_cast<float>((i * 5) % 11) * 0.01f;
   }
-  auto run = [&] { gemm_f32(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n); };
+  auto run = [&] {
+    gemm_f32(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+  };
   run();  // warm-up: thread pool start, page faults, packing buffers
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();

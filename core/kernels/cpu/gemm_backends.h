@@ -34,9 +34,9 @@ const GemmPlan& gemm_plan();
 void gemm_f32_with(GemmBackend b, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                    float alpha, const float* A, int64_t lda, const float* B, int64_t ldb,
                    float beta, float* C, int64_t ldc);
-void gemm_bf16_with(GemmBackend b, Bf16Mode mode, bool trans_a, bool trans_b, int64_t M,
-                    int64_t N, int64_t K, float alpha, const bf16* A, int64_t lda, const bf16* B,
-                    int64_t ldb, float beta, float* C, int64_t ldc);
+void gemm_bf16_with(GemmBackend b, Bf16Mode mode, bool trans_a, bool trans_b, int64_t M, int64_t N,
+                    int64_t K, float alpha, const bf16* A, int64_t lda, const bf16* B, int64_t ldb,
+                    float beta, float* C, int64_t ldc);
 
 // True when oneDNN runs on an ISA with bf16 dot-product instructions (AVX512_BF16 or AMX),
 // after any ONEDNN_MAX_CPU_ISA limit.
@@ -50,12 +50,16 @@ bool onednn_has_bf16_matmul();
 bool native_bf16_available(GemmBackend b);
 
 // Per-library entry points. Callers have already handled M == 0, N == 0 and K == 0.
-void gemm_f32_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
-                     const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
-                     float* C, int64_t ldc);
-void gemm_bf16_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
-                      const bf16* A, int64_t lda, const bf16* B, int64_t ldb, float beta,
-                      float* C, int64_t ldc);
+void gemm_f32_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                     int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+void gemm_bf16_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const bf16* A,
+                      int64_t lda, const bf16* B, int64_t ldb, float beta, float* C, int64_t ldc);
+// f32 through the same cached matmul primitive as gemm_bf16_onednn (strides for transposes,
+// alpha as output scale, beta as sum post-op), so that plumbing is testable on CPUs whose
+// oneDNN has no bf16 matmul.
+void gemm_f32_onednn_matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                            const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
+                            float* C, int64_t ldc);
 void gemm_f32_openblas(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                        const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
                        float* C, int64_t ldc);

@@ -14,20 +14,24 @@ namespace {
 
 // Everything that is baked into a matmul primitive; alpha and beta are in the attributes.
 struct MatmulKey {
+  bool bf16_in;  // bf16 src/weights, else f32
   bool ta, tb;
   int64_t M, N, K, lda, ldb, ldc;
   float alpha, beta;
   bool operator==(const MatmulKey& o) const {
-    return ta == o.ta && tb == o.tb && M == o.M && N == o.N && K == o.K && lda == o.lda &&
-           ldb == o.ldb && ldc == o.ldc && std::memcmp(&alpha, &o.alpha, 4) == 0 &&
+    return bf16_in == o.bf16_in && ta == o.ta && tb == o.tb && M == o.M && N == o.N && K == o.K &&
+           lda == o.lda && ldb == o.ldb && ldc == o.ldc && std::memcmp(&alpha, &o.alpha, 4) == 0 &&
            std::memcmp(&beta, &o.beta, 4) == 0;
   }
 };
 
 struct MatmulKeyHash {
   size_t operator()(const MatmulKey& k) const {
-    size_t h = (static_cast<size_t>(k.ta) << 1) | static_cast<size_t>(k.tb);
-    auto mix = [&h](uint64_t v) { h ^= std::hash<uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+    size_t h = (static_cast<size_t>(k.bf16_in) << 2) | (static_cast<size_t>(k.ta) << 1) |
+               static_cast<size_t>(k.tb);
+    auto mix = [&h](uint64_t v) {
+      h ^= std::hash<uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    };
     for (int64_t v : {k.M, k.N, k.K, k.lda, k.ldb, k.ldc}) mix(static_cast<uint64_t>(v));
     uint32_t a, b;
     std::memcpy(&a, &k.alpha, 4);
@@ -52,9 +56,10 @@ CachedMatmul make_matmul(const MatmulKey& k) {
   using dt = dnnl::memory::data_type;
   const dnnl::engine& eng = cpu_engine();
   // Row-major op(A) (M, K) and op(B) (K, N) expressed through strides, so no copies.
-  dnnl::memory::desc src_md({k.M, k.K}, dt::bf16,
+  const dt in_dt = k.bf16_in ? dt::bf16 : dt::f32;
+  dnnl::memory::desc src_md({k.M, k.K}, in_dt,
                             k.ta ? dnnl::memory::dims{1, k.lda} : dnnl::memory::dims{k.lda, 1});
-  dnnl::memory::desc wei_md({k.K, k.N}, dt::bf16,
+  dnnl::memory::desc wei_md({k.K, k.N}, in_dt,
                             k.tb ? dnnl::memory::dims{1, k.ldb} : dnnl::memory::dims{k.ldb, 1});
   dnnl::memory::desc dst_md({k.M, k.N}, dt::f32, dnnl::memory::dims{k.ldc, 1});
   dnnl::primitive_attr attr;
@@ -81,6 +86,25 @@ CachedMatmul& cached_matmul(const MatmulKey& k) {
   return cache.emplace(k, make_matmul(k)).first->second;
 }
 
+void run_matmul(bool bf16_in, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                const void* A, int64_t lda, const void* B, int64_t ldb, float beta, float* C,
+                int64_t ldc) {
+  try {
+    CachedMatmul& mm =
+        cached_matmul(MatmulKey{bf16_in, ta, tb, M, N, K, lda, ldb, ldc, alpha, beta});
+    thread_local dnnl::stream stream(cpu_engine());
+    mm.src.set_data_handle(const_cast<void*>(A));
+    mm.weights.set_data_handle(const_cast<void*>(B));
+    mm.dst.set_data_handle(C);
+    mm.prim.execute(
+        stream, {{DNNL_ARG_SRC, mm.src}, {DNNL_ARG_WEIGHTS, mm.weights}, {DNNL_ARG_DST, mm.dst}});
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    BRAID_CHECK(false, "oneDNN {} matmul ({}x{}x{}) failed: {} (status {})",
+                bf16_in ? "bf16" : "f32", M, N, K, e.what(), static_cast<int>(e.status));
+  }
+}
+
 }  // namespace
 
 bool onednn_has_native_bf16() {
@@ -93,7 +117,7 @@ bool onednn_has_bf16_matmul() {
   // oneDNN 2.6 implements bf16 matmul only from AVX-512 up; below that creation fails.
   static const bool available = [] {
     try {
-      make_matmul(MatmulKey{false, false, 8, 8, 8, 8, 8, 8, 1.0f, 0.0f});
+      make_matmul(MatmulKey{true, false, false, 8, 8, 8, 8, 8, 8, 1.0f, 0.0f});
       return true;
     } catch (const dnnl::error&) {
       return false;
@@ -102,31 +126,22 @@ bool onednn_has_bf16_matmul() {
   return available;
 }
 
-void gemm_f32_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
-                     const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
-                     float* C, int64_t ldc) {
+void gemm_f32_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                     int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   const dnnl_status_t st =
       dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   BRAID_CHECK(st == dnnl_success, "dnnl_sgemm failed with status {}", static_cast<int>(st));
 }
 
-void gemm_bf16_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
-                      const bf16* A, int64_t lda, const bf16* B, int64_t ldb, float beta,
-                      float* C, int64_t ldc) {
-  try {
-    CachedMatmul& mm = cached_matmul(MatmulKey{ta, tb, M, N, K, lda, ldb, ldc, alpha, beta});
-    thread_local dnnl::stream stream(cpu_engine());
-    mm.src.set_data_handle(const_cast<bf16*>(A));
-    mm.weights.set_data_handle(const_cast<bf16*>(B));
-    mm.dst.set_data_handle(C);
-    mm.prim.execute(stream, {{DNNL_ARG_SRC, mm.src},
-                             {DNNL_ARG_WEIGHTS, mm.weights},
-                             {DNNL_ARG_DST, mm.dst}});
-    stream.wait();
-  } catch (const dnnl::error& e) {
-    BRAID_CHECK(false, "oneDNN bf16 matmul ({}x{}x{}) failed: {} (status {})", M, N, K, e.what(),
-                static_cast<int>(e.status));
-  }
+void gemm_bf16_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const bf16* A,
+                      int64_t lda, const bf16* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  run_matmul(true, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void gemm_f32_onednn_matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                            const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
+                            float* C, int64_t ldc) {
+  run_matmul(false, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 }  // namespace braid

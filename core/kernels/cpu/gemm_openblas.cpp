@@ -34,10 +34,9 @@ void gemm_f32_openblas(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
                        const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
                        float* C, int64_t ldc) {
   check_int_range(M, N, K, lda, ldb, ldc);
-  cblas_sgemm(CblasRowMajor, trans(ta), trans(tb), static_cast<blasint>(M),
-              static_cast<blasint>(N), static_cast<blasint>(K), alpha, A,
-              static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta, C,
-              static_cast<blasint>(ldc));
+  cblas_sgemm(CblasRowMajor, trans(ta), trans(tb), static_cast<blasint>(M), static_cast<blasint>(N),
+              static_cast<blasint>(K), alpha, A, static_cast<blasint>(lda), B,
+              static_cast<blasint>(ldb), beta, C, static_cast<blasint>(ldc));
 }
 
 void gemm_bf16_openblas(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
@@ -47,11 +46,10 @@ void gemm_bf16_openblas(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float
   check_int_range(M, N, K, lda, ldb, ldc);
   const SbgemmFn sbgemm = find_sbgemm();
   BRAID_CHECK(sbgemm != nullptr, "this OpenBLAS has no cblas_sbgemm (built without bfloat16)");
-  sbgemm(CblasRowMajor, trans(ta), trans(tb), static_cast<blasint>(M),
-               static_cast<blasint>(N), static_cast<blasint>(K), alpha,
-               reinterpret_cast<const bfloat16*>(A), static_cast<blasint>(lda),
-               reinterpret_cast<const bfloat16*>(B), static_cast<blasint>(ldb), beta, C,
-               static_cast<blasint>(ldc));
+  sbgemm(CblasRowMajor, trans(ta), trans(tb), static_cast<blasint>(M), static_cast<blasint>(N),
+         static_cast<blasint>(K), alpha, reinterpret_cast<const bfloat16*>(A),
+         static_cast<blasint>(lda), reinterpret_cast<const bfloat16*>(B), static_cast<blasint>(ldb),
+         beta, C, static_cast<blasint>(ldc));
 }
 
 }  // namespace braid

@@ -15,9 +15,8 @@ inline float to_f32(bf16 v) { return bf16_to_float(v); }
 // Slow but simple: op(B) is copied in panels of kBlockK rows into a dense (kb, N) buffer, then
 // each row of C takes axpy updates, so the inner loop is contiguous whatever the layout.
 template <typename T>
-void gemm_reference_impl(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
-                         const T* A, int64_t lda, const T* B, int64_t ldb, float beta, float* C,
-                         int64_t ldc) {
+void gemm_reference_impl(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const T* A,
+                         int64_t lda, const T* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   constexpr int64_t kBlockK = 128;
   // Nested regions would oversubscribe; inside one this runs on the calling thread only.
   const bool threaded = !omp_in_parallel() && M * N * K >= (int64_t{1} << 18);
