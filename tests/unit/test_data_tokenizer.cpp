@@ -23,7 +23,8 @@ std::string random_bytes(size_t n, uint32_t seed) {
 }
 
 // Reference trainer: recount every pair from scratch each step (slow, obviously right).
-std::vector<std::pair<int32_t, int32_t>> naive_train(const std::string& text, int vocab) {
+std::vector<std::pair<int32_t, int32_t>> naive_train(const std::string& text, int vocab,
+                                                    std::vector<int32_t>* final_ids = nullptr) {
   std::vector<std::vector<int32_t>> words;
   for (std::string_view c : pretokenize(text)) {
     std::vector<int32_t> w;
@@ -54,6 +55,8 @@ std::vector<std::pair<int32_t, int32_t>> naive_train(const std::string& text, in
       w = out;
     }
   }
+  if (final_ids)
+    for (auto& w : words) final_ids->insert(final_ids->end(), w.begin(), w.end());
   return merges;
 }
 
@@ -92,7 +95,10 @@ TEST(DataBpe, MatchesNaiveReferenceTrainer) {
   const std::string text = testing::sample_text(1500) + random_bytes(300, 3);
   for (int vocab : {256, 300, 420}) {
     BpeTokenizer t = train_bpe(std::vector<std::string>{text}, vocab);
-    EXPECT_EQ(t.merges(), naive_train(text, vocab)) << "vocab " << vocab;
+    std::vector<int32_t> trained_ids;
+    EXPECT_EQ(t.merges(), naive_train(text, vocab, &trained_ids)) << "vocab " << vocab;
+    // Encoding the training text lands exactly where training left its words.
+    EXPECT_TRUE(t.encode(text) == trained_ids) << "vocab " << vocab;
     EXPECT_EQ(t.vocab_size(), vocab);
   }
 }
