@@ -115,7 +115,8 @@ void map_yaml(RunConfig& cfg, const YAML::Node& root, const std::string& source,
       user_error("{}: unknown section `{}`; did you mean `{}`? (sections: {})", at, name,
                  closest_section(name), join(list_config_sections()));
     if (!seen_sections.insert(name).second)
-      user_error("{}: section `{}` appears twice; put all its keys under one `{}:`", at, name, name);
+      user_error("{}: section `{}` appears twice; put all its keys under one `{}:`", at, name,
+                 name);
     origins[name] = at;
     const YAML::Node& body = sec.second;
     if (body.IsNull()) continue;
@@ -165,7 +166,8 @@ void apply_override_at(RunConfig& cfg, const std::string& assignment, Origins& o
   try {
     value = YAML::Load(assignment.substr(eq + 1));
   } catch (const YAML::Exception& e) {
-    throw ConfigError(full, fmt::format("{}: {}: the value is not valid YAML: {}", what, full, e.msg));
+    throw ConfigError(full,
+                      fmt::format("{}: {}: the value is not valid YAML: {}", what, full, e.msg));
   }
   if (auto err = read_field(value, f->ptr))
     throw ConfigError(full, fmt::format("{}: {}: {}", what, full, *err));
@@ -216,7 +218,8 @@ void validate_located(const RunConfig& cfg, const Origins& origins, const std::s
 std::string read_text_file(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) user_error("config file '{}' does not exist", path);
-  if (fs::is_directory(path, ec)) user_error("config file '{}' is a directory; expected a YAML file", path);
+  if (fs::is_directory(path, ec))
+    user_error("config file '{}' is a directory; expected a YAML file", path);
   std::ifstream in(path, std::ios::binary);
   if (!in) user_error("config file '{}' cannot be opened for reading", path);
   std::ostringstream ss;

@@ -11,12 +11,17 @@ namespace {
 // One line per section for the reference; the structs document their fields, not themselves.
 const std::map<std::string, std::string>& section_blurbs() {
   static const std::map<std::string, std::string> blurbs = {
-      {"run", "Where the run lives: `<dir>/<name>/` holds the resolved config, metrics and checkpoints."},
+      {"run",
+       "Where the run lives: `<dir>/<name>/` holds the resolved config, metrics and checkpoints."},
       {"model", "The model's shape and initialisation (core/model_config.h)."},
       {"data", "Token shards and how batches are drawn (data/data_config.h)."},
       {"optim", "AdamW, the learning-rate schedule and gradient clipping (optim/optim_config.h)."},
-      {"train", "The training loop: length, logging, evaluation and the final sample (launch/train_config.h)."},
-      {"checkpoint", "When checkpoints are written, how many are kept, and resuming (launch/checkpoint_config.h)."},
+      {"train",
+       "The training loop: length, logging, evaluation and the final sample "
+       "(launch/train_config.h)."},
+      {"checkpoint",
+       "When checkpoints are written, how many are kept, and resuming "
+       "(launch/checkpoint_config.h)."},
   };
   return blurbs;
 }

@@ -48,7 +48,8 @@ void save_run_config(const RunConfig& cfg, const std::filesystem::path& path) {
   const int sync_err = errno;
   if (::close(fd) != 0 || !synced) {
     ::unlink(tmp.c_str());
-    user_error("cannot write config '{}': {}", tmp.string(), std::strerror(synced ? errno : sync_err));
+    user_error("cannot write config '{}': {}", tmp.string(),
+               std::strerror(synced ? errno : sync_err));
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);

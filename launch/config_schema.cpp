@@ -80,7 +80,8 @@ std::optional<std::string> read_integer(const YAML::Node& n, T& out) {
     if constexpr (std::is_unsigned_v<T>) {
       return fmt::format("expected a non-negative integer, got {}", describe(n));
     } else {
-      if (mag > uint64_t(Lim::max()) + 1) return fmt::format("expected {}, got {}", range, describe(n));
+      if (mag > uint64_t(Lim::max()) + 1)
+        return fmt::format("expected {}, got {}", range, describe(n));
       out = mag == uint64_t(Lim::max()) + 1 ? Lim::min() : -T(mag);
       return std::nullopt;
     }
@@ -139,10 +140,18 @@ std::optional<std::string> read_one(const YAML::Node& n, bool& out) {
   return fmt::format("expected true or false, got {}", describe(n));
 }
 std::optional<std::string> read_one(const YAML::Node& n, int& out) { return read_integer(n, out); }
-std::optional<std::string> read_one(const YAML::Node& n, int64_t& out) { return read_integer(n, out); }
-std::optional<std::string> read_one(const YAML::Node& n, uint64_t& out) { return read_integer(n, out); }
-std::optional<std::string> read_one(const YAML::Node& n, float& out) { return read_floating(n, out); }
-std::optional<std::string> read_one(const YAML::Node& n, double& out) { return read_floating(n, out); }
+std::optional<std::string> read_one(const YAML::Node& n, int64_t& out) {
+  return read_integer(n, out);
+}
+std::optional<std::string> read_one(const YAML::Node& n, uint64_t& out) {
+  return read_integer(n, out);
+}
+std::optional<std::string> read_one(const YAML::Node& n, float& out) {
+  return read_floating(n, out);
+}
+std::optional<std::string> read_one(const YAML::Node& n, double& out) {
+  return read_floating(n, out);
+}
 std::optional<std::string> read_one(const YAML::Node& n, std::string& out) {
   if (!is_plain_scalar(n))
     return fmt::format("expected a string, got {}{}", describe(n),
@@ -169,14 +178,26 @@ std::string quote(const std::string& s) {
   std::string q = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': q += "\\\""; break;
-      case '\\': q += "\\\\"; break;
-      case '\n': q += "\\n"; break;
-      case '\t': q += "\\t"; break;
-      case '\r': q += "\\r"; break;
+      case '"':
+        q += "\\\"";
+        break;
+      case '\\':
+        q += "\\\\";
+        break;
+      case '\n':
+        q += "\\n";
+        break;
+      case '\t':
+        q += "\\t";
+        break;
+      case '\r':
+        q += "\\r";
+        break;
       default:
-        if (c < 0x20 || c == 0x7f) q += fmt::format("\\x{:02x}", c);
-        else q += char(c);
+        if (c < 0x20 || c == 0x7f)
+          q += fmt::format("\\x{:02x}", c);
+        else
+          q += char(c);
     }
   }
   return q + "\"";

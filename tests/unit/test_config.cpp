@@ -1,10 +1,9 @@
 // Loading YAML configs: values, located errors with suggestions, --set overrides, paths.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-
-#include <unistd.h>
 
 #include "launch/config.h"
 
@@ -31,7 +30,8 @@ class ConfigLoad : public ::testing::Test {
     return p.string();
   }
   // The message of the UserError that loading throws (a test failure when none is thrown).
-  static std::string load_error(const std::string& path, const std::vector<std::string>& sets = {}) {
+  static std::string load_error(const std::string& path,
+                                const std::vector<std::string>& sets = {}) {
     try {
       load_run_config(path, sets);
     } catch (const UserError& e) {
@@ -92,7 +92,8 @@ TEST_F(ConfigLoad, ShippedConfigsLoad) {
   EXPECT_EQ(q.optim.lr, 3e-3f);
   EXPECT_EQ(q.train.steps, 600);
   EXPECT_EQ(q.train.sample_prompt, "The ");
-  EXPECT_EQ(q.data.dir, (fs::path(BRAID_SOURCE_DIR) / "data" / "quickstart").lexically_normal().string());
+  EXPECT_EQ(q.data.dir,
+            (fs::path(BRAID_SOURCE_DIR) / "data" / "quickstart").lexically_normal().string());
   const RunConfig b = load_run_config(BRAID_SOURCE_DIR "/configs/bench_gpt2.yaml", {});
   EXPECT_EQ(b.model.vocab_size, 8192);
   EXPECT_EQ(b.model.n_embd, 512);
@@ -151,9 +152,12 @@ TEST_F(ConfigLoad, WrongTypesAreLocated) {
   };
   const std::vector<Case> cases = {
       {"optim:\n  lr: fast\n", "run.yaml:4: optim.lr", "expected a number, got 'fast'"},
-      {"optim:\n  warmup_steps: 1.5\n", "run.yaml:4: optim.warmup_steps", "expected an integer, got '1.5'"},
-      {"train:\n  steps: 3000000000\n", "run.yaml:4: train.steps", "expected an integer in [-2147483648, 2147483647]"},
-      {"model:\n  seed: -1\n", "run.yaml:4: model.seed", "expected a non-negative integer, got '-1'"},
+      {"optim:\n  warmup_steps: 1.5\n", "run.yaml:4: optim.warmup_steps",
+       "expected an integer, got '1.5'"},
+      {"train:\n  steps: 3000000000\n", "run.yaml:4: train.steps",
+       "expected an integer in [-2147483648, 2147483647]"},
+      {"model:\n  seed: -1\n", "run.yaml:4: model.seed",
+       "expected a non-negative integer, got '-1'"},
       {"model:\n  family: [gpt2]\n", "run.yaml:4: model.family", "expected a string, got a list"},
       {"optim:\n  no_decay: bias\n", "run.yaml:4: optim.no_decay", "expected a list of strings"},
       {"optim:\n  lr:\n", "run.yaml:4: optim.lr", "expected a number, got nothing"},
@@ -188,16 +192,17 @@ TEST_F(ConfigLoad, CrossSectionSeqLenAtMostContext) {
   const std::string msg =
       load_error(write("model:\n  context_length: 128\ndata:\n  dir: x\n  seq_len: 256\n"));
   EXPECT_NE(msg.find("run.yaml:5: data.seq_len"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("model.context_length is 128 (" ), std::string::npos) << msg;
+  EXPECT_NE(msg.find("model.context_length is 128 ("), std::string::npos) << msg;
   EXPECT_NE(msg.find("run.yaml:2"), std::string::npos) << msg;
-  EXPECT_NO_THROW(load_run_config(write("model:\n  context_length: 128\ndata:\n  dir: x\n  seq_len: 128\n"), {}));
+  EXPECT_NO_THROW(load_run_config(
+      write("model:\n  context_length: 128\ndata:\n  dir: x\n  seq_len: 128\n"), {}));
 }
 
 TEST_F(ConfigLoad, OverridesApplyInOrderAndAreTypeChecked) {
   const std::string path = write(kData + "optim:\n  lr: 1e-3\n");
-  const RunConfig c = load_run_config(
-      path, {"optim.lr=2e-3", "optim.no_decay=[bias, wte]", "run.name=a", "run.name=b",
-             "train.sample_prompt=\"x: y\"", "model.seed=0x10"});
+  const RunConfig c =
+      load_run_config(path, {"optim.lr=2e-3", "optim.no_decay=[bias, wte]", "run.name=a",
+                             "run.name=b", "train.sample_prompt=\"x: y\"", "model.seed=0x10"});
   EXPECT_EQ(c.optim.lr, 2e-3f);
   EXPECT_EQ(c.optim.no_decay, (std::vector<std::string>{"bias", "wte"}));
   EXPECT_EQ(c.run.name, "b");
@@ -205,7 +210,9 @@ TEST_F(ConfigLoad, OverridesApplyInOrderAndAreTypeChecked) {
   EXPECT_EQ(c.model.seed, 16u);
 
   const std::string type = load_error(path, {"optim.lr=fast"});
-  EXPECT_NE(type.find("--set optim.lr=fast: optim.lr: expected a number, got 'fast'"), std::string::npos) << type;
+  EXPECT_NE(type.find("--set optim.lr=fast: optim.lr: expected a number, got 'fast'"),
+            std::string::npos)
+      << type;
   const std::string unknown = load_error(path, {"optim.lrr=1"});
   EXPECT_NE(unknown.find("--set optim.lrr=1"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("did you mean `optim.lr`?"), std::string::npos) << unknown;

@@ -1,5 +1,6 @@
 // Config values written back: dump/load round trips exactly, scalar conversions, docs in sync.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <bit>
 #include <cmath>
@@ -9,8 +10,6 @@
 #include <map>
 #include <random>
 #include <sstream>
-
-#include <unistd.h>
 
 #include "launch/config.h"
 #include "launch/config_schema.h"
@@ -29,7 +28,10 @@ struct Mutate {
   void operator()(float* p) const { *p = std::nextafter(*p * 1.37f + 0.1f, 1e30f); }
   void operator()(double* p) const { *p = std::nextafter(*p * 1.37 + 0.1, 1e300); }
   void operator()(std::string* p) const { *p += " \"q\" \\ #x: [y]\n\t\x01 é"; }
-  void operator()(std::vector<std::string>* p) const { p->push_back("null"); p->push_back(""); }
+  void operator()(std::vector<std::string>* p) const {
+    p->push_back("null");
+    p->push_back("");
+  }
 };
 
 TEST(ConfigRoundTrip, EveryFieldSurvivesDumpAndParse) {
@@ -47,7 +49,8 @@ TEST(ConfigRoundTrip, EveryFieldSurvivesDumpAndParse) {
 }
 
 TEST(ConfigRoundTrip, SavedConfigLoadsBackIdentical) {
-  const fs::path dir = fs::temp_directory_path() / fmt::format("braid_test_config_save_{}", ::getpid());
+  const fs::path dir =
+      fs::temp_directory_path() / fmt::format("braid_test_config_save_{}", ::getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);
   const RunConfig q = load_run_config(BRAID_SOURCE_DIR "/configs/quickstart.yaml",
@@ -86,27 +89,37 @@ T through_yaml(T v) {
 
 TEST(ConfigScalars, FloatsRoundTripBitExactly) {
   std::mt19937 rng(7);
-  std::vector<float> fs_ = {0.0f, -0.0f, 1e-45f, 1e-40f, std::numeric_limits<float>::max(),
-                            std::numeric_limits<float>::min(), 0.1f, 3e-4f,
-                            std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
+  std::vector<float> fs_ = {0.0f,
+                            -0.0f,
+                            1e-45f,
+                            1e-40f,
+                            std::numeric_limits<float>::max(),
+                            std::numeric_limits<float>::min(),
+                            0.1f,
+                            3e-4f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity()};
   for (int i = 0; i < 8000; ++i) {
     const float f = std::bit_cast<float>(uint32_t(rng()));
     if (!std::isnan(f)) fs_.push_back(f);
   }
-  for (float f : fs_) EXPECT_EQ(std::bit_cast<uint32_t>(through_yaml(f)), std::bit_cast<uint32_t>(f)) << f;
+  for (float f : fs_)
+    EXPECT_EQ(std::bit_cast<uint32_t>(through_yaml(f)), std::bit_cast<uint32_t>(f)) << f;
   std::vector<double> ds = {0.1, 1e-320, std::numeric_limits<double>::max(), -2.5e-300};
   for (int i = 0; i < 8000; ++i) {
     const double d = std::bit_cast<double>((uint64_t(rng()) << 32) | rng());
     if (!std::isnan(d)) ds.push_back(d);
   }
-  for (double d : ds) EXPECT_EQ(std::bit_cast<uint64_t>(through_yaml(d)), std::bit_cast<uint64_t>(d)) << d;
+  for (double d : ds)
+    EXPECT_EQ(std::bit_cast<uint64_t>(through_yaml(d)), std::bit_cast<uint64_t>(d)) << d;
   EXPECT_TRUE(std::isnan(through_yaml(std::numeric_limits<float>::quiet_NaN())));
 }
 
 TEST(ConfigScalars, IntegerEdgesRoundTrip) {
   for (int v : {0, -1, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()})
     EXPECT_EQ(through_yaml(v), v);
-  for (int64_t v : {int64_t(0), std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()})
+  for (int64_t v :
+       {int64_t(0), std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()})
     EXPECT_EQ(through_yaml(v), v);
   for (uint64_t v : {uint64_t(0), UINT64_MAX}) EXPECT_EQ(through_yaml(v), v);
   for (bool v : {true, false}) EXPECT_EQ(through_yaml(v), v);
@@ -125,19 +138,24 @@ TEST(ConfigScalars, TypeChecks) {
   EXPECT_EQ(error_for<bool>("1"), "expected true or false, got '1'");
   EXPECT_EQ(error_for<bool>("false"), "");
   EXPECT_EQ(error_for<int>("1.5"), "expected an integer, got '1.5'");
-  EXPECT_EQ(error_for<int>("2147483648"), "expected an integer in [-2147483648, 2147483647], got '2147483648'");
+  EXPECT_EQ(error_for<int>("2147483648"),
+            "expected an integer in [-2147483648, 2147483647], got '2147483648'");
   EXPECT_EQ(error_for<int>("-2147483648"), "");
   EXPECT_EQ(error_for<int>("--3"), "expected an integer, got '--3'");
   EXPECT_EQ(error_for<int64_t>("99999999999999999999"),
-            "expected an integer in [-9223372036854775808, 9223372036854775807], got '99999999999999999999'");
+            "expected an integer in [-9223372036854775808, 9223372036854775807], got "
+            "'99999999999999999999'");
   EXPECT_EQ(error_for<uint64_t>("-1"), "expected a non-negative integer, got '-1'");
   EXPECT_EQ(error_for<float>("fast"), "expected a number, got 'fast'");
   EXPECT_EQ(error_for<float>("inf"), "expected a number, got 'inf'");
-  EXPECT_EQ(error_for<float>("1e39"), "expected a number within the range of a 32-bit float, got '1e39'");
+  EXPECT_EQ(error_for<float>("1e39"),
+            "expected a number within the range of a 32-bit float, got '1e39'");
   EXPECT_EQ(error_for<double>("1e39"), "");
-  EXPECT_EQ(error_for<std::string>("~"), "expected a string, got nothing (null) (write \"\" for an empty string)");
+  EXPECT_EQ(error_for<std::string>("~"),
+            "expected a string, got nothing (null) (write \"\" for an empty string)");
   EXPECT_EQ(error_for<std::string>("{a: 1}"), "expected a string, got a mapping");
-  EXPECT_EQ(error_for<std::vector<std::string>>("[a, [b]]"), "expected a list of strings, but item 1 is a list");
+  EXPECT_EQ(error_for<std::vector<std::string>>("[a, [b]]"),
+            "expected a list of strings, but item 1 is a list");
   int i = 0;
   EXPECT_EQ(error_for<int>("+0x1f", &i), "");
   EXPECT_EQ(i, 31);
@@ -194,7 +212,8 @@ TEST(ConfigDocs, ReferenceMatchesStructs) {
       dflt += c;
     }
     EXPECT_EQ(it->second[1], field_type_name(f.ptr)) << f.full_key();
-    EXPECT_EQ(it->second[2], fmt::format("`{}`", dflt)) << f.full_key() << ": default in docs is stale";
+    EXPECT_EQ(it->second[2], fmt::format("`{}`", dflt))
+        << f.full_key() << ": default in docs is stale";
   }
   EXPECT_EQ(documented.size(), fields.size()) << "docs/config.md documents keys that do not exist";
   // The generator itself covers every key.
