@@ -122,7 +122,7 @@ std::string plan_text(const ModelConfig& m, const Cluster& c, const PlanResult& 
   trow("exposed data-parallel comm", t.dp_exposed);
   trow("optimizer step", t.optimizer);
   trow("total", t.step());
-  o += fmt::format("\ntokens/s {:.0f}   TFLOP/s per GPU {:.1f} (hardware {:.1f})   MFU {:.1f}%  "
+  o += fmt::format("\ntokens/s {:.0f}   TFLOP/s per GPU {:.4g} (hardware {:.4g})   MFU {:.1f}%  "
                    "HFU {:.1f}%\n",
                    r.tokens_per_s, r.tflops_per_gpu, r.hw_tflops_per_gpu, 100 * r.mfu, 100 * r.hfu);
   if (r.train_seconds > 0) {
