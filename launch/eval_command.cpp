@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
 #include "data/shard.h"
 #include "launch/commands.h"
 #include "launch/model_io.h"

@@ -79,7 +79,7 @@ LoadedModel load_model(const std::string& path_in) {
     SafetensorsFile f = SafetensorsFile::open((path / "model.safetensors").string());
     std::vector<std::pair<std::string, Tensor>> hf;
     for (const std::string& n : f.names()) hf.emplace_back(n, f.get(n));
-    auto named = from_hf_tensors(cfg, hf);
+    auto named = from_hf_tensors(cfg, hf, f.path());
     for (Parameter* p : out.model->parameters()) {
       auto it = std::find_if(named.begin(), named.end(), [&](auto& e) { return e.first == p->name; });
       BRAID_USER_CHECK(it != named.end(), "{}: tensor {} is missing", f.path(), p->name);

@@ -23,7 +23,8 @@ Tensor MLP::forward(const Tensor& x, Saved& saved) {
     Tensor gate = gate_proj->forward(x, saved);  // (B, T, F)
     Tensor up = up_proj->forward(x, saved);
     Tensor h = Tensor::empty(gate.shape());
-    swiglu_forward(h, gate, up);
+    Tensor h2 = as_rows(h);
+    swiglu_forward(h2, as_rows(gate), as_rows(up));
     saved.push(gate);
     saved.push(up);
     return down_proj->forward(h, saved);
@@ -40,7 +41,8 @@ Tensor MLP::backward(const Tensor& dy, Saved& saved) {
     Tensor dh = down_proj->backward(dy, saved);
     Tensor up = saved.pop(), gate = saved.pop();
     Tensor dgate = Tensor::empty(gate.shape()), dup = Tensor::empty(up.shape());
-    swiglu_backward(dgate, dup, dh, gate, up);
+    Tensor dgate2 = as_rows(dgate), dup2 = as_rows(dup);
+    swiglu_backward(dgate2, dup2, as_rows(dh), as_rows(gate), as_rows(up));
     Tensor dx = up_proj->backward(dup, saved);
     add_inplace(dx, gate_proj->backward(dgate, saved));
     return dx;
@@ -55,7 +57,8 @@ Tensor MLP::infer(const Tensor& x) {
   if (llama_) {
     Tensor gate = gate_proj->infer(x), up = up_proj->infer(x);
     Tensor h = Tensor::empty(gate.shape());
-    swiglu_forward(h, gate, up);
+    Tensor h2 = as_rows(h);
+    swiglu_forward(h2, as_rows(gate), as_rows(up));
     return down_proj->infer(h);
   }
   Tensor h = c_fc->infer(x);
