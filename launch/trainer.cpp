@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "core/kernels/gemm.h"
 #include "core/models/generate.h"
@@ -46,6 +47,16 @@ std::string model_difference(const nlohmann::json& saved, const ModelConfig& our
                          it.value().dump());
   }
   return "";
+}
+
+double read_unigram_entropy(const std::string& meta_path) {
+  std::ifstream in(meta_path);
+  if (!in) return -1.0;
+  try {
+    return nlohmann::json::parse(in).value("unigram_entropy_nats", -1.0);
+  } catch (const nlohmann::json::exception&) {
+    return -1.0;  // an unreadable meta.json only loses the baseline in the log
+  }
 }
 
 double evaluate(Transformer& model, const ValidationSet& val, int batches) {
@@ -145,10 +156,13 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
   TrainSummary summary;
   summary.run_dir = run_dir.string();
   summary.final_step = start_step;
-  if (start_step >= total) {
-    log.print(fmt::format("nothing to do: the checkpoint is at step {} and train.steps is {}", start_step, total));
-    return summary;
-  }
+  if (start_step >= total)
+    log.print(fmt::format("nothing to train: the checkpoint is at step {} and train.steps is {}",
+                          start_step, total));
+  // What a model that knows only token frequencies would score (written by `braid prepare`).
+  const double unigram = read_unigram_entropy((data_dir / "meta.json").string());
+  const std::string baseline =
+      unigram > 0 ? fmt::format(" (unigram entropy of the data: {:.4f})", unigram) : "";
 
   Loader loader(train_path, cfg.data, 0, 1, start_step);
   const float grad_scale = static_cast<float>(1.0 / tokens_per_step);
@@ -204,7 +218,8 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
     if (cfg.train.eval_interval > 0 && (done % cfg.train.eval_interval == 0 || done == total)) {
       const double vl = evaluate(model, val, cfg.train.eval_batches);
       summary.last_val_loss = vl;
-      log.print(fmt::format("step {:>6}/{} | val loss {:.4f} | val ppl {:.2f}", done, total, vl, std::exp(vl)));
+      log.print(fmt::format("step {:>6}/{} | val loss {:.4f} | val ppl {:.2f}{}", done, total, vl,
+                            std::exp(vl), baseline));
       log.record({{"step", done}, {"val_loss", vl}});
     }
     if ((cfg.checkpoint.interval > 0 && done % cfg.checkpoint.interval == 0) || done == total) {

@@ -7,5 +7,5 @@ bash "$here/tools/setup.sh"
 cd "$here"
 # The corpus: the license texts every Debian system ships in /usr/share/common-licenses.
 "$build/braid" prepare --input /usr/share/common-licenses --out data/quickstart \
-    --tokenizer bpe --vocab-size 512 --val-fraction 0.05
+    --tokenizer bpe --vocab-size 512 --val-fraction 0.05 --force
 "$build/braid" train configs/quickstart.yaml "$@"
