@@ -62,21 +62,24 @@ LayerNorm::LayerNorm(const std::string& prefix, int64_t dim, float eps_)
   weight.value.fill_(1.0f);
 }
 
-Tensor LayerNorm::infer(const Tensor& x) const {
+Tensor LayerNorm::run(const Tensor& x, Tensor& mean, Tensor& rstd) const {
   const Tensor x2 = as_rows(x);
   Tensor y = Tensor::empty(x.shape());
-  Tensor mean = Tensor::empty({x2.dim(0)}), rstd = Tensor::empty({x2.dim(0)});
+  mean = Tensor::empty({x2.dim(0)});
+  rstd = Tensor::empty({x2.dim(0)});
   Tensor y2 = as_rows(y);
   layernorm_forward(y2, mean, rstd, x2, weight.value, bias.value, eps);
   return y;
 }
 
+Tensor LayerNorm::infer(const Tensor& x) const {
+  Tensor mean, rstd;
+  return run(x, mean, rstd);
+}
+
 Tensor LayerNorm::forward(const Tensor& x, Saved& saved) {
-  const Tensor x2 = as_rows(x);
-  Tensor y = Tensor::empty(x.shape());
-  Tensor mean = Tensor::empty({x2.dim(0)}), rstd = Tensor::empty({x2.dim(0)});
-  Tensor y2 = as_rows(y);
-  layernorm_forward(y2, mean, rstd, x2, weight.value, bias.value, eps);
+  Tensor mean, rstd;
+  Tensor y = run(x, mean, rstd);
   saved.push(x);
   saved.push(mean);
   saved.push(rstd);
@@ -105,21 +108,23 @@ RMSNorm::RMSNorm(const std::string& prefix, int64_t dim, float eps_)
   weight.value.fill_(1.0f);
 }
 
-Tensor RMSNorm::infer(const Tensor& x) const {
+Tensor RMSNorm::run(const Tensor& x, Tensor& rstd) const {
   const Tensor x2 = as_rows(x);
   Tensor y = Tensor::empty(x.shape());
-  Tensor rstd = Tensor::empty({x2.dim(0)});
+  rstd = Tensor::empty({x2.dim(0)});
   Tensor y2 = as_rows(y);
   rmsnorm_forward(y2, rstd, x2, weight.value, eps);
   return y;
 }
 
+Tensor RMSNorm::infer(const Tensor& x) const {
+  Tensor rstd;
+  return run(x, rstd);
+}
+
 Tensor RMSNorm::forward(const Tensor& x, Saved& saved) {
-  const Tensor x2 = as_rows(x);
-  Tensor y = Tensor::empty(x.shape());
-  Tensor rstd = Tensor::empty({x2.dim(0)});
-  Tensor y2 = as_rows(y);
-  rmsnorm_forward(y2, rstd, x2, weight.value, eps);
+  Tensor rstd;
+  Tensor y = run(x, rstd);
   saved.push(x);
   saved.push(rstd);
   return y;

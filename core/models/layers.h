@@ -40,6 +40,9 @@ class LayerNorm : public Norm {
 
   Parameter weight, bias;
   float eps;
+
+ private:
+  Tensor run(const Tensor& x, Tensor& mean, Tensor& rstd) const;  // y; fills mean, rstd: (N)
 };
 
 class RMSNorm : public Norm {
@@ -52,6 +55,9 @@ class RMSNorm : public Norm {
 
   Parameter weight;
   float eps;
+
+ private:
+  Tensor run(const Tensor& x, Tensor& rstd) const;  // y; fills rstd: (N)
 };
 
 // Token embedding plus an optional learned position table. Input: token ids (B, T) i32.
