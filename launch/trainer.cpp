@@ -226,6 +226,11 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
       nlohmann::json state = {{"model", fields_to_json(cfg.model)},
                               {"optimizer_steps", opt.steps_taken()},
                               {"data", {{"seed", cfg.data.seed}, {"next_step", done}}},
+                              // Training draws randomness only from counter-based streams (data
+                              // windows from (seed, step, micro), init from (seed, name)), so
+                              // the seeds and the step are the whole RNG state.
+                              {"rng", {{"kind", "counter"}, {"data_seed", cfg.data.seed},
+                                       {"init_seed", cfg.model.seed}, {"counter", done}}},
                               {"config_yaml", dump_run_config(cfg)}};
       const std::string where = ckpt.save(done, named_weights(model), opt.state_tensors(), state);
       log.print(fmt::format("checkpoint: {}", where));
