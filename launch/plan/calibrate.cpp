@@ -141,6 +141,20 @@ double activation_gelems(int64_t N, bool swiglu, double min_s) {
   return static_cast<double>(N) * F / sec / 1e9;
 }
 
+// Fixed cost of one parallel kernel call: add_inplace on 16384 floats (one OpenMP region), less
+// the time its bytes take at the element-wise bandwidth. Grows sharply when the cores are shared.
+double kernel_call_us(double elementwise_gbs, double min_s) {
+  const int64_t n = 16384;
+  Tensor a = Tensor::zeros({n}), b = Tensor::zeros({n});
+  const double sec = time_per_call(
+                         [&] {
+                           for (int k = 0; k < 100; ++k) add_inplace(a, b);
+                         },
+                         min_s) /
+                     100;
+  return std::max(0.0, sec - 12.0 * n / (elementwise_gbs * 1e9)) * 1e6;
+}
+
 // Stream-like copy over the OpenMP threads: bytes read plus bytes written per second.
 double copy_gbs(size_t bytes, double min_s) {
   std::vector<char> src(bytes, 1), dst(bytes, 0);
@@ -193,6 +207,7 @@ GpuSpec calibrate_machine(const CalibrateOptions& opt) {
   g.elementwise_gbs = elementwise_gbs(N, opt.kernel_seconds);
   g.gelu_gelems = activation_gelems(N, false, opt.kernel_seconds);
   g.swiglu_gelems = activation_gelems(N, true, opt.kernel_seconds);
+  g.kernel_call_us = kernel_call_us(g.elementwise_gbs, opt.kernel_seconds);
   g.source = fmt::format("measured: gemm {}^3, memcpy {} MiB; kernels at {} tokens", n,
                          opt.copy_bytes >> 20, N);
   return g;

@@ -78,6 +78,15 @@ double optimizer_step_bytes(double params, const std::string& optimizer) {
   return arrays * kF32 * params;
 }
 
+double block_kernel_calls(const ModelConfig& m) { return m.is_llama() ? 42.0 : 35.0; }
+
+double parameter_tensors(const ModelConfig& m) {
+  // gpt2: 2 LayerNorms (w, b) and 4 linears (w, b) per block; wte, wpe, ln_f w and b.
+  // llama: 2 RMSNorms and 7 linears per block; embedding, final norm, untied head.
+  if (m.is_llama()) return 9.0 * m.n_layer + (m.tied() ? 2.0 : 3.0);
+  return 12.0 * m.n_layer + 4.0;
+}
+
 CpuStepTime cpu_microbatch_time(const ModelConfig& m, const TrainOptions& t, const GpuSpec& g,
                                 double layers, bool with_head, int tp) {
   BRAID_CHECK(has_kernel_rates(g), "cpu_microbatch_time needs a calibrated profile ({})", g.name);
@@ -102,6 +111,9 @@ CpuStepTime cpu_microbatch_time(const ModelConfig& m, const TrainOptions& t, con
   }
   r.elementwise = bytes / (g.elementwise_gbs * 1e9) +
                   layers * passes * tokens * block_activation_seconds_per_token(m, g);
+  // Embedding and final norm forward + backward, and the fused LM head: about 5 calls.
+  const double calls = layers * passes * block_kernel_calls(m) + (with_head ? 5.0 : 0.0);
+  r.calls = calls * g.kernel_call_us * 1e-6;
   return r;
 }
 

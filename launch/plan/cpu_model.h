@@ -37,6 +37,13 @@ double edge_elementwise_bytes_per_token(const ModelConfig& m);
 // reads p, g, m, writes p, m): 11 (AdamW) or 9 (SGD) fp32 arrays.
 double optimizer_step_bytes(double params, const std::string& optimizer);
 
+// Parallel kernel calls (OpenMP regions: each element-wise kernel and each GEMM) of one block,
+// forward + backward, counted from core/models: gpt2 35 (15 forward, 20 backward), llama 42
+// (16 + 26). Each costs GpuSpec::kernel_call_us on top of its work.
+double block_kernel_calls(const ModelConfig& m);
+// Parameter tensors of the model; each gets a zero_grad, norm, clip and optimizer call per step.
+double parameter_tensors(const ModelConfig& m);
+
 // One micro-batch of `tokens` tokens (micro_batch x seq) through `layers` blocks, plus the LM
 // head when `with_head`, with matmul work split `tp` ways. optimizer is left 0.
 CpuStepTime cpu_microbatch_time(const ModelConfig& m, const TrainOptions& t, const GpuSpec& g,

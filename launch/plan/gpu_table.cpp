@@ -169,6 +169,7 @@ GpuSpec load_device_profile(const std::string& path) {
   get("elementwise_gbs", g.elementwise_gbs, false);
   get("gelu_gelems", g.gelu_gelems, false);
   get("swiglu_gelems", g.swiglu_gelems, false);
+  get("kernel_call_us", g.kernel_call_us, false);
   if (!(g.memory_gib > 0 && g.tflops_fp32 > 0 && g.mem_bw_gbs > 0))
     user_error("device profile '{}': memory_gib, tflops_fp32 and mem_bw_gbs must be > 0", path);
   if (!(g.matmul_efficiency > 0 && g.matmul_efficiency <= 1))
@@ -198,6 +199,7 @@ void save_device_profile(const GpuSpec& g, const std::string& path) {
   if (g.elementwise_gbs > 0) j["elementwise_gbs"] = g.elementwise_gbs;
   if (g.gelu_gelems > 0) j["gelu_gelems"] = g.gelu_gelems;
   if (g.swiglu_gelems > 0) j["swiglu_gelems"] = g.swiglu_gelems;
+  if (g.kernel_call_us > 0) j["kernel_call_us"] = g.kernel_call_us;
   std::ofstream out(path);
   if (!out) user_error("cannot write device profile '{}'", path);
   out << j.dump(2) << "\n";

@@ -157,6 +157,7 @@ void run_plan(const PlanArgs& a) {
       std::printf("  %-40s %.1f GB/s\n", "norms and adds (memory-bound)", g.elementwise_gbs);
       std::printf("  %-40s GELU %.2f, SwiGLU %.2f  G elements/s\n", "activations fwd+bwd", g.gelu_gelems,
                   g.swiglu_gelems);
+      std::printf("  %-40s %.1f us\n", "fixed cost per parallel kernel call", g.kernel_call_us);
       std::printf("(communication bandwidth = copy bandwidth on this one node)\nwrote %s\n",
                   a.out.c_str());
     }

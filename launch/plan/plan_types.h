@@ -40,6 +40,7 @@ struct GpuSpec {
   double elementwise_gbs = 0;  // memory-bound kernels on activations (norms, adds), GB/s
   double gelu_gelems = 0;      // GELU forward + backward, 1e9 elements of its (N, F) input per s
   double swiglu_gelems = 0;    // SwiGLU forward + backward, 1e9 elements of its (N, F) output per s
+  double kernel_call_us = 0;   // fixed cost of one parallel kernel call (fork/join), microseconds
 };
 
 // The cluster the plan is for.
@@ -98,8 +99,8 @@ struct TimeBreakdown {
 
 // Seconds per optimizer step by kernel group (the calibrated CPU model, launch/plan/cpu_model.h).
 struct CpuStepTime {
-  double gemm = 0, attention = 0, lm_head = 0, elementwise = 0, optimizer = 0;
-  double compute() const { return gemm + attention + lm_head + elementwise; }
+  double gemm = 0, attention = 0, lm_head = 0, elementwise = 0, calls = 0, optimizer = 0;
+  double compute() const { return gemm + attention + lm_head + elementwise + calls; }
   double total() const { return compute() + optimizer; }
 };
 

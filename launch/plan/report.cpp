@@ -61,6 +61,7 @@ nlohmann::json plan_json(const PlanResult& r) {
   if (r.kernel_model)
     j["cpu_kernel_seconds"] = {{"gemm", k.gemm},           {"attention", k.attention},
                                {"lm_head_ce", k.lm_head},  {"elementwise", k.elementwise},
+                               {"kernel_calls", k.calls},
                                {"optimizer", k.optimizer}, {"total", k.total()}};
   return j;
 }
@@ -134,6 +135,7 @@ std::string plan_text(const ModelConfig& m, const Cluster& c, const PlanResult& 
     trow("  attention", r.cpu_kernels.attention);
     trow("  LM head + cross-entropy", r.cpu_kernels.lm_head);
     trow("  element-wise", r.cpu_kernels.elementwise);
+    trow("  kernel-call overhead", r.cpu_kernels.calls);
   }
   o += fmt::format("\ntokens/s {:.0f}   TFLOP/s per GPU {:.4g} (hardware {:.4g})   MFU {:.1f}%  "
                    "HFU {:.1f}%\n",

@@ -111,7 +111,8 @@ PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
     const CpuStepTime k = cpu_microbatch_time(m, t, c.gpu, layers, true, l.tp);
     stage_compute = k.compute();
     r.kernel_model = true;
-    r.cpu_kernels = {k.gemm * mbs, k.attention * mbs, k.lm_head * mbs, k.elementwise * mbs, 0.0};
+    r.cpu_kernels = {k.gemm * mbs, k.attention * mbs, k.lm_head * mbs, k.elementwise * mbs,
+                     k.calls * mbs, 0.0};
   }
 
   // Tensor parallel: 2 all-reduces (or RS+AG pairs) forward, 2 backward, 2 more per recompute.
@@ -140,7 +141,8 @@ PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
   r.time.optimizer = 2.0 * (mem.weights + mem.grads + mem.optimizer) / hbm;
   if (r.kernel_model) {
     const double rank_params = static_cast<double>(r.trainable) / (l.tp * l.pp);
-    r.time.optimizer = optimizer_step_bytes(rank_params, t.optimizer) / hbm;
+    r.time.optimizer = optimizer_step_bytes(rank_params, t.optimizer) / hbm +
+                       4.0 * parameter_tensors(m) * c.gpu.kernel_call_us * 1e-6;
     r.cpu_kernels.optimizer = r.time.optimizer;
   }
 

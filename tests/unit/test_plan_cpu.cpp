@@ -48,6 +48,7 @@ GpuSpec cpu_profile() {
   g.elementwise_gbs = 20;
   g.gelu_gelems = 0.5;
   g.swiglu_gelems = 0.25;
+  g.kernel_call_us = 10;
   return g;
 }
 
@@ -107,6 +108,8 @@ TEST(PlanCpu, MicrobatchTimeFromRates) {
   const double bytes = 2 * block_elementwise_bytes_per_token(m) * tokens +
                        edge_elementwise_bytes_per_token(m) * tokens;
   EXPECT_NEAR(k.elementwise, bytes / 20e9 + 2 * tokens * 256 / 0.5e9, 1e-15);
+  // 2 blocks x 35 calls + 5 for the edges, 10 us each.
+  EXPECT_NEAR(k.calls, (2 * 35 + 5) * 10e-6, 1e-15);
 }
 
 TEST(PlanCpu, PredictUsesKernelRatesForCalibratedProfiles) {
@@ -124,7 +127,10 @@ TEST(PlanCpu, PredictUsesKernelRatesForCalibratedProfiles) {
   ASSERT_TRUE(r.kernel_model);
   const CpuStepTime mb = cpu_microbatch_time(m, t, c.gpu, 2, true, 1);
   EXPECT_NEAR(r.time.compute, 3 * mb.compute(), 1e-12);  // 3 micro-batches
-  EXPECT_NEAR(r.time.optimizer, optimizer_step_bytes(m.num_params(), "adamw") / 10e9, 1e-12);
+  // 11 fp32 arrays per parameter at 10 GB/s, + 4 calls per tensor (2 x 12 + 4 tensors) at 10 us.
+  EXPECT_EQ(parameter_tensors(m), 28);
+  EXPECT_NEAR(r.time.optimizer,
+              optimizer_step_bytes(m.num_params(), "adamw") / 10e9 + 4 * 28 * 10e-6, 1e-12);
   EXPECT_NEAR(r.time.step(), r.cpu_kernels.total(), 1e-12);
   // Without the rates the generic roofline is used.
   c.gpu.elementwise_gbs = 0;
@@ -144,6 +150,7 @@ TEST(PlanCpu, DeviceProfileKeepsKernelRates) {
   EXPECT_DOUBLE_EQ(g.elementwise_gbs, 20);
   EXPECT_DOUBLE_EQ(g.gelu_gelems, 0.5);
   EXPECT_DOUBLE_EQ(g.swiglu_gelems, 0.25);
+  EXPECT_DOUBLE_EQ(g.kernel_call_us, 10);
   EXPECT_TRUE(has_kernel_rates(g));
   const std::string bad = dir.write("bad.json",
       R"({"name":"x","memory_gib":1,"tflops_fp32":1,"mem_bw_gbs":1,"intra_bw_gbs":1,)"
