@@ -25,19 +25,22 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Repeats fn until min_s has passed (after one warm-up call); returns seconds per call.
+// Repeats fn until min_s has passed and at least 5 calls were timed (after one warm-up call);
+// returns the median seconds per call, so that a burst of other work on a shared machine does
+// not skew the rate.
 template <class Fn>
 double time_per_call(Fn&& fn, double min_s) {
   fn();
-  int reps = 0;
-  const auto t0 = Clock::now();
-  double elapsed = 0;
+  std::vector<double> times;
+  const auto start = Clock::now();
   do {
+    const auto t0 = Clock::now();
     fn();
-    ++reps;
-    elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-  } while (elapsed < min_s);
-  return elapsed / reps;
+    times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  } while (times.size() < 5 || std::chrono::duration<double>(Clock::now() - start).count() < min_s);
+  std::sort(times.begin(), times.end());
+  const size_t n = times.size();
+  return n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
 }
 
 Tensor randn(const Shape& shape, uint64_t stream) {

@@ -15,7 +15,7 @@ struct CalibrateOptions {
   // Training-like kernels: a micro-batch of `tokens` tokens, each shape timed for at least
   // kernel_seconds after a warm-up call.
   int tokens = 2048;
-  double kernel_seconds = 0.25;
+  double kernel_seconds = 0.4;
   std::vector<int> gemm_widths = {128, 256, 512, 768};  // n_embd of the linear-layer GEMMs
   std::vector<int> head_dims = {32, 64, 128};           // attention at n_embd 512, T 256
   std::vector<int> lm_head_widths = {128, 256, 512};    // LM head + CE at vocab 4096
