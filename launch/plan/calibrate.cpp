@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <vector>
@@ -49,11 +50,21 @@ Tensor randn(const Shape& shape, uint64_t stream) {
   return t;
 }
 
-// The linear layers of a GPT-2 block at width C (C->3C, C->C, C->4C, 4C->C), each as the
-// trainer runs it: forward x W^T, input gradient dy W, weight gradient dy^T x accumulated.
-double gemm_train_tflops(int64_t N, int64_t C, double min_s) {
-  const int64_t shapes[4][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}};  // {in, out}
-  std::vector<float> x(N * 4 * C, 0.5f), w(16 * C * C, 0.25f), y(N * 4 * C), dx(N * 4 * C), dw(16 * C * C);
+// The linear layers of a block at width C, each as the trainer runs it: forward x W^T, input
+// gradient dy W, weight gradient dy^T x accumulated. GPT-2: C->3C, C->C, C->4C, 4C->C. Llama
+// (4 query heads per KV head, SwiGLU width F): q and o C->C, k and v C->C/4, gate and up C->F,
+// down F->C.
+double gemm_train_tflops(int64_t N, int64_t C, bool llama, double min_s) {
+  ModelConfig m;
+  m.family = "llama";
+  m.n_embd = static_cast<int>(C);
+  const int64_t F = llama ? m.ffn() : 4 * C, kv = C / 4;
+  std::vector<std::array<int64_t, 2>> shapes;  // {in, out}
+  if (llama) shapes = {{C, C}, {C, kv}, {C, kv}, {C, C}, {C, F}, {C, F}, {F, C}};
+  else shapes = {{C, 3 * C}, {C, C}, {C, F}, {F, C}};
+  const int64_t wide = std::max(F, 3 * C);
+  std::vector<float> x(N * wide, 0.5f), w(wide * wide, 0.25f), y(N * wide), dx(N * wide);
+  std::vector<float> dw(wide * wide);
   double flops = 0;
   for (const auto& s : shapes) flops += 6.0 * N * s[0] * s[1];
   const double sec = time_per_call(
@@ -70,9 +81,11 @@ double gemm_train_tflops(int64_t N, int64_t C, double min_s) {
 }
 
 // Causal attention forward + backward at B x T tokens, n_embd 512, in the kernel's own FLOPs.
-double attention_tflops(int64_t N, int64_t D, double min_s) {
+// `group` query heads share each KV head.
+double attention_tflops(int64_t N, int64_t D, int64_t group, double min_s) {
   const int64_t T = 256, B = std::max<int64_t>(1, N / T), C = 512, H = C / D;
-  Tensor q = randn({B, T, H, D}, 1), k = randn({B, T, H, D}, 2), v = randn({B, T, H, D}, 3);
+  const int64_t Hkv = std::max<int64_t>(1, H / group);
+  Tensor q = randn({B, T, H, D}, 1), k = randn({B, T, Hkv, D}, 2), v = randn({B, T, Hkv, D}, 3);
   Tensor out = Tensor::empty({B, T, H, D}), lse = Tensor::empty({B, H, T});
   Tensor dout = randn({B, T, H, D}, 4);
   Tensor dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()), dv = Tensor::empty(v.shape());
@@ -204,8 +217,14 @@ GpuSpec calibrate_machine(const CalibrateOptions& opt) {
   g.gpus_per_node = 1;
 
   const int64_t N = opt.tokens;
-  for (int w : opt.gemm_widths) g.gemm_by_width.push_back({double(w), gemm_train_tflops(N, w, opt.kernel_seconds)});
-  for (int d : opt.head_dims) g.attention_by_head_dim.push_back({double(d), attention_tflops(N, d, opt.kernel_seconds)});
+  for (int w : opt.gemm_widths) {
+    g.gemm_by_width.push_back({double(w), gemm_train_tflops(N, w, false, opt.kernel_seconds)});
+    g.gemm_llama_by_width.push_back({double(w), gemm_train_tflops(N, w, true, opt.kernel_seconds)});
+  }
+  for (int d : opt.head_dims) {
+    g.attention_by_head_dim.push_back({double(d), attention_tflops(N, d, 1, opt.kernel_seconds)});
+    g.attention_gqa_by_head_dim.push_back({double(d), attention_tflops(N, d, 4, opt.kernel_seconds)});
+  }
   for (int w : opt.lm_head_widths) g.lm_head_by_width.push_back({double(w), lm_head_tflops(N, w, opt.kernel_seconds)});
   g.elementwise_gbs = elementwise_gbs(N, opt.kernel_seconds);
   g.gelu_gelems = activation_gelems(N, false, opt.kernel_seconds);

@@ -102,8 +102,14 @@ CpuStepTime cpu_microbatch_time(const ModelConfig& m, const TrainOptions& t, con
                       (t.checkpointing == Checkpointing::None ? 1.0 : 9.0 / 7.0);
   const double passes = t.checkpointing == Checkpointing::Full ? 1.5 : 1.0;
   CpuStepTime r;
-  r.gemm = layers * matmul * tokens / tp / (rate_at(g.gemm_by_width, m.n_embd) * 1e12);
-  r.attention = layers * attn * tokens / tp / (rate_at(g.attention_by_head_dim, m.head_dim()) * 1e12);
+  // Llama blocks and grouped-query attention have their own tables when the profile has them.
+  const std::vector<RatePoint>& gemm_rates =
+      m.is_llama() && !g.gemm_llama_by_width.empty() ? g.gemm_llama_by_width : g.gemm_by_width;
+  const std::vector<RatePoint>& attn_rates =
+      m.kv_heads() < m.n_head && !g.attention_gqa_by_head_dim.empty() ? g.attention_gqa_by_head_dim
+                                                                    : g.attention_by_head_dim;
+  r.gemm = layers * matmul * tokens / tp / (rate_at(gemm_rates, m.n_embd) * 1e12);
+  r.attention = layers * attn * tokens / tp / (rate_at(attn_rates, m.head_dim()) * 1e12);
   double bytes = layers * passes * block_elementwise_bytes_per_token(m) * tokens;
   if (with_head) {
     r.lm_head = head_flops_per_token(m, t) * tokens / tp / (rate_at(g.lm_head_by_width, m.n_embd) * 1e12);

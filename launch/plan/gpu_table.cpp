@@ -164,6 +164,8 @@ GpuSpec load_device_profile(const std::string& path) {
   get("gpus_per_node", g.gpus_per_node, false);
   get("source", g.source, false);
   read_rates(j, "gemm_f32_train_tflops", "n_embd", g.gemm_by_width, path);
+  read_rates(j, "gemm_f32_train_llama_tflops", "n_embd", g.gemm_llama_by_width, path);
+  read_rates(j, "attention_gqa4_tflops", "head_dim", g.attention_gqa_by_head_dim, path);
   read_rates(j, "attention_tflops", "head_dim", g.attention_by_head_dim, path);
   read_rates(j, "lm_head_ce_tflops", "n_embd", g.lm_head_by_width, path);
   get("elementwise_gbs", g.elementwise_gbs, false);
@@ -193,6 +195,10 @@ void save_device_profile(const GpuSpec& g, const std::string& path) {
                       {"gpus_per_node", g.gpus_per_node},
                       {"source", g.source}};
   if (!g.gemm_by_width.empty()) j["gemm_f32_train_tflops"] = rates_json(g.gemm_by_width, "n_embd");
+  if (!g.gemm_llama_by_width.empty())
+    j["gemm_f32_train_llama_tflops"] = rates_json(g.gemm_llama_by_width, "n_embd");
+  if (!g.attention_gqa_by_head_dim.empty())
+    j["attention_gqa4_tflops"] = rates_json(g.attention_gqa_by_head_dim, "head_dim");
   if (!g.attention_by_head_dim.empty())
     j["attention_tflops"] = rates_json(g.attention_by_head_dim, "head_dim");
   if (!g.lm_head_by_width.empty()) j["lm_head_ce_tflops"] = rates_json(g.lm_head_by_width, "n_embd");

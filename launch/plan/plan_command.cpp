@@ -151,8 +151,10 @@ void run_plan(const PlanArgs& a) {
         for (const plan::RatePoint& p : v) std::printf(" %s %g: %.1f", key, p.key, p.tflops * 1e3);
         std::printf("  GFLOP/s\n");
       };
-      rates("training GEMMs (fwd, dx, dW)", "n_embd", g.gemm_by_width);
+      rates("training GEMMs, GPT-2 block (fwd, dx, dW)", "n_embd", g.gemm_by_width);
+      rates("training GEMMs, Llama block", "n_embd", g.gemm_llama_by_width);
       rates("causal attention fwd+bwd", "head_dim", g.attention_by_head_dim);
+      rates("same, 4 query heads per KV head", "head_dim", g.attention_gqa_by_head_dim);
       rates("LM head + cross-entropy fwd+bwd", "n_embd", g.lm_head_by_width);
       std::printf("  %-40s %.1f GB/s\n", "norms and adds (memory-bound)", g.elementwise_gbs);
       std::printf("  %-40s GELU %.2f, SwiGLU %.2f  G elements/s\n", "activations fwd+bwd", g.gelu_gelems,

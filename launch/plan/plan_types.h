@@ -35,7 +35,9 @@ struct GpuSpec {
   // Kernel rates of braid's own CPU kernels, measured by --calibrate (empty: not measured, and the
   // generic roofline above is used). See launch/plan/cpu_model.h for what each counts.
   std::vector<RatePoint> gemm_by_width;       // f32 linear-layer GEMMs (fwd, dx, dW), by n_embd
+  std::vector<RatePoint> gemm_llama_by_width;  // the same on Llama block shapes (GQA 4, SwiGLU)
   std::vector<RatePoint> attention_by_head_dim;  // causal attention fwd+bwd, by head_dim
+  std::vector<RatePoint> attention_gqa_by_head_dim;  // the same with 4 query heads per KV head
   std::vector<RatePoint> lm_head_by_width;    // fused LM head + cross-entropy fwd+bwd, by n_embd
   double elementwise_gbs = 0;  // memory-bound kernels on activations (norms, adds), GB/s
   double gelu_gelems = 0;      // GELU forward + backward, 1e9 elements of its (N, F) input per s
