@@ -140,8 +140,14 @@ TEST(PlanCpu, PredictUsesKernelRatesForCalibratedProfiles) {
 TEST(PlanCpu, DeviceProfileKeepsKernelRates) {
   TempDir dir;
   const std::string path = (dir.path / "profile.json").string();
-  save_device_profile(cpu_profile(), path);
+  GpuSpec saved = cpu_profile();
+  saved.gemm_llama_by_width = {{256, 0.09}};
+  saved.attention_gqa_by_head_dim = {{32, 0.05}};
+  save_device_profile(saved, path);
   const GpuSpec g = load_device_profile(path);
+  ASSERT_EQ(g.gemm_llama_by_width.size(), 1u);
+  EXPECT_DOUBLE_EQ(g.gemm_llama_by_width[0].tflops, 0.09);
+  EXPECT_DOUBLE_EQ(g.attention_gqa_by_head_dim[0].key, 32);
   ASSERT_EQ(g.gemm_by_width.size(), 2u);
   EXPECT_DOUBLE_EQ(g.gemm_by_width[1].key, 128);
   EXPECT_DOUBLE_EQ(g.gemm_by_width[1].tflops, 0.1);
@@ -202,6 +208,26 @@ TEST(PlanCpu, LoadPlanConfigAppliesOverridesAndLocatesErrors) {
     EXPECT_NE(std::string(e.what()).find("lr"), std::string::npos) << e.what();
   }
   EXPECT_THROW(load_plan_config(path, {"data.seq_len=999"}), UserError);  // > context_length
+}
+
+TEST(PlanCpu, LlamaAndGqaUseTheirOwnTables) {
+  ModelConfig m = tiny();
+  m.family = "llama";
+  m.n_kv_head = 1;  // 4 query heads per KV head
+  TrainOptions t;
+  t.precision = "fp32";
+  t.micro_batch = 2;
+  t.seq = 32;
+  GpuSpec g = cpu_profile();
+  const CpuStepTime base = cpu_microbatch_time(m, t, g, 2, false, 1);
+  g.gemm_llama_by_width = {{64, 0.15}};         // 2x the gpt2 table's 0.075 at width 64
+  g.attention_gqa_by_head_dim = {{16, 0.08}};   // 2x the MHA table
+  const CpuStepTime own = cpu_microbatch_time(m, t, g, 2, false, 1);
+  EXPECT_NEAR(own.gemm, base.gemm / 2, 1e-15);
+  EXPECT_NEAR(own.attention, base.attention / 2, 1e-15);
+  // A GPT-2 model (no GQA) keeps the GPT-2 and MHA tables.
+  const CpuStepTime gpt = cpu_microbatch_time(tiny(), t, g, 2, false, 1);
+  EXPECT_NEAR(gpt.attention, 2 * 7.0 * 64 * 32 * 64 / 0.04e12, 1e-15);
 }
 
 }  // namespace braid::plan
