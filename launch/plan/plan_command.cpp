@@ -212,8 +212,9 @@ void add_plan_command(CLI::App& app) {
   auto* c = app.add_subcommand("plan", "Plan memory, time, layout and cost of a training run");
   c->add_option("--model", a.preset, "Model preset (gpt2-124m ... llama-70b, qwen-72b, gpt3-175b)");
   c->add_option("--config", a.config,
-                 "A braid run config: its model, and the step `braid train` runs (data.micro_batch,\n"
-                 "data.seq_len, x data.grad_accum; fp32, AdamW, one process). Options typed here win");
+                 "A braid run config (YAML): its model and the step `braid train` runs on one process\n"
+                 "(data.micro_batch x data.grad_accum sequences of data.seq_len, fp32, AdamW);\n"
+                 "training options typed here win");
   c->add_option("--set", a.overrides, "Override a --config key, section.key=value (repeatable)")
       ->type_name("KEY=VALUE");
   c->add_option("--family", a.family, "Family of explicit sizes: gpt2 or llama");
@@ -223,7 +224,7 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--kv-heads", a.kv_heads, "Explicit size: key/value heads (0: heads)");
   c->add_option("--ffn", a.ffn, "Explicit size: MLP width (0: family default)");
   c->add_option("--vocab", a.vocab, "Explicit size: vocabulary");
-  a.opt_seq = c->add_option("--seq", a.seq, "Training sequence length (default: the model's context)");
+  a.opt_seq = c->add_option("--seq", a.seq, "Training sequence length (default: data.seq_len of --config, else the model's context)");
   a.opt_global_batch = c->add_option("--global-batch", a.train.global_batch, "Sequences per optimizer step");
   a.opt_micro_batch = c->add_option("--micro-batch", a.train.micro_batch, "Sequences per micro-batch");
   a.opt_precision = c->add_option("--precision", a.train.precision, "Compute precision: bf16, fp16, fp32");
@@ -240,7 +241,7 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--lora-base", a.train.lora_base, "Frozen base weights: bf16, int8, 4bit");
   c->add_option("--train-tokens", a.train.train_tokens, "Tokens to train for time and cost");
   c->add_option("--gpu", a.gpu, "GPU kind (v100, a100-40gb, a100-80gb, h100-sxm, ...) or profile.json");
-  c->add_option("--device-profile", a.device_profile, "Device profile JSON from --calibrate");
+  c->add_option("--device-profile", a.device_profile, "Device profile JSON from --calibrate; its kernel rates time braid's CPU step");
   c->add_option("--gpus-per-node", a.gpus_per_node, "GPUs per node (default: per GPU kind)");
   c->add_option("--nodes", a.nodes, "Nodes");
   c->add_option("--intra-bw", a.intra_bw, "Override intra-node GB/s per GPU and direction");
