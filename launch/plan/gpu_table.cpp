@@ -101,6 +101,34 @@ double peak_tflops(const GpuSpec& gpu, const std::string& precision) {
   return t;
 }
 
+namespace {
+
+// A calibrated rate table: [{"<key_name>": 512, "tflops": 0.11}, ...].
+nlohmann::json rates_json(const std::vector<RatePoint>& pts, const char* key_name) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const RatePoint& p : pts) a.push_back({{key_name, p.key}, {"tflops", p.tflops}});
+  return a;
+}
+
+void read_rates(const nlohmann::json& j, const char* field, const char* key_name,
+                std::vector<RatePoint>& out, const std::string& path) {
+  if (!j.contains(field)) return;
+  try {
+    for (const auto& e : j.at(field)) {
+      RatePoint p{e.at(key_name).get<double>(), e.at("tflops").get<double>()};
+      if (!(p.key > 0 && p.tflops > 0))
+        user_error("device profile '{}': {} has {}={} tflops={}; expected both > 0", path, field,
+                   key_name, p.key, p.tflops);
+      out.push_back(p);
+    }
+  } catch (const nlohmann::json::exception&) {
+    user_error("device profile '{}': {} must be a list of {{\"{}\": number, \"tflops\": number}}",
+               path, field, key_name);
+  }
+}
+
+}  // namespace
+
 GpuSpec load_device_profile(const std::string& path) {
   std::ifstream in(path);
   if (!in) user_error("cannot open device profile '{}'", path);
@@ -135,6 +163,15 @@ GpuSpec load_device_profile(const std::string& path) {
   get("overhead_gib", g.overhead_gib, false);
   get("gpus_per_node", g.gpus_per_node, false);
   get("source", g.source, false);
+  read_rates(j, "gemm_f32_train_tflops", "n_embd", g.gemm_by_width, path);
+  read_rates(j, "gemm_f32_train_llama_tflops", "n_embd", g.gemm_llama_by_width, path);
+  read_rates(j, "attention_gqa4_tflops", "head_dim", g.attention_gqa_by_head_dim, path);
+  read_rates(j, "attention_tflops", "head_dim", g.attention_by_head_dim, path);
+  read_rates(j, "lm_head_ce_tflops", "n_embd", g.lm_head_by_width, path);
+  get("elementwise_gbs", g.elementwise_gbs, false);
+  get("gelu_gelems", g.gelu_gelems, false);
+  get("swiglu_gelems", g.swiglu_gelems, false);
+  get("kernel_call_us", g.kernel_call_us, false);
   if (!(g.memory_gib > 0 && g.tflops_fp32 > 0 && g.mem_bw_gbs > 0))
     user_error("device profile '{}': memory_gib, tflops_fp32 and mem_bw_gbs must be > 0", path);
   if (!(g.matmul_efficiency > 0 && g.matmul_efficiency <= 1))
@@ -157,6 +194,18 @@ void save_device_profile(const GpuSpec& g, const std::string& path) {
                       {"overhead_gib", g.overhead_gib},
                       {"gpus_per_node", g.gpus_per_node},
                       {"source", g.source}};
+  if (!g.gemm_by_width.empty()) j["gemm_f32_train_tflops"] = rates_json(g.gemm_by_width, "n_embd");
+  if (!g.gemm_llama_by_width.empty())
+    j["gemm_f32_train_llama_tflops"] = rates_json(g.gemm_llama_by_width, "n_embd");
+  if (!g.attention_gqa_by_head_dim.empty())
+    j["attention_gqa4_tflops"] = rates_json(g.attention_gqa_by_head_dim, "head_dim");
+  if (!g.attention_by_head_dim.empty())
+    j["attention_tflops"] = rates_json(g.attention_by_head_dim, "head_dim");
+  if (!g.lm_head_by_width.empty()) j["lm_head_ce_tflops"] = rates_json(g.lm_head_by_width, "n_embd");
+  if (g.elementwise_gbs > 0) j["elementwise_gbs"] = g.elementwise_gbs;
+  if (g.gelu_gelems > 0) j["gelu_gelems"] = g.gelu_gelems;
+  if (g.swiglu_gelems > 0) j["swiglu_gelems"] = g.swiglu_gelems;
+  if (g.kernel_call_us > 0) j["kernel_call_us"] = g.kernel_call_us;
   std::ofstream out(path);
   if (!out) user_error("cannot write device profile '{}'", path);
   out << j.dump(2) << "\n";

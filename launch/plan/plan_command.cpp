@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "launch/commands.h"
 #include "launch/plan/calibrate.h"
+#include "launch/plan/config_input.h"
 #include "launch/plan/gpu_table.h"
 #include "launch/plan/inference.h"
 #include "launch/plan/presets.h"
@@ -19,6 +20,10 @@ namespace {
 
 struct PlanArgs {
   std::string preset, config, family = "llama";
+  std::vector<std::string> overrides;  // --set, applied to --config
+  // Training options typed on the command line win over the ones a --config implies.
+  CLI::Option *opt_global_batch = nullptr, *opt_micro_batch = nullptr, *opt_seq = nullptr,
+              *opt_precision = nullptr, *opt_grad_precision = nullptr, *opt_optimizer = nullptr;
   int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0;
   plan::TrainOptions train;
   std::string checkpointing = "none", attention = "flash", dropout = "auto";
@@ -50,7 +55,7 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
-ModelConfig resolve_model(const PlanArgs& a) {
+ModelConfig resolve_model(const PlanArgs& a, const plan::ConfigPlanInput* from_config) {
   const bool explicit_sizes = a.layers > 0 || a.hidden > 0 || a.heads > 0;
   const int sources = !a.preset.empty() + !a.config.empty() + explicit_sizes;
   if (sources == 0)
@@ -60,7 +65,7 @@ ModelConfig resolve_model(const PlanArgs& a) {
     user_error("give the model one way only: --model, --config, or explicit sizes");
   ModelConfig m;
   if (!a.preset.empty()) m = plan::find_preset(a.preset);
-  else if (!a.config.empty()) m = plan::load_model_section(a.config);
+  else if (from_config) m = from_config->model;
   else {
     if (a.layers <= 0 || a.hidden <= 0 || a.heads <= 0)
       user_error("explicit sizes need --layers, --hidden and --heads (all > 0)");
@@ -72,7 +77,9 @@ ModelConfig resolve_model(const PlanArgs& a) {
     m.ffn_hidden = a.ffn;
     if (a.vocab > 0) m.vocab_size = a.vocab;
   }
-  if (a.seq > 0 && (m.is_llama() || a.seq <= m.context_length || explicit_sizes))
+  if (from_config) {
+    // --seq with a config sets the training length (below), like data.seq_len.
+  } else if (a.seq > 0 && (m.is_llama() || a.seq <= m.context_length || explicit_sizes))
     m.context_length = a.seq;
   else if (a.seq > 0)
     user_error("--seq {} exceeds the gpt2 position table ({})", a.seq, m.context_length);
@@ -84,8 +91,19 @@ ModelConfig resolve_model(const PlanArgs& a) {
   return m;
 }
 
-plan::TrainOptions resolve_train(const PlanArgs& a) {
+plan::TrainOptions resolve_train(const PlanArgs& a, const plan::ConfigPlanInput* from_config) {
   plan::TrainOptions t = a.train;
+  if (from_config) {
+    // The config's training step, unless an option was typed on the command line.
+    const plan::TrainOptions& f = from_config->train;
+    auto given = [](const CLI::Option* o) { return o && o->count() > 0; };
+    if (!given(a.opt_global_batch)) t.global_batch = f.global_batch;
+    if (!given(a.opt_micro_batch)) t.micro_batch = f.micro_batch;
+    if (!given(a.opt_precision)) t.precision = f.precision;
+    if (!given(a.opt_grad_precision)) t.grad_precision = f.grad_precision;
+    if (!given(a.opt_optimizer)) t.optimizer = f.optimizer;
+    t.seq = given(a.opt_seq) ? a.seq : f.seq;
+  }
   if (a.checkpointing == "none") t.checkpointing = plan::Checkpointing::None;
   else if (a.checkpointing == "selective") t.checkpointing = plan::Checkpointing::Selective;
   else if (a.checkpointing == "full") t.checkpointing = plan::Checkpointing::Full;
@@ -97,6 +115,7 @@ plan::TrainOptions resolve_train(const PlanArgs& a) {
   else if (a.dropout == "on") t.dropout = 1;
   else if (a.dropout == "off") t.dropout = 0;
   else user_error("--dropout '{}' is unknown; expected auto, on or off", a.dropout);
+  if (from_config && a.dropout == "auto") t.dropout = 0;  // braid's models have no dropout
   t.sequence_parallel = !a.no_sp;
   t.dp_overlap = !a.no_dp_overlap;
   t.lora_targets = split_commas(a.lora_targets);
@@ -119,18 +138,39 @@ plan::Cluster resolve_cluster(const PlanArgs& a) {
 
 void run_plan(const PlanArgs& a) {
   if (a.calibrate) {
-    const plan::GpuSpec g = plan::calibrate_machine({});
+    const plan::CalibrateOptions copt;
+    const plan::GpuSpec g = plan::calibrate_machine(copt);
     plan::save_device_profile(g, a.out);
     if (a.json) {
       std::cout << plan::load_device_profile(a.out).name << "\n";
     } else {
-      std::printf("measured: f32 GEMM %.3f TFLOP/s, bf16 GEMM %.3f TFLOP/s, copy %.1f GB/s\n"
-                  "(communication bandwidth = memcpy bandwidth on this one node)\nwrote %s\n",
-                  g.tflops_fp32, g.tflops_bf16, g.mem_bw_gbs, a.out.c_str());
+      std::printf("measured: f32 GEMM %.1f GFLOP/s, bf16 GEMM %.1f GFLOP/s (%d^3), copy %.1f GB/s\n",
+                  g.tflops_fp32 * 1e3, g.tflops_bf16 * 1e3, copt.gemm_size, g.mem_bw_gbs);
+      auto rates = [](const char* what, const char* key, const std::vector<plan::RatePoint>& v) {
+        std::printf("  %-40s", what);
+        for (const plan::RatePoint& p : v) std::printf(" %s %g: %.1f", key, p.key, p.tflops * 1e3);
+        std::printf("  GFLOP/s\n");
+      };
+      rates("training GEMMs, GPT-2 block (fwd, dx, dW)", "n_embd", g.gemm_by_width);
+      rates("training GEMMs, Llama block", "n_embd", g.gemm_llama_by_width);
+      rates("causal attention fwd+bwd", "head_dim", g.attention_by_head_dim);
+      rates("same, 4 query heads per KV head", "head_dim", g.attention_gqa_by_head_dim);
+      rates("LM head + cross-entropy fwd+bwd", "n_embd", g.lm_head_by_width);
+      std::printf("  %-40s %.1f GB/s\n", "norms and adds (memory-bound)", g.elementwise_gbs);
+      std::printf("  %-40s GELU %.2f, SwiGLU %.2f  G elements/s\n", "activations fwd+bwd", g.gelu_gelems,
+                  g.swiglu_gelems);
+      std::printf("  %-40s %.1f us\n", "fixed cost per parallel kernel call", g.kernel_call_us);
+      std::printf("(communication bandwidth = copy bandwidth on this one node)\nwrote %s\n",
+                  a.out.c_str());
     }
     return;
   }
-  const ModelConfig m = resolve_model(a);
+  if (!a.overrides.empty() && a.config.empty())
+    user_error("--set applies to a --config file; give --config <file.yaml> too");
+  std::unique_ptr<plan::ConfigPlanInput> from_config;
+  if (!a.config.empty())
+    from_config = std::make_unique<plan::ConfigPlanInput>(plan::load_plan_config(a.config, a.overrides));
+  const ModelConfig m = resolve_model(a, from_config.get());
   const plan::Cluster c = resolve_cluster(a);
   if (a.inference) {
     const int64_t ctx = a.context > 0 ? a.context : m.context_length;
@@ -140,7 +180,7 @@ void run_plan(const PlanArgs& a) {
     else std::cout << plan::inference_text(m, c, r);
     return;
   }
-  plan::TrainOptions t = resolve_train(a);
+  plan::TrainOptions t = resolve_train(a, from_config.get());
   if (a.layout == "auto") {
     const plan::SearchResult s = plan::search_layouts(m, t, c);
     if (a.json) std::cout << plan::search_json(s).dump(2) << "\n";
@@ -171,7 +211,12 @@ void add_plan_command(CLI::App& app) {
   a.lay.dp = 0;
   auto* c = app.add_subcommand("plan", "Plan memory, time, layout and cost of a training run");
   c->add_option("--model", a.preset, "Model preset (gpt2-124m ... llama-70b, qwen-72b, gpt3-175b)");
-  c->add_option("--config", a.config, "A braid YAML config; its model section is used");
+  c->add_option("--config", a.config,
+                 "A braid run config (YAML): its model and the step `braid train` runs on one process\n"
+                 "(data.micro_batch x data.grad_accum sequences of data.seq_len, fp32, AdamW);\n"
+                 "training options typed here win");
+  c->add_option("--set", a.overrides, "Override a --config key, section.key=value (repeatable)")
+      ->type_name("KEY=VALUE");
   c->add_option("--family", a.family, "Family of explicit sizes: gpt2 or llama");
   c->add_option("--layers", a.layers, "Explicit size: transformer blocks");
   c->add_option("--hidden", a.hidden, "Explicit size: hidden width");
@@ -179,12 +224,12 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--kv-heads", a.kv_heads, "Explicit size: key/value heads (0: heads)");
   c->add_option("--ffn", a.ffn, "Explicit size: MLP width (0: family default)");
   c->add_option("--vocab", a.vocab, "Explicit size: vocabulary");
-  c->add_option("--seq", a.seq, "Training sequence length (default: the model's context)");
-  c->add_option("--global-batch", a.train.global_batch, "Sequences per optimizer step");
-  c->add_option("--micro-batch", a.train.micro_batch, "Sequences per micro-batch");
-  c->add_option("--precision", a.train.precision, "Compute precision: bf16, fp16, fp32");
-  c->add_option("--grad-precision", a.train.grad_precision, "Gradient dtype: fp32 (braid) or bf16");
-  c->add_option("--optimizer", a.train.optimizer, "adamw or sgd");
+  a.opt_seq = c->add_option("--seq", a.seq, "Training sequence length (default: data.seq_len of --config, else the model's context)");
+  a.opt_global_batch = c->add_option("--global-batch", a.train.global_batch, "Sequences per optimizer step");
+  a.opt_micro_batch = c->add_option("--micro-batch", a.train.micro_batch, "Sequences per micro-batch");
+  a.opt_precision = c->add_option("--precision", a.train.precision, "Compute precision: bf16, fp16, fp32");
+  a.opt_grad_precision = c->add_option("--grad-precision", a.train.grad_precision, "Gradient dtype: fp32 (braid) or bf16");
+  a.opt_optimizer = c->add_option("--optimizer", a.train.optimizer, "adamw or sgd");
   c->add_option("--zero", a.train.zero, "ZeRO stage: 0 or 1");
   c->add_option("--checkpointing", a.checkpointing, "none, selective or full");
   c->add_option("--attention", a.attention, "flash (no s^2 activations) or standard");
@@ -196,7 +241,7 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--lora-base", a.train.lora_base, "Frozen base weights: bf16, int8, 4bit");
   c->add_option("--train-tokens", a.train.train_tokens, "Tokens to train for time and cost");
   c->add_option("--gpu", a.gpu, "GPU kind (v100, a100-40gb, a100-80gb, h100-sxm, ...) or profile.json");
-  c->add_option("--device-profile", a.device_profile, "Device profile JSON from --calibrate");
+  c->add_option("--device-profile", a.device_profile, "Device profile JSON from --calibrate; its kernel rates time braid's CPU step");
   c->add_option("--gpus-per-node", a.gpus_per_node, "GPUs per node (default: per GPU kind)");
   c->add_option("--nodes", a.nodes, "Nodes");
   c->add_option("--intra-bw", a.intra_bw, "Override intra-node GB/s per GPU and direction");
@@ -212,7 +257,7 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--serve-dtype", a.serve_dtype, "Serving weights: fp16, bf16, int8, int4");
   c->add_option("--context", a.context, "Serving context length (default: model context)");
   c->add_option("--batch", a.batch, "Serving batch (concurrent sequences)");
-  c->add_flag("--calibrate", a.calibrate, "Measure this machine and write a device profile");
+  c->add_flag("--calibrate", a.calibrate, "Measure this machine (GEMM, attention, LM head, element-wise and memory rates) and write a device profile");
   c->add_option("--out", a.out, "Where --calibrate writes the profile");
   c->add_flag("--json", a.json, "Print JSON instead of tables");
   c->callback([args] { run_plan(*args); });

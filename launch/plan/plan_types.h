@@ -9,6 +9,13 @@
 
 namespace braid::plan {
 
+// A rate measured at one shape: `key` is the width the kernel was run at (n_embd for GEMMs and the
+// LM head, head_dim for attention).
+struct RatePoint {
+  double key = 0;
+  double tflops = 0;
+};
+
 // One accelerator kind. Rates are dense (no structured sparsity) peaks from the vendor sheet;
 // bandwidths are per GPU and per direction.
 struct GpuSpec {
@@ -25,6 +32,17 @@ struct GpuSpec {
   double overhead_gib = 1.0;   // runtime context, library workspaces, collective buffers
   int gpus_per_node = 8;
   std::string source;          // where the numbers come from
+  // Kernel rates of braid's own CPU kernels, measured by --calibrate (empty: not measured, and the
+  // generic roofline above is used). See launch/plan/cpu_model.h for what each counts.
+  std::vector<RatePoint> gemm_by_width;       // f32 linear-layer GEMMs (fwd, dx, dW), by n_embd
+  std::vector<RatePoint> gemm_llama_by_width;  // the same on Llama block shapes (GQA 4, SwiGLU)
+  std::vector<RatePoint> attention_by_head_dim;  // causal attention fwd+bwd, by head_dim
+  std::vector<RatePoint> attention_gqa_by_head_dim;  // the same with 4 query heads per KV head
+  std::vector<RatePoint> lm_head_by_width;    // fused LM head + cross-entropy fwd+bwd, by n_embd
+  double elementwise_gbs = 0;  // memory-bound kernels on activations (norms, adds), GB/s
+  double gelu_gelems = 0;      // GELU forward + backward, 1e9 elements of its (N, F) input per s
+  double swiglu_gelems = 0;    // SwiGLU forward + backward, 1e9 elements of its (N, F) output per s
+  double kernel_call_us = 0;   // fixed cost of one parallel kernel call (fork/join), microseconds
 };
 
 // The cluster the plan is for.
@@ -81,6 +99,13 @@ struct TimeBreakdown {
   double step() const { return compute + tp_comm + bubble + p2p + dp_exposed + optimizer; }
 };
 
+// Seconds per optimizer step by kernel group (the calibrated CPU model, launch/plan/cpu_model.h).
+struct CpuStepTime {
+  double gemm = 0, attention = 0, lm_head = 0, elementwise = 0, calls = 0, optimizer = 0;
+  double compute() const { return gemm + attention + lm_head + elementwise + calls; }
+  double total() const { return compute() + optimizer; }
+};
+
 struct PlanResult {
   Layout layout;
   TrainOptions train;
@@ -92,6 +117,8 @@ struct PlanResult {
   int micro_batches = 0;               // per pipeline per step
   double model_flops_step = 0, hw_flops_step = 0;
   TimeBreakdown time;
+  bool kernel_model = false;  // compute came from calibrated kernel rates (cpu_kernels)
+  CpuStepTime cpu_kernels;
   double tokens_per_s = 0, tflops_per_gpu = 0, hw_tflops_per_gpu = 0, mfu = 0, hfu = 0;
   double train_seconds = 0, train_cost = 0;
 };

@@ -1,8 +1,6 @@
 // Preset shapes from the models' published configs (see docs/plan.md for sources).
 #include "launch/plan/presets.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include "core/error.h"
 
 namespace braid::plan {
@@ -22,23 +20,6 @@ ModelConfig shape(const char* family, int layers, int hidden, int heads, int kv_
   m.context_length = seq;
   return m;
 }
-
-// Maps YAML scalars onto ModelConfig fields through its visit() list.
-struct YamlModelReader {
-  const YAML::Node& node;
-  const std::string& path;
-  template <class T>
-  void operator()(const char* key, T& field, const char*) {
-    const YAML::Node v = node[key];
-    if (!v) return;
-    try {
-      field = v.as<T>();
-    } catch (const YAML::Exception&) {
-      user_error("{}: model.{} has value '{}' of the wrong type (line {})", path, key,
-                 v.IsScalar() ? v.Scalar() : std::string("<not a scalar>"), v.Mark().line + 1);
-    }
-  }
-};
 
 }  // namespace
 
@@ -68,28 +49,6 @@ ModelConfig find_preset(const std::string& name) {
   std::string names;
   for (const ModelPreset& p : model_presets()) names += (names.empty() ? "" : ", ") + p.name;
   user_error("unknown model preset '{}'; expected one of: {}", name, names);
-}
-
-ModelConfig load_model_section(const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    user_error("cannot open config file '{}'", path);
-  } catch (const YAML::Exception& e) {
-    user_error("{}: not valid YAML: {}", path, e.what());
-  }
-  const YAML::Node model = root["model"];
-  if (!model || !model.IsMap()) user_error("{}: no `model:` section (a map) found", path);
-  ModelConfig m;
-  YamlModelReader reader{model, path};
-  m.visit(reader);
-  try {
-    m.validate();
-  } catch (const ConfigError& e) {
-    user_error("{}: model.{}: {}", path, e.key(), e.what());
-  }
-  return m;
 }
 
 }  // namespace braid::plan

@@ -1,4 +1,4 @@
-// Named model shapes (GPT-2, Llama, Qwen, GPT-3) and reading the model section of a config.
+// Named model shapes (GPT-2, Llama, Qwen, GPT-3).
 #pragma once
 
 #include <string>
@@ -18,9 +18,5 @@ const std::vector<ModelPreset>& model_presets();
 
 // A preset by name; throws UserError listing the valid names.
 ModelConfig find_preset(const std::string& name);
-
-// The `model:` section of a braid YAML config (other sections are ignored). Throws
-// UserError naming the file and key on a bad value.
-ModelConfig load_model_section(const std::string& path);
 
 }  // namespace braid::plan

@@ -33,7 +33,8 @@ std::string duration(double s) {
 nlohmann::json plan_json(const PlanResult& r) {
   const MemoryBreakdown& m = r.memory;
   const TimeBreakdown& t = r.time;
-  return {{"layout",
+  const CpuStepTime& k = r.cpu_kernels;
+  nlohmann::json j = {{"layout",
            {{"dp", r.layout.dp}, {"tp", r.layout.tp}, {"pp", r.layout.pp}, {"vp", r.layout.vp},
             {"schedule", r.layout.schedule}, {"micro_batch", r.train.micro_batch},
             {"micro_batches", r.micro_batches}, {"checkpointing", ck_name(r.train.checkpointing)},
@@ -57,6 +58,12 @@ nlohmann::json plan_json(const PlanResult& r) {
           {"hfu", r.hfu},
           {"train_seconds", r.train_seconds},
           {"train_cost", r.train_cost}};
+  if (r.kernel_model)
+    j["cpu_kernel_seconds"] = {{"gemm", k.gemm},           {"attention", k.attention},
+                               {"lm_head_ce", k.lm_head},  {"elementwise", k.elementwise},
+                               {"kernel_calls", k.calls},
+                               {"optimizer", k.optimizer}, {"total", k.total()}};
+  return j;
 }
 
 nlohmann::json search_json(const SearchResult& s) {
@@ -122,6 +129,14 @@ std::string plan_text(const ModelConfig& m, const Cluster& c, const PlanResult& 
   trow("exposed data-parallel comm", t.dp_exposed);
   trow("optimizer step", t.optimizer);
   trow("total", t.step());
+  if (r.kernel_model) {
+    o += "  compute by kernel (calibrated rates of this machine):\n";
+    trow("  GEMMs", r.cpu_kernels.gemm);
+    trow("  attention", r.cpu_kernels.attention);
+    trow("  LM head + cross-entropy", r.cpu_kernels.lm_head);
+    trow("  element-wise", r.cpu_kernels.elementwise);
+    trow("  kernel-call overhead", r.cpu_kernels.calls);
+  }
   o += fmt::format("\ntokens/s {:.0f}   TFLOP/s per GPU {:.4g} (hardware {:.4g})   MFU {:.1f}%  "
                    "HFU {:.1f}%\n",
                    r.tokens_per_s, r.tflops_per_gpu, r.hw_tflops_per_gpu, 100 * r.mfu, 100 * r.hfu);

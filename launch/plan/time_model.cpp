@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "launch/plan/cpu_model.h"
 #include "launch/plan/gpu_table.h"
 #include "launch/plan/memory_model.h"
 #include "launch/plan/model_math.h"
@@ -104,7 +105,15 @@ PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
                          kElementwiseTouches * passes * act_layer / hbm;
   const double head_s = head_flops_per_token(m, t) * tok_mb / l.tp / rate +
                         3.0 * 4.0 * tok_mb * m.vocab_size / l.tp / hbm;  // fp32 logits
-  const double stage_compute = layers * layer_s + head_s;
+  double stage_compute = layers * layer_s + head_s;
+  if (has_kernel_rates(c.gpu)) {
+    // A calibrated CPU profile: time each kernel group at the rate measured for braid's kernels.
+    const CpuStepTime k = cpu_microbatch_time(m, t, c.gpu, layers, true, l.tp);
+    stage_compute = k.compute();
+    r.kernel_model = true;
+    r.cpu_kernels = {k.gemm * mbs, k.attention * mbs, k.lm_head * mbs, k.elementwise * mbs,
+                     k.calls * mbs, 0.0};
+  }
 
   // Tensor parallel: 2 all-reduces (or RS+AG pairs) forward, 2 backward, 2 more per recompute.
   double tp_mb = 0;
@@ -130,6 +139,12 @@ PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
   r.time.dp_exposed = std::max(0.0, dp_s - window);
   // Optimizer step: memory bound over weights, grads and state (read + write).
   r.time.optimizer = 2.0 * (mem.weights + mem.grads + mem.optimizer) / hbm;
+  if (r.kernel_model) {
+    const double rank_params = static_cast<double>(r.trainable) / (l.tp * l.pp);
+    r.time.optimizer = optimizer_step_bytes(rank_params, t.optimizer) / hbm +
+                       4.0 * parameter_tensors(m) * c.gpu.kernel_call_us * 1e-6;
+    r.cpu_kernels.optimizer = r.time.optimizer;
+  }
 
   const double step = r.time.step();
   const int gpus = l.gpus();
