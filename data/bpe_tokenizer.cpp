@@ -9,6 +9,20 @@
 
 namespace braid {
 
+// Merges every non-overlapping (a, b) left to right, the one rule encoding and training share.
+void merge_pair(std::vector<int32_t>& ids, int32_t a, int32_t b, int32_t merged) {
+  size_t w = 0;
+  for (size_t i = 0; i < ids.size();) {
+    if (i + 1 < ids.size() && ids[i] == a && ids[i + 1] == b) {
+      ids[w++] = merged;
+      i += 2;
+    } else {
+      ids[w++] = ids[i++];
+    }
+  }
+  ids.resize(w);
+}
+
 BpeTokenizer::BpeTokenizer(std::vector<std::pair<int32_t, int32_t>> merges)
     : merges_(std::move(merges)) {
   bytes_.reserve(256 + merges_.size());
@@ -38,17 +52,7 @@ void BpeTokenizer::encode_chunk(std::string_view chunk, std::vector<int32_t>& ou
     }
     if (best == std::numeric_limits<int32_t>::max()) break;
     auto [a, b] = merges_[best];
-    const int32_t merged = 256 + best;
-    size_t w = 0;
-    for (size_t i = 0; i < ids.size();) {
-      if (i + 1 < ids.size() && ids[i] == a && ids[i + 1] == b) {
-        ids[w++] = merged;
-        i += 2;
-      } else {
-        ids[w++] = ids[i++];
-      }
-    }
-    ids.resize(w);
+    merge_pair(ids, a, b, 256 + best);
   }
   out.insert(out.end(), ids.begin(), ids.end());
 }

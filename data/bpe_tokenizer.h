@@ -11,6 +11,9 @@
 
 namespace braid {
 
+// Replaces every non-overlapping (a, b) in ids, left to right, by `merged`.
+void merge_pair(std::vector<int32_t>& ids, int32_t a, int32_t b, int32_t merged);
+
 class BpeTokenizer final : public Tokenizer {
  public:
   // merges[i] = (left, right) makes token 256 + i; both ids must be < 256 + i.

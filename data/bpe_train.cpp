@@ -26,19 +26,6 @@ struct HeapEntry {
   }
 };
 
-// Merges every non-overlapping (a, b) left to right, as encode_chunk does.
-void merge_pair(std::vector<int32_t>& ids, int32_t a, int32_t b, int32_t merged) {
-  size_t w = 0;
-  for (size_t i = 0; i < ids.size();) {
-    if (i + 1 < ids.size() && ids[i] == a && ids[i + 1] == b) {
-      ids[w++] = merged;
-      i += 2;
-    } else {
-      ids[w++] = ids[i++];
-    }
-  }
-  ids.resize(w);
-}
 
 }  // namespace
 
