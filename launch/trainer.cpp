@@ -13,6 +13,7 @@
 #include "core/kernels/gemm.h"
 #include "core/models/generate.h"
 #include "data/loader.h"
+#include "data/shard.h"
 #include "data/tokenizer.h"
 #include "launch/checkpoint.h"
 #include "launch/config.h"
@@ -84,19 +85,15 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
   const std::string tok_path = (data_dir / "tokenizer.json").string();
 
   // Data first: a bad shard fails before anything is written.
-  Loader probe_train(train_path, DataConfig{cfg.data.dir, 1, 1, 1, cfg.data.seed, 0});
-  BRAID_USER_CHECK(probe_train.shard().vocab_size() <= cfg.model.vocab_size,
-                   "{} was tokenized with a vocabulary of {} but model.vocab_size is {} (in {}); "
-                   "set model.vocab_size to at least {}",
-                   train_path, probe_train.shard().vocab_size(), cfg.model.vocab_size, config_path,
-                   probe_train.shard().vocab_size());
-  BRAID_USER_CHECK(probe_train.shard().size() > cfg.data.seq_len,
-                   "{} holds {} tokens, fewer than one sequence of data.seq_len + 1 = {}",
-                   train_path, probe_train.shard().size(), cfg.data.seq_len + 1);
+  {
+    const TokenShard train_shard(train_path);  // validates header, size and every id
+    check_shard_vocab(train_shard, cfg.model.vocab_size);
+    BRAID_USER_CHECK(train_shard.size() > cfg.data.seq_len,
+                     "{} holds {} tokens, fewer than one sequence of data.seq_len + 1 = {}",
+                     train_path, train_shard.size(), cfg.data.seq_len + 1);
+  }
   ValidationSet val(val_path, cfg.data);
-  BRAID_USER_CHECK(val.shard().vocab_size() <= cfg.model.vocab_size,
-                   "{} has vocabulary {} > model.vocab_size {}", val_path,
-                   val.shard().vocab_size(), cfg.model.vocab_size);
+  check_shard_vocab(val.shard(), cfg.model.vocab_size);
 
   Transformer model(cfg.model);
   model.init_weights();
