@@ -6,9 +6,12 @@
 #include <vector>
 
 #include "core/kernels/attention.h"
+#include "kernel_test_util.h"
 
 namespace braid {
 namespace {
+
+using kernel_test::expect_close;
 
 struct Dims {
   int64_t B, Tq, Tk, Hq, Hkv, D;
@@ -94,17 +97,6 @@ RefResult reference(const Dims& d, const Inputs& in) {
   return r;
 }
 
-void expect_close(const Tensor& got, const std::vector<double>& want, double atol, double rtol,
-                  const char* what) {
-  ASSERT_EQ(got.numel(), static_cast<int64_t>(want.size())) << what;
-  int bad = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double g = got.f32()[i];
-    if (!(std::abs(g - want[i]) <= atol + rtol * std::abs(want[i])) && ++bad <= 5)
-      ADD_FAILURE() << what << "[" << i << "] = " << g << ", want " << want[i];
-  }
-  EXPECT_EQ(bad, 0) << what << ": elements out of tolerance";
-}
 
 struct Outputs {
   Tensor out, lse, dq, dk, dv;

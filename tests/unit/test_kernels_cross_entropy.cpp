@@ -8,9 +8,12 @@
 #include <vector>
 
 #include "core/kernels/cross_entropy.h"
+#include "kernel_test_util.h"
 
 namespace braid {
 namespace {
+
+using kernel_test::expect_close;
 
 std::vector<float> random_values(int64_t n, uint32_t seed, float amp) {
   std::mt19937 gen(seed);
@@ -68,17 +71,6 @@ Ref reference(const Problem& p) {
   return r;
 }
 
-void expect_close(const Tensor& got, const std::vector<double>& want, double atol, double rtol,
-                  const char* what) {
-  ASSERT_EQ(got.numel(), static_cast<int64_t>(want.size())) << what;
-  int bad = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double g = got.f32()[i];
-    if (!(std::abs(g - want[i]) <= atol + rtol * std::abs(want[i])) && ++bad <= 5)
-      ADD_FAILURE() << what << "[" << i << "] = " << g << ", want " << want[i];
-  }
-  EXPECT_EQ(bad, 0) << what << ": elements out of tolerance";
-}
 
 std::vector<float> dw_prefill(const Problem& p) { return random_values(p.V * p.C, 99, 2.0f); }
 
