@@ -1,5 +1,6 @@
 // Parameter allocation.
 #include "core/parameter.h"
+#include "core/profile.h"
 
 namespace braid {
 
@@ -10,6 +11,7 @@ Parameter::Parameter(std::string n, const Shape& shape, bool trainable_)
 }
 
 void Parameter::zero_grad() {
+  KernelTimer timer(KernelGroup::Optimizer);
   if (grad.defined()) grad.zero_();
 }
 

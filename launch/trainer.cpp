@@ -5,6 +5,7 @@
 #include <omp.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -12,6 +13,7 @@
 
 #include "core/kernels/gemm.h"
 #include "core/models/generate.h"
+#include "core/profile.h"
 #include "data/loader.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
@@ -27,6 +29,32 @@ namespace braid {
 namespace fs = std::filesystem;
 
 namespace {
+
+// Seconds per step by kernel group, plus "other" (the rest of the step: data, allocation,
+// framework glue), for metrics.jsonl.
+nlohmann::json kernel_seconds_json(const KernelTimes& k, double step_time, int64_t steps) {
+  nlohmann::json j = nlohmann::json::object();
+  if (steps <= 0) return j;
+  for (int g = 0; g < kKernelGroups; ++g)
+    j[kernel_group_name(static_cast<KernelGroup>(g))] = k.seconds[g] / static_cast<double>(steps);
+  j["other"] = std::max(0.0, step_time - k.total()) / static_cast<double>(steps);
+  return j;
+}
+
+// "time per step 0.412 s: gemm 0.281 (68%) | attention ..." for the end of a run.
+std::string time_split_line(const KernelTimes& k, double step_time, int64_t steps) {
+  const double per = step_time / static_cast<double>(steps);
+  std::string line = fmt::format("time per step {:.4f} s:", per);
+  auto part = [&](const char* name, double s) {
+    const double v = s / static_cast<double>(steps);
+    line += fmt::format(" {} {:.4f} ({:.0f}%) |", name, v, step_time > 0 ? 100.0 * s / step_time : 0.0);
+  };
+  for (int g = 0; g < kKernelGroups; ++g) part(kernel_group_name(static_cast<KernelGroup>(g)), k.seconds[g]);
+  part("other", std::max(0.0, step_time - k.total()));
+  line.pop_back();
+  line.pop_back();
+  return line;
+}
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -165,7 +193,10 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
   const float grad_scale = static_cast<float>(1.0 / tokens_per_step);
   double window_time = 0.0, window_loss = 0.0, train_time = 0.0;
   int window_steps = 0;
+  // Kernel-group times of the steps only (evaluation and checkpoints excluded).
+  KernelTimes window_kernels, train_kernels;
   for (int64_t step = start_step; step < total; ++step) {
+    const KernelTimes k0 = kernel_times();
     const auto t0 = std::chrono::steady_clock::now();
     model.zero_grad();
     LossSum ls;
@@ -185,6 +216,9 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
     const float lr = lr_at(cfg.optim, step, total);
     opt.step(lr);
     const double dt = seconds_since(t0);
+    const KernelTimes dk = kernel_times() - k0;
+    window_kernels += dk;
+    train_kernels += dk;
     window_time += dt;
     train_time += dt;
     window_loss += loss;
@@ -208,9 +242,10 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
       log.record({{"step", done}, {"loss", window_loss / window_steps}, {"lr", lr}, {"grad_norm", norm},
                   {"tokens_per_s", tok_s}, {"flops_per_s", flops}, {"mfu", flops / peak},
                   {"peak_tensor_mib", mem_mib}, {"peak_rss_mib", peak_rss_mib()}, {"step_s", step_s},
-                  {"step_loss", loss}});
+                  {"step_loss", loss}, {"kernel_s", kernel_seconds_json(window_kernels, window_time, window_steps)}});
       window_time = window_loss = 0.0;
       window_steps = 0;
+      window_kernels = KernelTimes{};
     }
     if (cfg.train.eval_interval > 0 && (done % cfg.train.eval_interval == 0 || done == total)) {
       const double vl = evaluate(model, val, cfg.train.eval_batches);
@@ -234,7 +269,9 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
     }
   }
   log.record({{"event", "end"}, {"step", summary.final_step}, {"train_seconds", train_time},
-              {"wall_seconds", seconds_since(t_start)}});
+              {"wall_seconds", seconds_since(t_start)},
+              {"kernel_s", kernel_seconds_json(train_kernels, train_time, summary.steps_done)}});
+  if (summary.steps_done > 0) log.print(time_split_line(train_kernels, train_time, summary.steps_done));
 
   if (cfg.train.sample_tokens > 0 && fs::exists(tok_path)) {
     std::unique_ptr<Tokenizer> tok = Tokenizer::load(tok_path);

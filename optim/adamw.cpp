@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/kernels/elementwise.h"
+#include "core/profile.h"
 
 namespace braid {
 
@@ -27,6 +28,7 @@ bool AdamW::decays(const Parameter& p) const {
 }
 
 void AdamW::step(float lr) {
+  KernelTimer timer(KernelGroup::Optimizer);
   ++t_;
   const float b1 = cfg_.beta1, b2 = cfg_.beta2, eps = cfg_.eps;
   const float bc1 = 1.0f - static_cast<float>(std::pow(static_cast<double>(b1), static_cast<double>(t_)));
@@ -82,6 +84,7 @@ float lr_at(const OptimConfig& cfg, int64_t step, int64_t total_steps) {
 }
 
 double global_grad_norm(const std::vector<Parameter*>& params) {
+  KernelTimer timer(KernelGroup::Optimizer);
   double sq = 0.0;
   for (const Parameter* p : params)
     if (p->trainable) sq += sum_squares(p->grad);
@@ -89,6 +92,7 @@ double global_grad_norm(const std::vector<Parameter*>& params) {
 }
 
 float clip_grad_norm(const std::vector<Parameter*>& params, double norm, float max_norm) {
+  KernelTimer timer(KernelGroup::Optimizer);
   if (max_norm <= 0.0f || !(norm > max_norm)) return 1.0f;
   const float scale = static_cast<float>(max_norm / (norm + 1e-6));
   for (Parameter* p : params)

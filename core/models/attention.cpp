@@ -6,6 +6,7 @@
 #include "core/kernels/attention.h"
 #include "core/kernels/elementwise.h"
 #include "core/kernels/rope.h"
+#include "core/profile.h"
 
 namespace braid {
 
@@ -13,6 +14,7 @@ namespace {
 
 // qkv: (N, 3C) -> q, k, v: (N, C) each (the GPT-2 fused projection's column blocks).
 void split_qkv(const Tensor& qkv, Tensor& q, Tensor& k, Tensor& v, int64_t C) {
+  KernelTimer timer(KernelGroup::Elementwise);
   const int64_t N = qkv.numel() / (3 * C);
   const float* src = qkv.f32();
   float *pq = q.f32(), *pk = k.f32(), *pv = v.f32();
@@ -27,6 +29,7 @@ void split_qkv(const Tensor& qkv, Tensor& q, Tensor& k, Tensor& v, int64_t C) {
 
 // The conjugate of split_qkv for gradients.
 void merge_qkv(Tensor& dqkv, const Tensor& dq, const Tensor& dk, const Tensor& dv, int64_t C) {
+  KernelTimer timer(KernelGroup::Elementwise);
   const int64_t N = dqkv.numel() / (3 * C);
   float* dst = dqkv.f32();
   const float *pq = dq.f32(), *pk = dk.f32(), *pv = dv.f32();

@@ -11,6 +11,7 @@
 
 #include "core/kernels/cpu/cpu_checks.h"
 #include "core/kernels/cpu/fast_math.h"
+#include "core/profile.h"
 
 namespace braid {
 
@@ -66,6 +67,7 @@ BRAID_CPU_CLONES void swiglu_backward_span(float* dgate, float* dup, const float
 }  // namespace
 
 void gelu_forward(Tensor& y, const Tensor& x) {
+  KernelTimer timer(KernelGroup::Activation);
   cpu::check_f32(x, "gelu_forward", "x");
   cpu::check_f32(y, "gelu_forward", "y");
   check_shape(y, x.shape(), "gelu_forward y");
@@ -77,6 +79,7 @@ void gelu_forward(Tensor& y, const Tensor& x) {
 }
 
 void gelu_backward(Tensor& dx, const Tensor& dy, const Tensor& x) {
+  KernelTimer timer(KernelGroup::Activation);
   cpu::check_f32(x, "gelu_backward", "x");
   cpu::check_f32(dy, "gelu_backward", "dy");
   cpu::check_f32(dx, "gelu_backward", "dx");
@@ -92,6 +95,7 @@ void gelu_backward(Tensor& dx, const Tensor& dy, const Tensor& x) {
 }
 
 void swiglu_forward(Tensor& y, const Tensor& gate, const Tensor& up) {
+  KernelTimer timer(KernelGroup::Activation);
   cpu::check_f32(gate, "swiglu_forward", "gate");
   cpu::check_f32(up, "swiglu_forward", "up");
   cpu::check_f32(y, "swiglu_forward", "y");
@@ -109,6 +113,7 @@ void swiglu_forward(Tensor& y, const Tensor& gate, const Tensor& up) {
 
 void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dy, const Tensor& gate,
                      const Tensor& up) {
+  KernelTimer timer(KernelGroup::Activation);
   cpu::check_f32(gate, "swiglu_backward", "gate");
   cpu::check_f32(up, "swiglu_backward", "up");
   cpu::check_f32(dy, "swiglu_backward", "dy");

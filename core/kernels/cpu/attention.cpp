@@ -11,6 +11,7 @@
 
 #include "core/kernels/cpu/vec_math.h"
 #include "core/kernels/cpu/small_gemm.h"
+#include "core/profile.h"
 
 namespace braid {
 
@@ -105,6 +106,7 @@ void causal_keys_accumulate(int64_t rows, int64_t base, int64_t D, const float* 
 
 void attention_forward(Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
                        const Tensor& v) {
+  KernelTimer timer(KernelGroup::Attention);
   const char* op = "attention_forward";
   const AttnDims d = check_qkv(op, q, k, v);
   check_input(out, op, "out");
@@ -156,6 +158,7 @@ void attention_forward(Tensor& out, Tensor& lse, const Tensor& q, const Tensor& 
 
 void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout, const Tensor& q,
                         const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse) {
+  KernelTimer timer(KernelGroup::Attention);
   const char* op = "attention_backward";
   const AttnDims d = check_qkv(op, q, k, v);
   check_input(dq, op, "dq");

@@ -6,6 +6,7 @@
 
 #include "core/kernels/cpu/vec_math.h"
 #include "core/kernels/gemm.h"
+#include "core/profile.h"
 
 namespace braid {
 
@@ -32,6 +33,7 @@ int64_t chunk_rows(int64_t n, int64_t vocab) {
 
 void lm_head_cross_entropy(Tensor& losses, Tensor& dx, Tensor& dw, const Tensor& x,
                            const Tensor& w, const Tensor& targets, float grad_scale) {
+  KernelTimer timer(KernelGroup::LmHead, Nested::Absorb);
   check_input(x, DType::F32, "x");
   check_input(w, DType::F32, "w");
   check_input(targets, DType::I32, "targets");

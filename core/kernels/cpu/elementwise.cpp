@@ -5,10 +5,12 @@
 #include <vector>
 
 #include "core/kernels/cpu/cpu_checks.h"
+#include "core/profile.h"
 
 namespace braid {
 
 void add(Tensor& y, const Tensor& a, const Tensor& b) {
+  KernelTimer timer(KernelGroup::Elementwise);
   cpu::check_f32(y, "add", "y");
   cpu::check_f32(a, "add", "a");
   cpu::check_f32(b, "add", "b");
@@ -23,6 +25,7 @@ void add(Tensor& y, const Tensor& a, const Tensor& b) {
 }
 
 void add_inplace(Tensor& y, const Tensor& x) {
+  KernelTimer timer(KernelGroup::Elementwise);
   cpu::check_f32(y, "add_inplace", "y");
   cpu::check_f32(x, "add_inplace", "x");
   check_shape(x, y.shape(), "add_inplace x");

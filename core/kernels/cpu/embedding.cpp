@@ -5,11 +5,13 @@
 #include <vector>
 
 #include "core/kernels/cpu/cpu_checks.h"
+#include "core/profile.h"
 
 namespace braid {
 
 void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
                        int64_t pos_offset) {
+  KernelTimer timer(KernelGroup::Elementwise);
   const char* op = "embedding_forward";
   cpu::check_f32(out, op, "out");
   cpu::check_f32(wte, op, "wte");
@@ -58,6 +60,7 @@ void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& wte, con
 // order depends on the thread count, and no two threads write the same row.
 void embedding_backward(Tensor& dwte, Tensor& dwpe, const Tensor& dout, const Tensor& tokens,
                         int64_t pos_offset) {
+  KernelTimer timer(KernelGroup::Elementwise);
   const char* op = "embedding_backward";
   cpu::check_f32(dwte, op, "dwte");
   if (dwpe.defined()) cpu::check_f32(dwpe, op, "dwpe");

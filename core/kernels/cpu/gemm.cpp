@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/kernels/cpu/gemm_backends.h"
+#include "core/profile.h"
 
 namespace braid {
 namespace {
@@ -135,6 +136,7 @@ void gemm_bf16_with(GemmBackend b, Bf16Mode mode, bool trans_a, bool trans_b, in
 void gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
               const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
               int64_t ldc) {
+  KernelTimer timer(KernelGroup::Gemm);
   gemm_f32_with(gemm_plan().backend, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C,
                 ldc);
 }
@@ -142,6 +144,7 @@ void gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                const bf16* A, int64_t lda, const bf16* B, int64_t ldb, float beta, float* C,
                int64_t ldc) {
+  KernelTimer timer(KernelGroup::Gemm);
   const GemmPlan& plan = gemm_plan();
   gemm_bf16_with(plan.backend, plan.bf16_mode, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb,
                  beta, C, ldc);

@@ -7,11 +7,13 @@
 
 #include "core/kernels/cpu/chunked_sum.h"
 #include "core/kernels/cpu/cpu_checks.h"
+#include "core/profile.h"
 
 namespace braid {
 
 void layernorm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
                        const Tensor& b, float eps) {
+  KernelTimer timer(KernelGroup::Elementwise);
   const char* op = "layernorm_forward";
   for (auto [t, name] : {std::pair{&y, "y"}, {&mean, "mean"}, {&rstd, "rstd"}})
     cpu::check_f32(*t, op, name);
@@ -56,6 +58,7 @@ void layernorm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, c
 // so the result does not depend on the thread count.
 void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dy, const Tensor& x,
                         const Tensor& w, const Tensor& mean, const Tensor& rstd) {
+  KernelTimer timer(KernelGroup::Elementwise);
   const char* op = "layernorm_backward";
   for (auto [t, name] : {std::pair{&dx, "dx"}, {&dw, "dw"}, {&db, "db"}})
     cpu::check_f32(*t, op, name);

@@ -6,10 +6,12 @@
 #include "core/kernels/cpu/chunked_sum.h"
 #include "core/kernels/cpu/cpu_checks.h"
 #include "core/kernels/gemm.h"
+#include "core/profile.h"
 
 namespace braid {
 
 void linear_forward(Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b) {
+  KernelTimer timer(KernelGroup::Elementwise);
   const char* op = "linear_forward";
   cpu::check_f32(y, op, "y");
   cpu::check_f32(x, op, "x");
@@ -39,6 +41,7 @@ void linear_forward(Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b
 }
 
 void linear_backward_input(Tensor& dx, const Tensor& dy, const Tensor& w, bool accumulate) {
+  KernelTimer timer(KernelGroup::Elementwise);
   const char* op = "linear_backward_input";
   cpu::check_f32(dx, op, "dx");
   cpu::check_f32(dy, op, "dy");
@@ -59,6 +62,7 @@ void linear_backward_input(Tensor& dx, const Tensor& dy, const Tensor& w, bool a
 // db's column sums use fixed row chunks (thread-count independent) so that all rows are
 // spread over all threads even when OUT is small.
 void linear_backward_weight(Tensor& dw, Tensor& db, const Tensor& dy, const Tensor& x) {
+  KernelTimer timer(KernelGroup::Elementwise);
   const char* op = "linear_backward_weight";
   cpu::check_f32(dw, op, "dw");
   if (db.defined()) cpu::check_f32(db, op, "db");

@@ -7,10 +7,12 @@
 
 #include "core/kernels/cpu/chunked_sum.h"
 #include "core/kernels/cpu/cpu_checks.h"
+#include "core/profile.h"
 
 namespace braid {
 
 void rmsnorm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& w, float eps) {
+  KernelTimer timer(KernelGroup::Elementwise);
   const char* op = "rmsnorm_forward";
   cpu::check_f32(y, op, "y");
   cpu::check_f32(rstd, op, "rstd");
@@ -45,6 +47,7 @@ void rmsnorm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& w, 
 // independent).
 void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dy, const Tensor& x, const Tensor& w,
                       const Tensor& rstd) {
+  KernelTimer timer(KernelGroup::Elementwise);
   const char* op = "rmsnorm_backward";
   for (auto [t, name] : {std::pair{&dx, "dx"}, {&dw, "dw"}}) cpu::check_f32(*t, op, name);
   for (auto [t, name] : {std::pair{&dy, "dy"}, {&x, "x"}, {&w, "w"}, {&rstd, "rstd"}})

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/kernels/cpu/cpu_checks.h"
+#include "core/profile.h"
 
 namespace braid {
 
@@ -65,11 +66,13 @@ void rope_rotate(Tensor& x, int64_t pos_offset, float theta, float sign, const c
 }  // namespace
 
 void rope_forward(Tensor& x, int64_t pos_offset, float theta) {
+  KernelTimer timer(KernelGroup::Elementwise);
   rope_rotate(x, pos_offset, theta, 1.0f, "rope_forward");
 }
 
 // The rotation is orthogonal, so its transpose (the gradient map) is the rotation by -angle.
 void rope_backward(Tensor& dx, int64_t pos_offset, float theta) {
+  KernelTimer timer(KernelGroup::Elementwise);
   rope_rotate(dx, pos_offset, theta, -1.0f, "rope_backward");
 }
 

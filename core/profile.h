@@ -1,0 +1,59 @@
+// Wall time per kernel group, always on: where a training step's time goes, measured the same
+// way the planner (`braid plan`, launch/plan/cpu_model.h) predicts it.
+//
+// A KernelTimer charges the wall time of its scope to one group. Scopes nest and time is
+// exclusive: while an inner scope runs, the outer one is paused, so linear_forward's bias
+// write counts as element-wise and its GEMM as GEMM. Only calls made outside OpenMP parallel
+// regions are timed (inside one, the enclosing kernel's scope already covers the wall time),
+// and the cost is two clock reads per kernel call. A fused kernel that calls other kernels
+// (the LM head calls gemm_f32 per chunk) opens its scope with Nested::Absorb, so everything
+// inside it counts as that kernel.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace braid {
+
+enum class KernelGroup : int {
+  Gemm,         // gemm_f32 / gemm_bf16 outside other kernels
+  Attention,    // the attention core (attention_forward / attention_backward)
+  LmHead,       // the fused LM head + cross-entropy
+  Elementwise,  // norms, adds, bias, RoPE, embedding, QKV split/merge copies
+  Activation,   // GELU, SwiGLU
+  Optimizer,    // per-step passes over all parameters: zero_grad, norm, clipping, AdamW
+  kCount
+};
+constexpr int kKernelGroups = static_cast<int>(KernelGroup::kCount);
+
+// "gemm", "attention", "lm_head", "elementwise", "activation", "optimizer"
+const char* kernel_group_name(KernelGroup g);
+
+// Seconds charged to each group since the process started (all threads that call kernels
+// outside parallel regions).
+struct KernelTimes {
+  std::array<double, kKernelGroups> seconds{};
+  double total() const;
+  KernelTimes operator-(const KernelTimes& earlier) const;
+  KernelTimes& operator+=(const KernelTimes& other);
+};
+KernelTimes kernel_times();
+
+enum class Nested { Split, Absorb };
+
+class KernelTimer {
+ public:
+  explicit KernelTimer(KernelGroup g, Nested nested = Nested::Split);
+  ~KernelTimer();
+  KernelTimer(const KernelTimer&) = delete;
+  KernelTimer& operator=(const KernelTimer&) = delete;
+
+ private:
+  KernelGroup group_;
+  KernelTimer* parent_ = nullptr;
+  int64_t start_ns_ = 0;
+  bool active_ = false;
+  bool absorb_ = false;
+};
+
+}  // namespace braid
