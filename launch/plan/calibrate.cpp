@@ -7,6 +7,8 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include <fmt/format.h>
@@ -26,23 +28,59 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Repeats fn until min_s has passed and at least 5 calls were timed (after one warm-up call);
-// returns the median seconds per call, so that a burst of other work on a shared machine does
-// not skew the rate.
-template <class Fn>
-double time_per_call(Fn&& fn, double min_s) {
-  fn();
-  std::vector<double> times;
-  const auto start = Clock::now();
-  do {
-    const auto t0 = Clock::now();
-    fn();
-    times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-  } while (times.size() < 5 || std::chrono::duration<double>(Clock::now() - start).count() < min_s);
-  std::sort(times.begin(), times.end());
-  const size_t n = times.size();
-  return n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
 }
+
+// The measurements, timed in interleaved rounds. A shared or virtual machine's speed drifts
+// over seconds (on the 2-core KVM guest of docs/benchmarks.md a 512^3 GEMM moves between
+// about 100 and 160 GFLOP/s from one second to the next), so timing each kernel in one burst
+// gives each rate a different machine state. Each round instead runs every probe for its
+// share of the time, so all rates average over the same stretch of time; a rate is total work
+// over total time (the mean, which is what a training step sums), after one untimed warm-up
+// call per probe.
+class Probes {
+ public:
+  // `fn` does `work` units (FLOPs, bytes, elements) per call; returns the probe's index.
+  size_t add(std::function<void()> fn, double work) {
+    probes_.push_back({std::move(fn), work});
+    return probes_.size() - 1;
+  }
+  // Runs `rounds` rounds; in each, every probe for at least seconds_per_probe / rounds (and
+  // at least one call).
+  void run(int rounds, double seconds_per_probe) {
+    for (Probe& p : probes_) p.fn();
+    const double share = seconds_per_probe / std::max(1, rounds);
+    for (int r = 0; r < rounds; ++r) {
+      for (Probe& p : probes_) {
+        const auto t0 = Clock::now();
+        double dt = 0;
+        do {
+          p.fn();
+          ++p.calls;
+          dt = seconds_since(t0);
+        } while (dt < share);
+        p.seconds += dt;
+      }
+    }
+  }
+  // Work units per second.
+  double rate(size_t i) const {
+    const Probe& p = probes_.at(i);
+    BRAID_CHECK(p.calls > 0 && p.seconds > 0, "calibration probe {} did not run", i);
+    return p.work * static_cast<double>(p.calls) / p.seconds;
+  }
+  double seconds_per_call(size_t i) const { return probes_.at(i).seconds / static_cast<double>(probes_.at(i).calls); }
+
+ private:
+  struct Probe {
+    std::function<void()> fn;
+    double work = 0;
+    double seconds = 0;
+    int64_t calls = 0;
+  };
+  std::vector<Probe> probes_;
+};
 
 Tensor randn(const Shape& shape, uint64_t stream) {
   Tensor t = Tensor::empty(shape);
@@ -50,155 +88,230 @@ Tensor randn(const Shape& shape, uint64_t stream) {
   return t;
 }
 
+// Buffers for the linear-layer GEMM probes, sized for the widest shape and shared by all of
+// them (probes run one at a time).
+struct GemmBuffers {
+  std::vector<float> x, w, y, dx, dw;
+  GemmBuffers(int64_t tokens, int64_t wide)
+      : x(tokens * wide, 0.5f), w(wide * wide, 0.25f), y(tokens * wide), dx(tokens * wide),
+        dw(wide * wide) {}
+};
+
 // The linear layers of a block at width C, each as the trainer runs it: forward x W^T, input
 // gradient dy W, weight gradient dy^T x accumulated. GPT-2: C->3C, C->C, C->4C, 4C->C. Llama
 // (4 query heads per KV head, SwiGLU width F): q and o C->C, k and v C->C/4, gate and up C->F,
-// down F->C.
-double gemm_train_tflops(int64_t N, int64_t C, bool llama, double min_s) {
+// down F->C. Work: 6 * tokens * in * out FLOPs.
+std::vector<std::array<int64_t, 2>> block_linear_shapes(int64_t C, bool llama) {
   ModelConfig m;
   m.family = "llama";
   m.n_embd = static_cast<int>(C);
   const int64_t F = llama ? m.ffn() : 4 * C, kv = C / 4;
-  std::vector<std::array<int64_t, 2>> shapes;  // {in, out}
-  if (llama) shapes = {{C, C}, {C, kv}, {C, kv}, {C, C}, {C, F}, {C, F}, {F, C}};
-  else shapes = {{C, 3 * C}, {C, C}, {C, F}, {F, C}};
-  const int64_t wide = std::max(F, 3 * C);
-  std::vector<float> x(N * wide, 0.5f), w(wide * wide, 0.25f), y(N * wide), dx(N * wide);
-  std::vector<float> dw(wide * wide);
-  double flops = 0;
-  for (const auto& s : shapes) flops += 6.0 * N * s[0] * s[1];
-  const double sec = time_per_call(
-      [&] {
-        for (const auto& s : shapes) {
-          const int64_t in = s[0], out = s[1];
-          gemm_f32(false, true, N, out, in, 1.0f, x.data(), in, w.data(), in, 0.0f, y.data(), out);
-          gemm_f32(false, false, N, in, out, 1.0f, y.data(), out, w.data(), in, 0.0f, dx.data(), in);
-          gemm_f32(true, false, out, in, N, 1.0f, y.data(), out, x.data(), in, 1.0f, dw.data(), in);
-        }
-      },
-      min_s);
-  return flops / sec / 1e12;
+  if (llama) return {{C, C}, {C, kv}, {C, kv}, {C, C}, {C, F}, {C, F}, {F, C}};
+  return {{C, 3 * C}, {C, C}, {C, F}, {F, C}};
 }
 
-// Causal attention forward + backward at B x T tokens, n_embd 512, in the kernel's own FLOPs.
-// `group` query heads share each KV head.
-double attention_tflops(int64_t N, int64_t D, int64_t group, double min_s) {
-  const int64_t T = 256, B = std::max<int64_t>(1, N / T), C = 512, H = C / D;
+int64_t widest(const std::vector<std::array<int64_t, 2>>& shapes) {
+  int64_t w = 0;
+  for (const auto& s : shapes) w = std::max({w, s[0], s[1]});
+  return w;
+}
+
+size_t add_gemm_probe(Probes& probes, std::shared_ptr<GemmBuffers> buf, int64_t N, int64_t C, bool llama) {
+  const auto shapes = block_linear_shapes(C, llama);
+  double flops = 0;
+  for (const auto& s : shapes) flops += 6.0 * N * s[0] * s[1];
+  return probes.add(
+      [buf, shapes, N] {
+        for (const auto& s : shapes) {
+          const int64_t in = s[0], out = s[1];
+          gemm_f32(false, true, N, out, in, 1.0f, buf->x.data(), in, buf->w.data(), in, 0.0f, buf->y.data(), out);
+          gemm_f32(false, false, N, in, out, 1.0f, buf->y.data(), out, buf->w.data(), in, 0.0f, buf->dx.data(), in);
+          gemm_f32(true, false, out, in, N, 1.0f, buf->y.data(), out, buf->x.data(), in, 1.0f, buf->dw.data(), in);
+        }
+      },
+      flops);
+}
+
+// Causal attention forward + backward on `tokens` tokens of sequences of length T at n_embd
+// 512, in the kernel's own FLOPs; `group` query heads share each KV head.
+size_t add_attention_probe(Probes& probes, int64_t tokens, int64_t T, int64_t D, int64_t group) {
+  const int64_t B = std::max<int64_t>(1, tokens / T), C = 512, H = C / D;
   const int64_t Hkv = std::max<int64_t>(1, H / group);
-  Tensor q = randn({B, T, H, D}, 1), k = randn({B, T, Hkv, D}, 2), v = randn({B, T, Hkv, D}, 3);
-  Tensor out = Tensor::empty({B, T, H, D}), lse = Tensor::empty({B, H, T});
-  Tensor dout = randn({B, T, H, D}, 4);
-  Tensor dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()), dv = Tensor::empty(v.shape());
+  struct Buffers {
+    Tensor q, k, v, out, lse, dout, dq, dk, dv;
+  };
+  auto b = std::make_shared<Buffers>();
+  b->q = randn({B, T, H, D}, 1);
+  b->k = randn({B, T, Hkv, D}, 2);
+  b->v = randn({B, T, Hkv, D}, 3);
+  b->out = Tensor::empty({B, T, H, D});
+  b->lse = Tensor::empty({B, H, T});
+  b->dout = randn({B, T, H, D}, 4);
+  b->dq = Tensor::empty(b->q.shape());
+  b->dk = Tensor::empty(b->k.shape());
+  b->dv = Tensor::empty(b->v.shape());
   ModelConfig m;
   m.n_embd = static_cast<int>(C);
   m.n_head = static_cast<int>(H);
-  const double flops = attention_kernel_flops_per_token(m, T) * B * T;
-  const double sec = time_per_call(
-      [&] {
-        attention_forward(out, lse, q, k, v);
-        attention_backward(dq, dk, dv, dout, q, k, v, out, lse);
+  return probes.add(
+      [b] {
+        attention_forward(b->out, b->lse, b->q, b->k, b->v);
+        attention_backward(b->dq, b->dk, b->dv, b->dout, b->q, b->k, b->v, b->out, b->lse);
       },
-      min_s);
-  return flops / sec / 1e12;
+      attention_kernel_flops_per_token(m, T) * static_cast<double>(B * T));
 }
 
-// The fused LM head + cross-entropy, forward and backward, vocabulary 4096.
-double lm_head_tflops(int64_t N, int64_t C, double min_s) {
+// The fused LM head + cross-entropy, forward and backward, vocabulary 4096: 6 V C per token.
+size_t add_lm_head_probe(Probes& probes, int64_t N, int64_t C) {
   const int64_t V = 4096;
   N = std::min<int64_t>(N, 1024);
-  Tensor x = randn({N, C}, 5), w = randn({V, C}, 6);
+  struct Buffers {
+    Tensor x, w, targets, losses, dx, dw;
+  };
+  auto b = std::make_shared<Buffers>();
+  b->x = randn({N, C}, 5);
+  b->w = randn({V, C}, 6);
   std::vector<int32_t> tv(N);
   for (int64_t i = 0; i < N; ++i) tv[i] = static_cast<int32_t>((i * 131) % V);
-  Tensor targets = Tensor::from_vector_i32(tv, {N});
-  Tensor losses = Tensor::empty({N}), dx = Tensor::empty({N, C}), dw = Tensor::zeros({V, C});
-  const double sec = time_per_call(
-      [&] { lm_head_cross_entropy(losses, dx, dw, x, w, targets, 1.0f / static_cast<float>(N)); },
-      min_s);
-  return 6.0 * N * V * C / sec / 1e12;
+  b->targets = Tensor::from_vector_i32(tv, {N});
+  b->losses = Tensor::empty({N});
+  b->dx = Tensor::empty({N, C});
+  b->dw = Tensor::zeros({V, C});
+  const float scale = 1.0f / static_cast<float>(N);
+  return probes.add([b, scale] { lm_head_cross_entropy(b->losses, b->dx, b->dw, b->x, b->w, b->targets, scale); },
+                    6.0 * N * V * C);
 }
 
 // LayerNorm forward + backward and a residual add on N tokens at width 512: bytes read +
-// written per second.
-double elementwise_gbs(int64_t N, double min_s) {
+// written (LN forward 2C, LN backward 3C, add 3C elements per token).
+size_t add_elementwise_probe(Probes& probes, int64_t N) {
   const int64_t C = 512;
-  Tensor x = randn({N, C}, 8), y = Tensor::empty({N, C}), dy = randn({N, C}, 9);
-  Tensor dx = Tensor::empty({N, C}), mean = Tensor::empty({N}), rstd = Tensor::empty({N});
-  Tensor g = Tensor::empty({C}), b = Tensor::zeros({C}), dg = Tensor::zeros({C}), db = Tensor::zeros({C});
-  g.fill_(1.0f);
-  // Elements moved per token: LN forward 2C, LN backward 3C, add 3C.
-  const double bytes = 4.0 * N * 8.0 * C;
-  const double sec = time_per_call(
-      [&] {
-        layernorm_forward(y, mean, rstd, x, g, b, 1e-5f);
-        layernorm_backward(dx, dg, db, dy, x, g, mean, rstd);
-        add_inplace(y, dx);
+  struct Buffers {
+    Tensor x, y, dy, dx, mean, rstd, g, b, dg, db;
+  };
+  auto t = std::make_shared<Buffers>();
+  t->x = randn({N, C}, 8);
+  t->y = Tensor::empty({N, C});
+  t->dy = randn({N, C}, 9);
+  t->dx = Tensor::empty({N, C});
+  t->mean = Tensor::empty({N});
+  t->rstd = Tensor::empty({N});
+  t->g = Tensor::empty({C});
+  t->g.fill_(1.0f);
+  t->b = Tensor::zeros({C});
+  t->dg = Tensor::zeros({C});
+  t->db = Tensor::zeros({C});
+  return probes.add(
+      [t] {
+        layernorm_forward(t->y, t->mean, t->rstd, t->x, t->g, t->b, 1e-5f);
+        layernorm_backward(t->dx, t->dg, t->db, t->dy, t->x, t->g, t->mean, t->rstd);
+        add_inplace(t->y, t->dx);
       },
-      min_s);
-  return bytes / sec / 1e9;
+      4.0 * N * 8.0 * C);
 }
 
-// GELU (gpt2) or SwiGLU (llama) forward + backward on N tokens x MLP width 2048: 1e9 elements
-// per second.
-double activation_gelems(int64_t N, bool swiglu, double min_s) {
+// GELU (gpt2) or SwiGLU (llama) forward + backward on N tokens x MLP width 2048: elements.
+size_t add_activation_probe(Probes& probes, int64_t N, bool swiglu) {
   const int64_t F = 2048;
-  Tensor a = randn({N, F}, 10), u = randn({N, F}, 11), dy = randn({N, F}, 12);
-  Tensor y = Tensor::empty({N, F}), da = Tensor::empty({N, F}), du = Tensor::empty({N, F});
-  const double sec = time_per_call(
-      [&] {
+  struct Buffers {
+    Tensor a, u, dy, y, da, du;
+  };
+  auto t = std::make_shared<Buffers>();
+  t->a = randn({N, F}, 10);
+  t->u = randn({N, F}, 11);
+  t->dy = randn({N, F}, 12);
+  t->y = Tensor::empty({N, F});
+  t->da = Tensor::empty({N, F});
+  t->du = Tensor::empty({N, F});
+  return probes.add(
+      [t, swiglu] {
         if (swiglu) {
-          swiglu_forward(y, a, u);
-          swiglu_backward(da, du, dy, a, u);
+          swiglu_forward(t->y, t->a, t->u);
+          swiglu_backward(t->da, t->du, t->dy, t->a, t->u);
         } else {
-          gelu_forward(y, a);
-          gelu_backward(da, dy, a);
+          gelu_forward(t->y, t->a);
+          gelu_backward(t->da, t->dy, t->a);
         }
       },
-      min_s);
-  return static_cast<double>(N) * F / sec / 1e9;
+      static_cast<double>(N) * F);
 }
 
-// Fixed cost of one parallel kernel call: add_inplace on 16384 floats (one OpenMP region), less
-// the time its bytes take at the element-wise bandwidth. Grows sharply when the cores are shared.
-double kernel_call_us(double elementwise_gbs, double min_s) {
-  const int64_t n = 16384;
-  Tensor a = Tensor::zeros({n}), b = Tensor::zeros({n});
-  const double sec = time_per_call(
-                         [&] {
-                           for (int k = 0; k < 100; ++k) add_inplace(a, b);
-                         },
-                         min_s) /
-                     100;
-  return std::max(0.0, sec - 12.0 * n / (elementwise_gbs * 1e9)) * 1e6;
+// 100 calls of add_inplace on 16384 floats (one OpenMP region each): seconds per call, from
+// which the byte time is subtracted afterwards to leave the fixed cost.
+constexpr int64_t kCallProbeFloats = 16384;
+size_t add_call_probe(Probes& probes) {
+  auto a = std::make_shared<Tensor>(Tensor::zeros({kCallProbeFloats}));
+  auto b = std::make_shared<Tensor>(Tensor::zeros({kCallProbeFloats}));
+  return probes.add(
+      [a, b] {
+        for (int k = 0; k < 100; ++k) add_inplace(*a, *b);
+      },
+      100.0);
 }
 
-// Stream-like copy over the OpenMP threads: bytes read plus bytes written per second.
-double copy_gbs(size_t bytes, double min_s) {
-  std::vector<char> src(bytes, 1), dst(bytes, 0);
+// Stream-like copy over the OpenMP threads: bytes read plus bytes written.
+size_t add_copy_probe(Probes& probes, size_t bytes) {
   const int64_t chunks = 64;
   const size_t chunk = bytes / chunks;
-  const double sec = time_per_call(
-      [&] {
+  auto src = std::make_shared<std::vector<char>>(bytes, 1);
+  auto dst = std::make_shared<std::vector<char>>(bytes, 0);
+  return probes.add(
+      [src, dst, chunk] {
 #pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < chunks; ++i) std::memcpy(dst.data() + i * chunk, src.data() + i * chunk, chunk);
+        for (int64_t i = 0; i < chunks; ++i)
+          std::memcpy(dst->data() + i * chunk, src->data() + i * chunk, chunk);
       },
-      min_s);
-  return 2.0 * static_cast<double>(chunk * chunks) / sec / 1e9;
+      2.0 * static_cast<double>(chunk * chunks));
 }
 
 }  // namespace
 
 GpuSpec calibrate_machine(const CalibrateOptions& opt) {
+  Probes probes;
   const int64_t n = opt.gemm_size;
-  std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n, 0.0f);  // (n, n) each
-  const double flops = 2.0 * n * n * n;
-  const double f32_s = time_per_call(
-      [&] { gemm_f32(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n); },
-      opt.min_seconds);
-  std::vector<bf16> ab(n * n, float_to_bf16(0.5f)), bb(n * n, float_to_bf16(0.25f));
-  const double bf16_s = time_per_call(
-      [&] { gemm_bf16(false, false, n, n, n, 1.0f, ab.data(), n, bb.data(), n, 0.0f, c.data(), n); },
-      opt.min_seconds);
-  const double bw_gbs = copy_gbs(opt.copy_bytes, opt.min_seconds);
+  auto sq = std::make_shared<std::vector<float>>(3 * n * n, 0.25f);  // A, B, C of (n, n)
+  auto sqb = std::make_shared<std::vector<bf16>>(2 * n * n, float_to_bf16(0.25f));
+  const double sq_flops = 2.0 * n * n * n;
+  const size_t p_f32 = probes.add(
+      [sq, n] {
+        float* p = sq->data();
+        gemm_f32(false, false, n, n, n, 1.0f, p, n, p + n * n, n, 0.0f, p + 2 * n * n, n);
+      },
+      sq_flops);
+  const size_t p_bf16 = probes.add(
+      [sq, sqb, n] {
+        const bf16* p = sqb->data();
+        gemm_bf16(false, false, n, n, n, 1.0f, p, n, p + n * n, n, 0.0f, sq->data() + 2 * n * n, n);
+      },
+      sq_flops);
+  const size_t p_copy = add_copy_probe(probes, opt.copy_bytes);
+
+  const int64_t N = opt.tokens;
+  int64_t wide = 0;
+  for (int w : opt.gemm_widths)
+    wide = std::max({wide, widest(block_linear_shapes(w, false)), widest(block_linear_shapes(w, true))});
+  int64_t most_tokens = N;
+  for (int t : opt.gemm_token_counts) most_tokens = std::max<int64_t>(most_tokens, t);
+  wide = std::max(wide, widest(block_linear_shapes(opt.gemm_tokens_width, false)));
+  auto gbuf = std::make_shared<GemmBuffers>(most_tokens, wide);
+  std::vector<size_t> p_gemm, p_gemm_llama, p_gemm_tokens, p_attn, p_attn_gqa, p_attn_seq, p_lm;
+  for (int w : opt.gemm_widths) {
+    p_gemm.push_back(add_gemm_probe(probes, gbuf, N, w, false));
+    p_gemm_llama.push_back(add_gemm_probe(probes, gbuf, N, w, true));
+  }
+  for (int t : opt.gemm_token_counts) p_gemm_tokens.push_back(add_gemm_probe(probes, gbuf, t, opt.gemm_tokens_width, false));
+  for (int d : opt.head_dims) {
+    p_attn.push_back(add_attention_probe(probes, N, opt.attention_seq, d, 1));
+    p_attn_gqa.push_back(add_attention_probe(probes, N, opt.attention_seq, d, 4));
+  }
+  for (int s : opt.attention_seqs) p_attn_seq.push_back(add_attention_probe(probes, N, s, opt.attention_seqs_head_dim, 1));
+  for (int w : opt.lm_head_widths) p_lm.push_back(add_lm_head_probe(probes, N, w));
+  const size_t p_elem = add_elementwise_probe(probes, N);
+  const size_t p_gelu = add_activation_probe(probes, N, false);
+  const size_t p_swiglu = add_activation_probe(probes, N, true);
+  const size_t p_call = add_call_probe(probes);
+
+  probes.run(opt.rounds, opt.seconds_per_probe);
 
   GpuSpec g;
   g.name = "cpu-calibrated";
@@ -206,32 +319,39 @@ GpuSpec calibrate_machine(const CalibrateOptions& opt) {
   const double pages = static_cast<double>(sysconf(_SC_PHYS_PAGES));
   const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
   g.memory_gib = pages * page / (1024.0 * 1024.0 * 1024.0);
-  g.tflops_fp32 = flops / f32_s / 1e12;
-  g.tflops_bf16 = flops / bf16_s / 1e12;
+  g.tflops_fp32 = probes.rate(p_f32) / 1e12;
+  g.tflops_bf16 = probes.rate(p_bf16) / 1e12;
   g.tflops_fp16 = 0;
+  const double bw_gbs = probes.rate(p_copy) / 1e9;
   g.mem_bw_gbs = bw_gbs;
   g.intra_bw_gbs = bw_gbs / 2;  // one copy moves data in one direction
   g.inter_bw_gbs = bw_gbs / 2;
   g.matmul_efficiency = 1.0;
   g.overhead_gib = 0.25;
   g.gpus_per_node = 1;
-
-  const int64_t N = opt.tokens;
-  for (int w : opt.gemm_widths) {
-    g.gemm_by_width.push_back({double(w), gemm_train_tflops(N, w, false, opt.kernel_seconds)});
-    g.gemm_llama_by_width.push_back({double(w), gemm_train_tflops(N, w, true, opt.kernel_seconds)});
-  }
-  for (int d : opt.head_dims) {
-    g.attention_by_head_dim.push_back({double(d), attention_tflops(N, d, 1, opt.kernel_seconds)});
-    g.attention_gqa_by_head_dim.push_back({double(d), attention_tflops(N, d, 4, opt.kernel_seconds)});
-  }
-  for (int w : opt.lm_head_widths) g.lm_head_by_width.push_back({double(w), lm_head_tflops(N, w, opt.kernel_seconds)});
-  g.elementwise_gbs = elementwise_gbs(N, opt.kernel_seconds);
-  g.gelu_gelems = activation_gelems(N, false, opt.kernel_seconds);
-  g.swiglu_gelems = activation_gelems(N, true, opt.kernel_seconds);
-  g.kernel_call_us = kernel_call_us(g.elementwise_gbs, opt.kernel_seconds);
-  g.source = fmt::format("measured: gemm {}^3, memcpy {} MiB; kernels at {} tokens", n,
-                         opt.copy_bytes >> 20, N);
+  auto table = [&](const std::vector<int>& keys, const std::vector<size_t>& idx) {
+    std::vector<RatePoint> t;
+    for (size_t i = 0; i < keys.size(); ++i) t.push_back({double(keys[i]), probes.rate(idx[i]) / 1e12});
+    return t;
+  };
+  g.gemm_by_width = table(opt.gemm_widths, p_gemm);
+  g.gemm_llama_by_width = table(opt.gemm_widths, p_gemm_llama);
+  g.gemm_by_tokens = table(opt.gemm_token_counts, p_gemm_tokens);
+  g.gemm_ref_tokens = static_cast<double>(N);
+  g.attention_by_head_dim = table(opt.head_dims, p_attn);
+  g.attention_gqa_by_head_dim = table(opt.head_dims, p_attn_gqa);
+  g.attention_by_seq = table(opt.attention_seqs, p_attn_seq);
+  g.attention_ref_seq = opt.attention_seq;
+  g.lm_head_by_width = table(opt.lm_head_widths, p_lm);
+  g.elementwise_gbs = probes.rate(p_elem) / 1e9;
+  g.gelu_gelems = probes.rate(p_gelu) / 1e9;
+  g.swiglu_gelems = probes.rate(p_swiglu) / 1e9;
+  // One call's fixed cost: its time less the bytes it moves (r a, r b, w a) at the element-wise rate.
+  const double call_s = probes.seconds_per_call(p_call) / 100.0;
+  g.kernel_call_us = std::max(0.0, call_s - 12.0 * kCallProbeFloats / (g.elementwise_gbs * 1e9)) * 1e6;
+  g.source = fmt::format(
+      "measured: gemm {}^3, memcpy {} MiB; kernels at {} tokens; {} interleaved rounds, {:.2f} s per probe",
+      n, opt.copy_bytes >> 20, N, opt.rounds, opt.seconds_per_probe);
   return g;
 }
 

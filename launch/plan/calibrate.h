@@ -10,15 +10,21 @@ namespace braid::plan {
 
 struct CalibrateOptions {
   int gemm_size = 1024;            // square GEMM edge (the peak used for MFU)
-  double min_seconds = 0.5;        // time spent per peak/bandwidth measurement
   size_t copy_bytes = 256u << 20;  // buffer of the stream-like copy
-  // Training-like kernels: a micro-batch of `tokens` tokens, each shape timed for at least
-  // kernel_seconds after a warm-up call.
+  // Every probe runs for seconds_per_probe in all, split over `rounds` interleaved rounds
+  // (each round visits every probe once), after one warm-up call.
+  int rounds = 6;
+  double seconds_per_probe = 0.6;
+  // Training-like kernels on a micro-batch of `tokens` tokens.
   int tokens = 2048;
-  double kernel_seconds = 0.4;
   std::vector<int> gemm_widths = {128, 256, 512, 768};  // n_embd of the linear-layer GEMMs
-  std::vector<int> head_dims = {32, 64, 128};           // attention at n_embd 512, T 256
-  std::vector<int> lm_head_widths = {128, 256, 512};    // LM head + CE at vocab 4096
+  std::vector<int> gemm_token_counts = {512, 1024, 2048, 4096};  // at n_embd gemm_tokens_width
+  int gemm_tokens_width = 512;
+  int attention_seq = 256;                     // the head_dim tables' sequence length
+  std::vector<int> head_dims = {32, 64, 128};  // attention at n_embd 512
+  std::vector<int> attention_seqs = {128, 256, 512, 1024};  // at head_dim attention_seqs_head_dim
+  int attention_seqs_head_dim = 64;
+  std::vector<int> lm_head_widths = {128, 256, 512};  // LM head + CE at vocab 4096
 };
 
 // Runs the measurements (uses the process's OpenMP threads) and returns a profile whose rates

@@ -35,6 +35,11 @@ double rate_at(const std::vector<RatePoint>& table, double key) {
   return pts.back().tflops;
 }
 
+double side_factor(const std::vector<RatePoint>& table, double key, double ref) {
+  if (table.empty() || !(ref > 0)) return 1.0;
+  return rate_at(table, key) / rate_at(table, ref);
+}
+
 double attention_kernel_flops_per_token(const ModelConfig& m, int64_t s) {
   return 7.0 * m.n_embd * static_cast<double>(s);
 }
@@ -108,15 +113,18 @@ CpuStepTime cpu_microbatch_time(const ModelConfig& m, const TrainOptions& t, con
   const std::vector<RatePoint>& attn_rates =
       m.kv_heads() < m.n_head && !g.attention_gqa_by_head_dim.empty() ? g.attention_gqa_by_head_dim
                                                                     : g.attention_by_head_dim;
-  r.gemm = layers * matmul * tokens / tp / (rate_at(gemm_rates, m.n_embd) * 1e12);
-  r.attention = layers * attn * tokens / tp / (rate_at(attn_rates, m.head_dim()) * 1e12);
+  const double gemm_rate = rate_at(gemm_rates, m.n_embd) * side_factor(g.gemm_by_tokens, tokens, g.gemm_ref_tokens);
+  const double attn_rate = rate_at(attn_rates, m.head_dim()) *
+                           side_factor(g.attention_by_seq, static_cast<double>(s), g.attention_ref_seq);
+  r.gemm = layers * matmul * tokens / tp / (gemm_rate * 1e12);
+  r.attention = layers * attn * tokens / tp / (attn_rate * 1e12);
   double bytes = layers * passes * block_elementwise_bytes_per_token(m) * tokens;
   if (with_head) {
     r.lm_head = head_flops_per_token(m, t) * tokens / tp / (rate_at(g.lm_head_by_width, m.n_embd) * 1e12);
     bytes += edge_elementwise_bytes_per_token(m) * tokens;
   }
-  r.elementwise = bytes / (g.elementwise_gbs * 1e9) +
-                  layers * passes * tokens * block_activation_seconds_per_token(m, g);
+  r.elementwise = bytes / (g.elementwise_gbs * 1e9);
+  r.activation = layers * passes * tokens * block_activation_seconds_per_token(m, g);
   // Embedding and final norm forward + backward, and the fused LM head: about 5 calls.
   const double calls = layers * passes * block_kernel_calls(m) + (with_head ? 5.0 : 0.0);
   r.calls = calls * g.kernel_call_us * 1e-6;

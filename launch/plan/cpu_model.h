@@ -17,6 +17,10 @@ bool has_kernel_rates(const GpuSpec& g);
 // value beyond either end. Throws Error on an empty table or a non-positive key.
 double rate_at(const std::vector<RatePoint>& table, double key);
 
+// The factor a separable side table applies to a rate measured at `ref`: rate_at(table, key) /
+// rate_at(table, ref); 1 when the table is empty (profiles written before it existed).
+double side_factor(const std::vector<RatePoint>& table, double key, double ref);
+
 // FLOPs braid's causal attention kernel performs per token and block at sequence length s:
 // forward QK^T and PV over the causal half (2·h·s), backward recomputes the scores and forms
 // dV, dP, dQ and dK (5·h·s). GQA does not change it (work is per query head).

@@ -1,4 +1,5 @@
 // Built-in accelerator table. Sources and the choice of each efficiency are in docs/plan.md.
+#include "core/atomic_file.h"
 #include "launch/plan/gpu_table.h"
 
 #include <algorithm>
@@ -168,6 +169,14 @@ GpuSpec load_device_profile(const std::string& path) {
   read_rates(j, "attention_gqa4_tflops", "head_dim", g.attention_gqa_by_head_dim, path);
   read_rates(j, "attention_tflops", "head_dim", g.attention_by_head_dim, path);
   read_rates(j, "lm_head_ce_tflops", "n_embd", g.lm_head_by_width, path);
+  read_rates(j, "attention_seq_tflops", "seq", g.attention_by_seq, path);
+  get("attention_ref_seq", g.attention_ref_seq, false);
+  read_rates(j, "gemm_f32_train_tokens_tflops", "tokens", g.gemm_by_tokens, path);
+  get("gemm_ref_tokens", g.gemm_ref_tokens, false);
+  if (!g.attention_by_seq.empty() && !(g.attention_ref_seq > 0))
+    user_error("device profile '{}': attention_seq_tflops needs attention_ref_seq > 0", path);
+  if (!g.gemm_by_tokens.empty() && !(g.gemm_ref_tokens > 0))
+    user_error("device profile '{}': gemm_f32_train_tokens_tflops needs gemm_ref_tokens > 0", path);
   get("elementwise_gbs", g.elementwise_gbs, false);
   get("gelu_gelems", g.gelu_gelems, false);
   get("swiglu_gelems", g.swiglu_gelems, false);
@@ -202,13 +211,19 @@ void save_device_profile(const GpuSpec& g, const std::string& path) {
   if (!g.attention_by_head_dim.empty())
     j["attention_tflops"] = rates_json(g.attention_by_head_dim, "head_dim");
   if (!g.lm_head_by_width.empty()) j["lm_head_ce_tflops"] = rates_json(g.lm_head_by_width, "n_embd");
+  if (!g.attention_by_seq.empty()) {
+    j["attention_seq_tflops"] = rates_json(g.attention_by_seq, "seq");
+    j["attention_ref_seq"] = g.attention_ref_seq;
+  }
+  if (!g.gemm_by_tokens.empty()) {
+    j["gemm_f32_train_tokens_tflops"] = rates_json(g.gemm_by_tokens, "tokens");
+    j["gemm_ref_tokens"] = g.gemm_ref_tokens;
+  }
   if (g.elementwise_gbs > 0) j["elementwise_gbs"] = g.elementwise_gbs;
   if (g.gelu_gelems > 0) j["gelu_gelems"] = g.gelu_gelems;
   if (g.swiglu_gelems > 0) j["swiglu_gelems"] = g.swiglu_gelems;
   if (g.kernel_call_us > 0) j["kernel_call_us"] = g.kernel_call_us;
-  std::ofstream out(path);
-  if (!out) user_error("cannot write device profile '{}'", path);
-  out << j.dump(2) << "\n";
+  write_file_atomic(path, j.dump(2) + "\n");
 }
 
 }  // namespace braid::plan

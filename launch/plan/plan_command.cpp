@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "launch/commands.h"
 #include "launch/plan/calibrate.h"
+#include "launch/plan/compare.h"
 #include "launch/plan/config_input.h"
 #include "launch/plan/gpu_table.h"
 #include "launch/plan/inference.h"
@@ -38,6 +39,9 @@ struct PlanArgs {
   std::string serve_dtype = "fp16";
   int64_t context = 0, batch = 1;
   bool calibrate = false;
+  std::string compare;
+  double calibrate_seconds = 0;
+  int calibrate_rounds = 0;
   std::string out = "device_profile.json";
   bool json = false;
 };
@@ -126,7 +130,13 @@ plan::TrainOptions resolve_train(const PlanArgs& a, const plan::ConfigPlanInput*
 
 plan::Cluster resolve_cluster(const PlanArgs& a) {
   plan::Cluster c;
-  c.gpu = plan::find_gpu(a.device_profile.empty() ? a.gpu : a.device_profile);
+  if (a.device_profile.find(',') != std::string::npos) {
+    std::vector<plan::GpuSpec> profiles;
+    for (const std::string& p : split_commas(a.device_profile)) profiles.push_back(plan::load_device_profile(p));
+    c.gpu = plan::average_profiles(profiles);
+  } else {
+    c.gpu = plan::find_gpu(a.device_profile.empty() ? a.gpu : a.device_profile);
+  }
   c.gpus_per_node = a.gpus_per_node > 0 ? a.gpus_per_node : c.gpu.gpus_per_node;
   if (a.nodes < 1) user_error("--nodes is {}; expected >= 1", a.nodes);
   c.nodes = a.nodes;
@@ -138,7 +148,9 @@ plan::Cluster resolve_cluster(const PlanArgs& a) {
 
 void run_plan(const PlanArgs& a) {
   if (a.calibrate) {
-    const plan::CalibrateOptions copt;
+    plan::CalibrateOptions copt;
+    if (a.calibrate_seconds > 0) copt.seconds_per_probe = a.calibrate_seconds;
+    if (a.calibrate_rounds > 0) copt.rounds = a.calibrate_rounds;
     const plan::GpuSpec g = plan::calibrate_machine(copt);
     plan::save_device_profile(g, a.out);
     if (a.json) {
@@ -153,8 +165,11 @@ void run_plan(const PlanArgs& a) {
       };
       rates("training GEMMs, GPT-2 block (fwd, dx, dW)", "n_embd", g.gemm_by_width);
       rates("training GEMMs, Llama block", "n_embd", g.gemm_llama_by_width);
-      rates("causal attention fwd+bwd", "head_dim", g.attention_by_head_dim);
+      rates(fmt::format("same, GPT-2 n_embd {}", copt.gemm_tokens_width).c_str(), "tokens", g.gemm_by_tokens);
+      rates(fmt::format("causal attention fwd+bwd, T {}", copt.attention_seq).c_str(), "head_dim",
+            g.attention_by_head_dim);
       rates("same, 4 query heads per KV head", "head_dim", g.attention_gqa_by_head_dim);
+      rates(fmt::format("same, head_dim {}", copt.attention_seqs_head_dim).c_str(), "T", g.attention_by_seq);
       rates("LM head + cross-entropy fwd+bwd", "n_embd", g.lm_head_by_width);
       std::printf("  %-40s %.1f GB/s\n", "norms and adds (memory-bound)", g.elementwise_gbs);
       std::printf("  %-40s GELU %.2f, SwiGLU %.2f  G elements/s\n", "activations fwd+bwd", g.gelu_gelems,
@@ -199,6 +214,19 @@ void run_plan(const PlanArgs& a) {
   if (l.vp > 1 && l.schedule == "1f1b") l.schedule = "interleaved";
   plan::PlanResult r = plan::predict(m, t, l, c);
   if (!r.fits) r.fit_hints = plan::fit_hints(m, t, l, c);
+  if (!a.compare.empty()) {
+    if (!r.kernel_model)
+      user_error("--compare needs a calibrated profile: add --device-profile <file from braid plan --calibrate>");
+    const plan::MeasuredRun run = plan::read_run_metrics(a.compare);
+    if (a.json) {
+      nlohmann::json j = plan::plan_json(r);
+      j["compare"] = plan::compare_json(r, run);
+      std::cout << j.dump(2) << "\n";
+    } else {
+      std::cout << plan::plan_text(m, c, r) << plan::compare_text(r, run);
+    }
+    return;
+  }
   if (a.json) std::cout << plan::plan_json(r).dump(2) << "\n";
   else std::cout << plan::plan_text(m, c, r);
 }
@@ -241,7 +269,12 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--lora-base", a.train.lora_base, "Frozen base weights: bf16, int8, 4bit");
   c->add_option("--train-tokens", a.train.train_tokens, "Tokens to train for time and cost");
   c->add_option("--gpu", a.gpu, "GPU kind (v100, a100-40gb, a100-80gb, h100-sxm, ...) or profile.json");
-  c->add_option("--device-profile", a.device_profile, "Device profile JSON from --calibrate; its kernel rates time braid's CPU step");
+  c->add_option("--device-profile", a.device_profile,
+                "Device profile JSON from --calibrate; its kernel rates time braid's CPU step.\n"
+                "Several, comma-separated (calibrated before and after a run): their mean");
+  c->add_option("--compare", a.compare,
+                "A braid train run directory: set its measured step and kernel-group times\n"
+                "(metrics.jsonl) beside the prediction (needs --config and --device-profile)");
   c->add_option("--gpus-per-node", a.gpus_per_node, "GPUs per node (default: per GPU kind)");
   c->add_option("--nodes", a.nodes, "Nodes");
   c->add_option("--intra-bw", a.intra_bw, "Override intra-node GB/s per GPU and direction");
@@ -259,6 +292,12 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--batch", a.batch, "Serving batch (concurrent sequences)");
   c->add_flag("--calibrate", a.calibrate, "Measure this machine (GEMM, attention, LM head, element-wise and memory rates) and write a device profile");
   c->add_option("--out", a.out, "Where --calibrate writes the profile");
+  c->add_option("--calibrate-seconds", a.calibrate_seconds,
+                "Seconds each --calibrate probe runs in all (default 0.6; about 30 probes)")
+      ->check(CLI::PositiveNumber);
+  c->add_option("--calibrate-rounds", a.calibrate_rounds,
+                "Interleaved rounds the probe time is split into (default 6)")
+      ->check(CLI::PositiveNumber);
   c->add_flag("--json", a.json, "Print JSON instead of tables");
   c->callback([args] { run_plan(*args); });
 }

@@ -38,6 +38,14 @@ struct GpuSpec {
   std::vector<RatePoint> gemm_llama_by_width;  // the same on Llama block shapes (GQA 4, SwiGLU)
   std::vector<RatePoint> attention_by_head_dim;  // causal attention fwd+bwd, by head_dim
   std::vector<RatePoint> attention_gqa_by_head_dim;  // the same with 4 query heads per KV head
+  // Sequence-length and token-count dependence, as separable factors: a rate measured at seq s
+  // is scaled by rate_at(attention_by_seq, s) / rate_at(attention_by_seq, attention_ref_seq)
+  // (the head_dim tables were measured at attention_ref_seq); GEMMs likewise by tokens per
+  // micro-batch against gemm_ref_tokens.
+  std::vector<RatePoint> attention_by_seq;  // causal attention fwd+bwd at head_dim 64, by seq
+  double attention_ref_seq = 0;
+  std::vector<RatePoint> gemm_by_tokens;    // GPT-2 block GEMMs at n_embd 512, by tokens
+  double gemm_ref_tokens = 0;
   std::vector<RatePoint> lm_head_by_width;    // fused LM head + cross-entropy fwd+bwd, by n_embd
   double elementwise_gbs = 0;  // memory-bound kernels on activations (norms, adds), GB/s
   double gelu_gelems = 0;      // GELU forward + backward, 1e9 elements of its (N, F) input per s
@@ -101,8 +109,11 @@ struct TimeBreakdown {
 
 // Seconds per optimizer step by kernel group (the calibrated CPU model, launch/plan/cpu_model.h).
 struct CpuStepTime {
-  double gemm = 0, attention = 0, lm_head = 0, elementwise = 0, calls = 0, optimizer = 0;
-  double compute() const { return gemm + attention + lm_head + elementwise + calls; }
+  // The groups are those braid's kernel profiler reports (core/profile.h; `kernel_s` in a
+  // run's metrics.jsonl), so a prediction can be compared with a run group by group.
+  double gemm = 0, attention = 0, lm_head = 0, elementwise = 0, activation = 0, calls = 0,
+         optimizer = 0;
+  double compute() const { return gemm + attention + lm_head + elementwise + activation + calls; }
   double total() const { return compute() + optimizer; }
 };
 

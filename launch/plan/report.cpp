@@ -59,10 +59,14 @@ nlohmann::json plan_json(const PlanResult& r) {
           {"train_seconds", r.train_seconds},
           {"train_cost", r.train_cost}};
   if (r.kernel_model)
-    j["cpu_kernel_seconds"] = {{"gemm", k.gemm},           {"attention", k.attention},
-                               {"lm_head_ce", k.lm_head},  {"elementwise", k.elementwise},
+    j["cpu_kernel_seconds"] = {{"gemm", k.gemm},
+                               {"attention", k.attention},
+                               {"lm_head", k.lm_head},
+                               {"elementwise", k.elementwise},
+                               {"activation", k.activation},
                                {"kernel_calls", k.calls},
-                               {"optimizer", k.optimizer}, {"total", k.total()}};
+                               {"optimizer", k.optimizer},
+                               {"total", k.total()}};
   return j;
 }
 
@@ -118,9 +122,9 @@ std::string plan_text(const ModelConfig& m, const Cluster& c, const PlanResult& 
   const TimeBreakdown& t = r.time;
   o += fmt::format("\nFLOPs per step  model {:.3e}  hardware (with recompute) {:.3e}\n",
                    r.model_flops_step, r.hw_flops_step);
-  o += "step time                          s      %\n";
+  o += "step time                                  s      %\n";
   auto trow = [&](const char* k, double v) {
-    o += fmt::format("  {:<28}{:>10.4f} {:>6.1f}\n", k, v, 100 * v / t.step());
+    o += fmt::format("  {:<36}{:>10.4f} {:>6.1f}\n", k, v, 100 * v / t.step());
   };
   trow("compute", t.compute);
   trow("tensor-parallel comm", t.tp_comm);
@@ -134,7 +138,8 @@ std::string plan_text(const ModelConfig& m, const Cluster& c, const PlanResult& 
     trow("  GEMMs", r.cpu_kernels.gemm);
     trow("  attention", r.cpu_kernels.attention);
     trow("  LM head + cross-entropy", r.cpu_kernels.lm_head);
-    trow("  element-wise", r.cpu_kernels.elementwise);
+    trow("  element-wise (norms, adds, copies)", r.cpu_kernels.elementwise);
+    trow("  activations (GELU / SwiGLU)", r.cpu_kernels.activation);
     trow("  kernel-call overhead", r.cpu_kernels.calls);
   }
   o += fmt::format("\ntokens/s {:.0f}   TFLOP/s per GPU {:.4g} (hardware {:.4g})   MFU {:.1f}%  "

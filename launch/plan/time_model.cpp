@@ -112,7 +112,7 @@ PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
     stage_compute = k.compute();
     r.kernel_model = true;
     r.cpu_kernels = {k.gemm * mbs, k.attention * mbs, k.lm_head * mbs, k.elementwise * mbs,
-                     k.calls * mbs, 0.0};
+                     k.activation * mbs, k.calls * mbs, 0.0};
   }
 
   // Tensor parallel: 2 all-reduces (or RS+AG pairs) forward, 2 backward, 2 more per recompute.

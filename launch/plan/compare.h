@@ -1,0 +1,39 @@
+// Prediction against a finished run: `braid plan --config X --device-profile P --compare RUN`
+// reads RUN/metrics.jsonl (the step time and the kernel-group times braid train logs, see
+// core/profile.h) and sets them beside the calibrated CPU model's groups.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "launch/plan/plan_types.h"
+
+namespace braid::plan {
+
+struct MeasuredRun {
+  std::string metrics_path;
+  int64_t steps = 0;       // steps averaged over (the log windows after the first)
+  int windows = 0;         // log windows averaged over
+  int skipped_windows = 0;  // warm-up windows left out
+  double step_s = 0;       // mean seconds per step over those windows
+  std::map<std::string, double> kernel_s;  // mean seconds per step by group ("other" included)
+};
+
+// Reads the last training segment of <run_dir>/metrics.jsonl (after its last start/resume
+// event): every log window except the first (warm-up, unless it is the only one), weighted by
+// its steps. Throws UserError when the file is missing or has no timed windows.
+MeasuredRun read_run_metrics(const std::string& run_dir);
+
+// Profiles measured at different times, as one: each rate is the harmonic mean of the
+// profiles' rates (so predicted times are the mean of the times each profile predicts).
+// Throws UserError when their rate tables do not have the same keys.
+GpuSpec average_profiles(const std::vector<GpuSpec>& profiles);
+
+// Rows group | predicted | measured | error, with the total.
+std::string compare_text(const PlanResult& r, const MeasuredRun& run);
+nlohmann::json compare_json(const PlanResult& r, const MeasuredRun& run);
+
+}  // namespace braid::plan
