@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
 # Compares `braid plan` step-time predictions (after --calibrate) with the steps `braid train`
-# measures on this machine, for a few configs. Builds nothing.
-#   tools/plan_vs_train.sh [BUILD_DIR]     (default: build/; needs BUILD_DIR/braid)
-# For each config: calibrate (so the profile sees the same machine state as the run), predict,
-# train a few steps, and compare. Measured = median of the log windows after the first
-# (warm-up). Prints a table: config, predicted s/step, measured s/step, error %, and the load
-# average when the run started. Takes about 3-4 minutes on 2 idle cores; on a shared machine
-# run it when the load average is below the core count, or the numbers mean little.
+# measures on this machine, group by group, for a few configs. Builds nothing.
+#   tools/plan_vs_train.sh [BUILD_DIR] [REPEATS]   (default: build/, 1; needs BUILD_DIR/braid)
+#
+# A shared or virtual machine's speed drifts over seconds to minutes, so each training run is
+# bracketed by calibrations: calibrate, train config 1, calibrate, train config 2, calibrate, ...
+# and config i is predicted from the mean of the profiles just before and just after it
+# (`--device-profile before.json,after.json`); the predictions from each profile alone are
+# printed too. Measured = mean step time of the log windows after the first (warm-up), from the
+# run's metrics.jsonl, read by `braid plan --compare`, which also sets the measured kernel-group
+# times beside the predicted ones. Takes about 4 minutes per repeat on 2 cores.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}
+repeats=${2:-1}
 [[ "$build" = /* ]] || build="$PWD/$build"
 braid="$build/braid"
 [[ -x "$braid" ]] || { echo "no braid binary at $braid; build it first (ninja -C $build braid)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$here"
-load() { cut -d' ' -f1 /proc/loadavg; }
 
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores," \
      "OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset}, load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -26,39 +29,52 @@ echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //
 "$braid" prepare --input /usr/share/common-licenses --out "$tmp/data" --tokenizer bpe \
     --vocab-size 512 --force > "$tmp/prepare.log"
 
-# config | steps | log interval (steps is a multiple of it; window 1 is warm-up)
+# config | steps | log interval (steps is a multiple of it; window 1 is warm-up). About 20-30 s
+# of training each, so the mean spans several of the machine's speed swings.
 runs=(
-  "configs/bench_gpt2.yaml|8|2"
-  "configs/quickstart.yaml|60|10"
-  "configs/llama_small.yaml|24|4"
+  "configs/bench_gpt2.yaml|12|2"
+  "configs/quickstart.yaml|200|20"
+  "configs/llama_small.yaml|60|6"
 )
+json_num() { grep -o "\"$1\": *[-0-9.eE+]*" | head -1 | sed 's/.*: *//'; }
 rows=()
-for r in "${runs[@]}"; do
-  IFS='|' read -r cfg steps li <<< "$r"
-  name=$(basename "$cfg" .yaml)
-  profile="$tmp/profile_$name.json"
-  echo
-  echo "== $cfg"
-  "$braid" plan --calibrate --out "$profile" | grep -v '^wrote\|^(communication'
-  sets=(--set "data.dir=$tmp/data" --set "train.steps=$steps" --set "train.log_interval=$li")
-  pred=$("$braid" plan --config "$cfg" "${sets[@]}" --device-profile "$profile" --json |
-         awk '/"step_seconds"/ {f = 1} f && /"total"/ {gsub(/[",]/, "", $2); print $2; exit}')
-  "$braid" plan --config "$cfg" "${sets[@]}" --device-profile "$profile" |
-      sed -n '/^step time/,/kernel-call/p' | grep -v ' 0.0000 '
-  start_load=$(load)
-  "$braid" train "$cfg" "${sets[@]}" --set "run.dir=$tmp/runs" --set "run.name=$name" \
-      --set checkpoint.interval=0 --set checkpoint.resume=none --set train.sample_tokens=0 \
-      --set train.eval_interval=0 > "$tmp/$name.log"
-  windows=$(grep -o '"step_s":[^,}]*' "$tmp/runs/$name/metrics.jsonl" | tail -n +2 | cut -d: -f2)
-  [[ -n "$windows" ]] || { echo "no step_s after the first window in $name" >&2; exit 1; }
-  echo "measured s/step per log window after the first: $(echo $windows)"
-  meas=$(echo "$windows" | sort -g | awk '{v[NR] = $1} END {printf "%.4f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}')
-  rows+=("$(awk -v c="$cfg" -v p="$pred" -v m="$meas" -v l="$start_load" \
-            'BEGIN {printf "| %s | %.4f | %.4f | %+.1f | %s |", c, p, m, 100 * (p - m) / m, l}')")
+n=0
+calibrate() { "$braid" plan --calibrate --out "$tmp/profile_$1.json" > "$tmp/calibrate_$1.log"; }
+calibrate 0
+for rep in $(seq 1 "$repeats"); do
+  for r in "${runs[@]}"; do
+    IFS='|' read -r cfg steps li <<< "$r"
+    name=$(basename "$cfg" .yaml)
+    before="$tmp/profile_$n.json"
+    sets=(--set "data.dir=$tmp/data" --set "train.steps=$steps" --set "train.log_interval=$li")
+    start_load=$(cut -d' ' -f1 /proc/loadavg)
+    rm -rf "$tmp/runs"
+    "$braid" train "$cfg" "${sets[@]}" --set "run.dir=$tmp/runs" --set "run.name=$name" \
+        --set checkpoint.interval=0 --set checkpoint.resume=none --set train.sample_tokens=0 \
+        --set train.eval_interval=0 > "$tmp/$name.log"
+    n=$((n + 1))
+    calibrate "$n"
+    after="$tmp/profile_$n.json"
+    echo
+    echo "== repeat $rep: $cfg (load average at start $start_load)"
+    "$braid" plan --config "$cfg" "${sets[@]}" --device-profile "$before,$after" \
+        --compare "$tmp/runs/$name" | sed -n '/^predicted vs measured/,$p'
+    pred() { "$braid" plan --config "$cfg" "${sets[@]}" --device-profile "$1" --json \
+                 --compare "$tmp/runs/$name" | json_num predicted_step_s; }
+    pb=$(pred "$before")
+    pa=$(pred "$after")
+    j=$("$braid" plan --config "$cfg" "${sets[@]}" --device-profile "$before,$after" --json \
+        --compare "$tmp/runs/$name")
+    pm=$(echo "$j" | json_num predicted_step_s)
+    meas=$(echo "$j" | json_num measured_step_s)
+    rows+=("$(awk -v c="$cfg" -v r="$rep" -v b="$pb" -v a="$pa" -v p="$pm" -v m="$meas" -v l="$start_load" \
+              'BEGIN {printf "| %s | %d | %.4f | %.4f | %.4f | %.4f | %+.1f | %+.1f | %+.1f | %s |", c, r, b, a, p, m,
+                      100 * (p - m) / m, 100 * (b - m) / m, 100 * (a - m) / m, l}')")
+  done
 done
 
 echo
-echo "| config | predicted s/step | measured s/step | error % | load at start |"
-echo "| --- | ---: | ---: | ---: | ---: |"
+echo "| config | repeat | predicted, profile before | predicted, profile after | predicted, mean | measured s/step | error % (mean) | error % (before only) | error % (after only) | load at start |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 printf '%s\n' "${rows[@]}"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -19,8 +19,11 @@
 #include "core/kernels/elementwise.h"
 #include "core/kernels/gemm.h"
 #include "core/kernels/layernorm.h"
+#include "core/models/transformer.h"
+#include "core/profile.h"
 #include "core/random.h"
 #include "launch/plan/cpu_model.h"
+#include "launch/plan/model_math.h"
 
 namespace braid::plan {
 
@@ -43,7 +46,10 @@ class Probes {
  public:
   // `fn` does `work` units (FLOPs, bytes, elements) per call; returns the probe's index.
   size_t add(std::function<void()> fn, double work) {
-    probes_.push_back({std::move(fn), work});
+    Probe p;
+    p.fn = std::move(fn);
+    p.work = work;
+    probes_.push_back(std::move(p));
     return probes_.size() - 1;
   }
   // Runs `rounds` rounds; in each, every probe for at least seconds_per_probe / rounds (and
@@ -53,6 +59,7 @@ class Probes {
     const double share = seconds_per_probe / std::max(1, rounds);
     for (int r = 0; r < rounds; ++r) {
       for (Probe& p : probes_) {
+        const KernelTimes k0 = kernel_times();
         const auto t0 = Clock::now();
         double dt = 0;
         do {
@@ -61,6 +68,7 @@ class Probes {
           dt = seconds_since(t0);
         } while (dt < share);
         p.seconds += dt;
+        p.groups += kernel_times() - k0;
       }
     }
   }
@@ -71,6 +79,14 @@ class Probes {
     return p.work * static_cast<double>(p.calls) / p.seconds;
   }
   double seconds_per_call(size_t i) const { return probes_.at(i).seconds / static_cast<double>(probes_.at(i).calls); }
+  // Work units per second of the time the kernel profiler charged to `g` (core/profile.h)
+  // while the probe ran: the rate of one kernel group inside a composite probe.
+  double group_rate(size_t i, KernelGroup g) const {
+    const Probe& p = probes_.at(i);
+    const double s = p.groups.seconds[static_cast<int>(g)];
+    BRAID_CHECK(p.calls > 0 && s > 0, "calibration probe {} spent no time in {}", i, kernel_group_name(g));
+    return p.work * static_cast<double>(p.calls) / s;
+  }
 
  private:
   struct Probe {
@@ -78,6 +94,7 @@ class Probes {
     double work = 0;
     double seconds = 0;
     int64_t calls = 0;
+    KernelTimes groups;
   };
   std::vector<Probe> probes_;
 };
@@ -132,6 +149,50 @@ size_t add_gemm_probe(Probes& probes, std::shared_ptr<GemmBuffers> buf, int64_t 
       flops);
 }
 
+// One real transformer block of `family` at width C (head_dim 64, 32 at C < 256; Llama with 4
+// query heads per KV head), forward + backward on `tokens` tokens of 256: the kernels and
+// shapes braid train runs. The probe's work is counted twice, read per kernel group: GEMM
+// FLOPs (6 per matmul parameter per token) against the profiler's GEMM time, and the bytes
+// block_elementwise_bytes_per_token counts against its element-wise time.
+struct BlockProbe {
+  size_t index = 0;
+  double gemm_flops = 0, elementwise_bytes = 0;
+};
+
+BlockProbe add_block_probe(Probes& probes, int64_t tokens, int C, bool llama) {
+  ModelConfig m;
+  m.family = llama ? "llama" : "gpt2";
+  m.vocab_size = 64;
+  m.context_length = 256;
+  m.n_layer = 1;
+  m.n_embd = C;
+  m.n_head = C / (C < 256 ? 32 : 64);
+  if (llama) m.n_kv_head = std::max(1, m.n_head / 4);
+  m.validate();
+  const int64_t T = 256, B = std::max<int64_t>(1, tokens / T);
+  struct State {
+    std::unique_ptr<Transformer> model;
+    Tensor x, dy;
+  };
+  auto st = std::make_shared<State>();
+  st->model = std::make_unique<Transformer>(m);
+  st->model->init_weights();
+  st->x = randn({B, T, C}, 13);
+  st->dy = randn({B, T, C}, 14);
+  BlockProbe bp;
+  const double n = static_cast<double>(B * T);
+  bp.gemm_flops = 6.0 * static_cast<double>(block_matmul_params(m)) * n;
+  bp.elementwise_bytes = block_elementwise_bytes_per_token(m) * n;
+  bp.index = probes.add(
+      [st] {
+        Saved saved;
+        st->model->blocks_forward(st->x, saved);
+        st->model->blocks_backward(st->dy, saved);
+      },
+      1.0);
+  return bp;
+}
+
 // Causal attention forward + backward on `tokens` tokens of sequences of length T at n_embd
 // 512, in the kernel's own FLOPs; `group` query heads share each KV head.
 size_t add_attention_probe(Probes& probes, int64_t tokens, int64_t T, int64_t D, int64_t group) {
@@ -161,10 +222,8 @@ size_t add_attention_probe(Probes& probes, int64_t tokens, int64_t T, int64_t D,
       attention_kernel_flops_per_token(m, T) * static_cast<double>(B * T));
 }
 
-// The fused LM head + cross-entropy, forward and backward, vocabulary 4096: 6 V C per token.
-size_t add_lm_head_probe(Probes& probes, int64_t N, int64_t C) {
-  const int64_t V = 4096;
-  N = std::min<int64_t>(N, 1024);
+// The fused LM head + cross-entropy, forward and backward, on N tokens: 6 V C FLOPs per token.
+size_t add_lm_head_probe(Probes& probes, int64_t N, int64_t C, int64_t V) {
   struct Buffers {
     Tensor x, w, targets, losses, dx, dw;
   };
@@ -287,17 +346,15 @@ GpuSpec calibrate_machine(const CalibrateOptions& opt) {
   const size_t p_copy = add_copy_probe(probes, opt.copy_bytes);
 
   const int64_t N = opt.tokens;
-  int64_t wide = 0;
-  for (int w : opt.gemm_widths)
-    wide = std::max({wide, widest(block_linear_shapes(w, false)), widest(block_linear_shapes(w, true))});
   int64_t most_tokens = N;
   for (int t : opt.gemm_token_counts) most_tokens = std::max<int64_t>(most_tokens, t);
-  wide = std::max(wide, widest(block_linear_shapes(opt.gemm_tokens_width, false)));
+  const int64_t wide = widest(block_linear_shapes(opt.gemm_tokens_width, false));
   auto gbuf = std::make_shared<GemmBuffers>(most_tokens, wide);
-  std::vector<size_t> p_gemm, p_gemm_llama, p_gemm_tokens, p_attn, p_attn_gqa, p_attn_seq, p_lm;
+  std::vector<size_t> p_gemm_tokens, p_attn, p_attn_gqa, p_attn_seq, p_lm, p_lm_vocab;
+  std::vector<BlockProbe> p_block, p_block_llama;
   for (int w : opt.gemm_widths) {
-    p_gemm.push_back(add_gemm_probe(probes, gbuf, N, w, false));
-    p_gemm_llama.push_back(add_gemm_probe(probes, gbuf, N, w, true));
+    p_block.push_back(add_block_probe(probes, N, w, false));
+    p_block_llama.push_back(add_block_probe(probes, N, w, true));
   }
   for (int t : opt.gemm_token_counts) p_gemm_tokens.push_back(add_gemm_probe(probes, gbuf, t, opt.gemm_tokens_width, false));
   for (int d : opt.head_dims) {
@@ -305,7 +362,8 @@ GpuSpec calibrate_machine(const CalibrateOptions& opt) {
     p_attn_gqa.push_back(add_attention_probe(probes, N, opt.attention_seq, d, 4));
   }
   for (int s : opt.attention_seqs) p_attn_seq.push_back(add_attention_probe(probes, N, s, opt.attention_seqs_head_dim, 1));
-  for (int w : opt.lm_head_widths) p_lm.push_back(add_lm_head_probe(probes, N, w));
+  for (int w : opt.lm_head_widths) p_lm.push_back(add_lm_head_probe(probes, N, w, opt.lm_head_ref_vocab));
+  for (int v : opt.lm_head_vocabs) p_lm_vocab.push_back(add_lm_head_probe(probes, N, opt.lm_head_vocabs_width, v));
   const size_t p_elem = add_elementwise_probe(probes, N);
   const size_t p_gelu = add_activation_probe(probes, N, false);
   const size_t p_swiglu = add_activation_probe(probes, N, true);
@@ -334,8 +392,20 @@ GpuSpec calibrate_machine(const CalibrateOptions& opt) {
     for (size_t i = 0; i < keys.size(); ++i) t.push_back({double(keys[i]), probes.rate(idx[i]) / 1e12});
     return t;
   };
-  g.gemm_by_width = table(opt.gemm_widths, p_gemm);
-  g.gemm_llama_by_width = table(opt.gemm_widths, p_gemm_llama);
+  auto block_table = [&](const std::vector<BlockProbe>& ps, bool gemm) {
+    std::vector<RatePoint> t;
+    for (size_t i = 0; i < ps.size(); ++i) {
+      const BlockProbe& b = ps[i];
+      const double r = gemm ? b.gemm_flops * probes.group_rate(b.index, KernelGroup::Gemm) / 1e12
+                            : b.elementwise_bytes * probes.group_rate(b.index, KernelGroup::Elementwise) / 1e9;
+      t.push_back({double(opt.gemm_widths[i]), r});
+    }
+    return t;
+  };
+  g.gemm_by_width = block_table(p_block, true);
+  g.gemm_llama_by_width = block_table(p_block_llama, true);
+  g.block_elementwise_by_width = block_table(p_block, false);
+  g.block_elementwise_llama_by_width = block_table(p_block_llama, false);
   g.gemm_by_tokens = table(opt.gemm_token_counts, p_gemm_tokens);
   g.gemm_ref_tokens = static_cast<double>(N);
   g.attention_by_head_dim = table(opt.head_dims, p_attn);
@@ -343,6 +413,8 @@ GpuSpec calibrate_machine(const CalibrateOptions& opt) {
   g.attention_by_seq = table(opt.attention_seqs, p_attn_seq);
   g.attention_ref_seq = opt.attention_seq;
   g.lm_head_by_width = table(opt.lm_head_widths, p_lm);
+  g.lm_head_by_vocab = table(opt.lm_head_vocabs, p_lm_vocab);
+  g.lm_head_ref_vocab = opt.lm_head_ref_vocab;
   g.elementwise_gbs = probes.rate(p_elem) / 1e9;
   g.gelu_gelems = probes.rate(p_gelu) / 1e9;
   g.swiglu_gelems = probes.rate(p_swiglu) / 1e9;

@@ -17,14 +17,18 @@ struct CalibrateOptions {
   double seconds_per_probe = 0.6;
   // Training-like kernels on a micro-batch of `tokens` tokens.
   int tokens = 2048;
-  std::vector<int> gemm_widths = {128, 256, 512, 768};  // n_embd of the linear-layer GEMMs
+  // n_embd of the one-block probes (GPT-2 and Llama): GEMM and block element-wise rates
+  std::vector<int> gemm_widths = {128, 256, 512, 768};
   std::vector<int> gemm_token_counts = {512, 1024, 2048, 4096};  // at n_embd gemm_tokens_width
   int gemm_tokens_width = 512;
   int attention_seq = 256;                     // the head_dim tables' sequence length
   std::vector<int> head_dims = {32, 64, 128};  // attention at n_embd 512
   std::vector<int> attention_seqs = {128, 256, 512, 1024};  // at head_dim attention_seqs_head_dim
   int attention_seqs_head_dim = 64;
-  std::vector<int> lm_head_widths = {128, 256, 512};  // LM head + CE at vocab 4096
+  std::vector<int> lm_head_widths = {128, 256, 512};  // LM head + CE at vocab lm_head_ref_vocab
+  int lm_head_ref_vocab = 4096;
+  std::vector<int> lm_head_vocabs = {512, 2048, 4096, 16384};  // at n_embd lm_head_vocabs_width
+  int lm_head_vocabs_width = 256;
 };
 
 // Runs the measurements (uses the process's OpenMP threads) and returns a profile whose rates

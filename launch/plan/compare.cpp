@@ -50,7 +50,7 @@ void check_same_keys(const std::vector<RatePoint>& a, const std::vector<RatePoin
 
 void harmonic_tables(std::vector<RatePoint>& acc, const std::vector<RatePoint>& add, const char* what) {
   check_same_keys(acc, add, what);
-  for (size_t i = 0; i < acc.size(); ++i) acc[i].tflops += 1.0 / add[i].tflops;
+  for (size_t i = 0; i < acc.size(); ++i) acc[i].rate += 1.0 / add[i].rate;
 }
 
 }  // namespace
@@ -116,14 +116,16 @@ GpuSpec average_profiles(const std::vector<GpuSpec>& profiles) {
   // Accumulate reciprocals (times per unit of work), then invert their mean.
   auto inv = [](double& v) { v = v > 0 ? 1.0 / v : 0.0; };
   auto inv_table = [&](std::vector<RatePoint>& t) {
-    for (RatePoint& p : t) inv(p.tflops);
+    for (RatePoint& p : t) inv(p.rate);
   };
   std::vector<double*> scalars = {&g.tflops_fp32, &g.tflops_bf16, &g.tflops_fp16, &g.mem_bw_gbs,
                                   &g.intra_bw_gbs, &g.inter_bw_gbs, &g.elementwise_gbs,
                                   &g.gelu_gelems, &g.swiglu_gelems};
   std::vector<std::vector<RatePoint>*> tables = {&g.gemm_by_width, &g.gemm_llama_by_width,
                                                  &g.attention_by_head_dim, &g.attention_gqa_by_head_dim,
-                                                 &g.lm_head_by_width, &g.attention_by_seq, &g.gemm_by_tokens};
+                                                 &g.lm_head_by_width, &g.attention_by_seq, &g.gemm_by_tokens,
+                                                 &g.lm_head_by_vocab, &g.block_elementwise_by_width,
+                                                 &g.block_elementwise_llama_by_width};
   for (double* s : scalars) inv(*s);
   for (auto* t : tables) inv_table(*t);
   for (size_t i = 1; i < profiles.size(); ++i) {
@@ -134,10 +136,14 @@ GpuSpec average_profiles(const std::vector<GpuSpec>& profiles) {
     for (size_t k = 0; k < scalars.size(); ++k) *scalars[k] += ps[k] > 0 ? 1.0 / ps[k] : 0.0;
     const std::vector<const std::vector<RatePoint>*> pt = {&p.gemm_by_width, &p.gemm_llama_by_width,
                                                            &p.attention_by_head_dim, &p.attention_gqa_by_head_dim,
-                                                           &p.lm_head_by_width, &p.attention_by_seq, &p.gemm_by_tokens};
-    const char* names[] = {"GEMM", "Llama GEMM", "attention", "GQA attention", "LM head", "attention-by-T", "GEMM-by-tokens"};
+                                                           &p.lm_head_by_width, &p.attention_by_seq, &p.gemm_by_tokens,
+                                                           &p.lm_head_by_vocab, &p.block_elementwise_by_width,
+                                                           &p.block_elementwise_llama_by_width};
+    const char* names[] = {"GEMM", "Llama GEMM", "attention", "GQA attention", "LM head", "attention-by-T",
+                           "GEMM-by-tokens", "LM-head-by-vocab", "block element-wise", "Llama block element-wise"};
     for (size_t k = 0; k < tables.size(); ++k) harmonic_tables(*tables[k], *pt[k], names[k]);
-    if (p.attention_ref_seq != g.attention_ref_seq || p.gemm_ref_tokens != g.gemm_ref_tokens)
+    if (p.attention_ref_seq != g.attention_ref_seq || p.gemm_ref_tokens != g.gemm_ref_tokens ||
+        p.lm_head_ref_vocab != g.lm_head_ref_vocab)
       user_error("device profiles to average were measured at different reference shapes");
     g.kernel_call_us += p.kernel_call_us;  // a time: arithmetic mean below
     g.memory_gib = std::min(g.memory_gib, p.memory_gib);
@@ -145,7 +151,7 @@ GpuSpec average_profiles(const std::vector<GpuSpec>& profiles) {
   const double n = static_cast<double>(profiles.size());
   for (double* s : scalars) *s = *s > 0 ? n / *s : 0.0;
   for (auto* t : tables)
-    for (RatePoint& p : *t) p.tflops = n / p.tflops;
+    for (RatePoint& p : *t) p.rate = n / p.rate;
   g.kernel_call_us /= n;
   g.description = fmt::format("mean of {} device profiles", profiles.size());
   return g;

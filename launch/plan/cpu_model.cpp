@@ -24,15 +24,15 @@ double rate_at(const std::vector<RatePoint>& table, double key) {
   BRAID_CHECK(key > 0, "rate_at key {}", key);
   std::vector<RatePoint> pts = table;
   std::sort(pts.begin(), pts.end(), [](const RatePoint& a, const RatePoint& b) { return a.key < b.key; });
-  if (key <= pts.front().key) return pts.front().tflops;
-  if (key >= pts.back().key) return pts.back().tflops;
+  if (key <= pts.front().key) return pts.front().rate;
+  if (key >= pts.back().key) return pts.back().rate;
   for (size_t i = 1; i < pts.size(); ++i) {
     if (key > pts[i].key) continue;
     const double x0 = std::log(pts[i - 1].key), x1 = std::log(pts[i].key);
     const double f = x1 > x0 ? (std::log(key) - x0) / (x1 - x0) : 1.0;
-    return pts[i - 1].tflops + f * (pts[i].tflops - pts[i - 1].tflops);
+    return pts[i - 1].rate + f * (pts[i].rate - pts[i - 1].rate);
   }
-  return pts.back().tflops;
+  return pts.back().rate;
 }
 
 double side_factor(const std::vector<RatePoint>& table, double key, double ref) {
@@ -118,15 +118,23 @@ CpuStepTime cpu_microbatch_time(const ModelConfig& m, const TrainOptions& t, con
                            side_factor(g.attention_by_seq, static_cast<double>(s), g.attention_ref_seq);
   r.gemm = layers * matmul * tokens / tp / (gemm_rate * 1e12);
   r.attention = layers * attn * tokens / tp / (attn_rate * 1e12);
-  double bytes = layers * passes * block_elementwise_bytes_per_token(m) * tokens;
+  // A block's element-wise kernels at the rate measured inside a real block of this family
+  // and width when the profile has it; the embedding and final norm at elementwise_gbs.
+  const std::vector<RatePoint>& block_ew =
+      m.is_llama() ? g.block_elementwise_llama_by_width : g.block_elementwise_by_width;
+  const double block_gbs = block_ew.empty() ? g.elementwise_gbs : rate_at(block_ew, m.n_embd);
+  r.elementwise = layers * passes * block_elementwise_bytes_per_token(m) * tokens / (block_gbs * 1e9);
   if (with_head) {
-    r.lm_head = head_flops_per_token(m, t) * tokens / tp / (rate_at(g.lm_head_by_width, m.n_embd) * 1e12);
-    bytes += edge_elementwise_bytes_per_token(m) * tokens;
+    const double lm_rate = rate_at(g.lm_head_by_width, m.n_embd) *
+                           side_factor(g.lm_head_by_vocab, m.vocab_size, g.lm_head_ref_vocab);
+    r.lm_head = head_flops_per_token(m, t) * tokens / tp / (lm_rate * 1e12);
+    r.elementwise += edge_elementwise_bytes_per_token(m) * tokens / (g.elementwise_gbs * 1e9);
   }
-  r.elementwise = bytes / (g.elementwise_gbs * 1e9);
   r.activation = layers * passes * tokens * block_activation_seconds_per_token(m, g);
-  // Embedding and final norm forward + backward, and the fused LM head: about 5 calls.
-  const double calls = layers * passes * block_kernel_calls(m) + (with_head ? 5.0 : 0.0);
+  // Embedding and final norm forward + backward, and the fused LM head: about 5 calls. A
+  // block's own calls are already inside its measured rates when those come from real blocks.
+  const double block_calls = block_ew.empty() ? block_kernel_calls(m) : 0.0;
+  const double calls = layers * passes * block_calls + (with_head ? 5.0 : 0.0);
   r.calls = calls * g.kernel_call_us * 1e-6;
   return r;
 }

@@ -104,27 +104,29 @@ double peak_tflops(const GpuSpec& gpu, const std::string& precision) {
 
 namespace {
 
-// A calibrated rate table: [{"<key_name>": 512, "tflops": 0.11}, ...].
-nlohmann::json rates_json(const std::vector<RatePoint>& pts, const char* key_name) {
+// A calibrated rate table: [{"<key_name>": 512, "<value_name>": 0.11}, ...] (value "tflops" or
+// "gbs").
+nlohmann::json rates_json(const std::vector<RatePoint>& pts, const char* key_name,
+                          const char* value_name = "tflops") {
   nlohmann::json a = nlohmann::json::array();
-  for (const RatePoint& p : pts) a.push_back({{key_name, p.key}, {"tflops", p.tflops}});
+  for (const RatePoint& p : pts) a.push_back({{key_name, p.key}, {value_name, p.rate}});
   return a;
 }
 
 void read_rates(const nlohmann::json& j, const char* field, const char* key_name,
-                std::vector<RatePoint>& out, const std::string& path) {
+                std::vector<RatePoint>& out, const std::string& path, const char* value_name = "tflops") {
   if (!j.contains(field)) return;
   try {
     for (const auto& e : j.at(field)) {
-      RatePoint p{e.at(key_name).get<double>(), e.at("tflops").get<double>()};
-      if (!(p.key > 0 && p.tflops > 0))
-        user_error("device profile '{}': {} has {}={} tflops={}; expected both > 0", path, field,
-                   key_name, p.key, p.tflops);
+      RatePoint p{e.at(key_name).get<double>(), e.at(value_name).get<double>()};
+      if (!(p.key > 0 && p.rate > 0))
+        user_error("device profile '{}': {} has {}={} {}={}; expected both > 0", path, field,
+                   key_name, p.key, value_name, p.rate);
       out.push_back(p);
     }
   } catch (const nlohmann::json::exception&) {
-    user_error("device profile '{}': {} must be a list of {{\"{}\": number, \"tflops\": number}}",
-               path, field, key_name);
+    user_error("device profile '{}': {} must be a list of {{\"{}\": number, \"{}\": number}}",
+               path, field, key_name, value_name);
   }
 }
 
@@ -173,6 +175,12 @@ GpuSpec load_device_profile(const std::string& path) {
   get("attention_ref_seq", g.attention_ref_seq, false);
   read_rates(j, "gemm_f32_train_tokens_tflops", "tokens", g.gemm_by_tokens, path);
   get("gemm_ref_tokens", g.gemm_ref_tokens, false);
+  read_rates(j, "lm_head_vocab_tflops", "vocab", g.lm_head_by_vocab, path);
+  get("lm_head_ref_vocab", g.lm_head_ref_vocab, false);
+  read_rates(j, "block_elementwise_gbs", "n_embd", g.block_elementwise_by_width, path, "gbs");
+  read_rates(j, "block_elementwise_llama_gbs", "n_embd", g.block_elementwise_llama_by_width, path, "gbs");
+  if (!g.lm_head_by_vocab.empty() && !(g.lm_head_ref_vocab > 0))
+    user_error("device profile '{}': lm_head_vocab_tflops needs lm_head_ref_vocab > 0", path);
   if (!g.attention_by_seq.empty() && !(g.attention_ref_seq > 0))
     user_error("device profile '{}': attention_seq_tflops needs attention_ref_seq > 0", path);
   if (!g.gemm_by_tokens.empty() && !(g.gemm_ref_tokens > 0))
@@ -219,6 +227,14 @@ void save_device_profile(const GpuSpec& g, const std::string& path) {
     j["gemm_f32_train_tokens_tflops"] = rates_json(g.gemm_by_tokens, "tokens");
     j["gemm_ref_tokens"] = g.gemm_ref_tokens;
   }
+  if (!g.lm_head_by_vocab.empty()) {
+    j["lm_head_vocab_tflops"] = rates_json(g.lm_head_by_vocab, "vocab");
+    j["lm_head_ref_vocab"] = g.lm_head_ref_vocab;
+  }
+  if (!g.block_elementwise_by_width.empty())
+    j["block_elementwise_gbs"] = rates_json(g.block_elementwise_by_width, "n_embd", "gbs");
+  if (!g.block_elementwise_llama_by_width.empty())
+    j["block_elementwise_llama_gbs"] = rates_json(g.block_elementwise_llama_by_width, "n_embd", "gbs");
   if (g.elementwise_gbs > 0) j["elementwise_gbs"] = g.elementwise_gbs;
   if (g.gelu_gelems > 0) j["gelu_gelems"] = g.gelu_gelems;
   if (g.swiglu_gelems > 0) j["swiglu_gelems"] = g.swiglu_gelems;

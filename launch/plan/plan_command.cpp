@@ -160,17 +160,26 @@ void run_plan(const PlanArgs& a) {
                   g.tflops_fp32 * 1e3, g.tflops_bf16 * 1e3, copt.gemm_size, g.mem_bw_gbs);
       auto rates = [](const char* what, const char* key, const std::vector<plan::RatePoint>& v) {
         std::printf("  %-40s", what);
-        for (const plan::RatePoint& p : v) std::printf(" %s %g: %.1f", key, p.key, p.tflops * 1e3);
+        for (const plan::RatePoint& p : v) std::printf(" %s %g: %.1f", key, p.key, p.rate * 1e3);
         std::printf("  GFLOP/s\n");
       };
-      rates("training GEMMs, GPT-2 block (fwd, dx, dW)", "n_embd", g.gemm_by_width);
-      rates("training GEMMs, Llama block", "n_embd", g.gemm_llama_by_width);
+      rates("GEMMs in a GPT-2 block (fwd + bwd)", "n_embd", g.gemm_by_width);
+      rates("GEMMs in a Llama block (fwd + bwd)", "n_embd", g.gemm_llama_by_width);
       rates(fmt::format("same, GPT-2 n_embd {}", copt.gemm_tokens_width).c_str(), "tokens", g.gemm_by_tokens);
       rates(fmt::format("causal attention fwd+bwd, T {}", copt.attention_seq).c_str(), "head_dim",
             g.attention_by_head_dim);
       rates("same, 4 query heads per KV head", "head_dim", g.attention_gqa_by_head_dim);
       rates(fmt::format("same, head_dim {}", copt.attention_seqs_head_dim).c_str(), "T", g.attention_by_seq);
-      rates("LM head + cross-entropy fwd+bwd", "n_embd", g.lm_head_by_width);
+      rates(fmt::format("LM head + cross-entropy fwd+bwd, V {}", copt.lm_head_ref_vocab).c_str(), "n_embd",
+            g.lm_head_by_width);
+      rates(fmt::format("same, n_embd {}", copt.lm_head_vocabs_width).c_str(), "V", g.lm_head_by_vocab);
+      auto gbs = [](const char* what, const std::vector<plan::RatePoint>& v) {
+        std::printf("  %-40s", what);
+        for (const plan::RatePoint& p : v) std::printf(" n_embd %g: %.1f", p.key, p.rate);
+        std::printf("  GB/s\n");
+      };
+      gbs("element-wise kernels in a GPT-2 block", g.block_elementwise_by_width);
+      gbs("element-wise kernels in a Llama block", g.block_elementwise_llama_by_width);
       std::printf("  %-40s %.1f GB/s\n", "norms and adds (memory-bound)", g.elementwise_gbs);
       std::printf("  %-40s GELU %.2f, SwiGLU %.2f  G elements/s\n", "activations fwd+bwd", g.gelu_gelems,
                   g.swiglu_gelems);

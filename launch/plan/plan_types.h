@@ -9,11 +9,12 @@
 
 namespace braid::plan {
 
-// A rate measured at one shape: `key` is the width the kernel was run at (n_embd for GEMMs and the
-// LM head, head_dim for attention).
+// A rate measured at one shape: `key` is the shape the kernel was run at (n_embd for GEMMs, block
+// element-wise kernels and the LM head, head_dim or seq for attention, tokens, vocabulary);
+// `rate` is TFLOP/s for FLOP tables and GB/s for byte tables.
 struct RatePoint {
   double key = 0;
-  double tflops = 0;
+  double rate = 0;
 };
 
 // One accelerator kind. Rates are dense (no structured sparsity) peaks from the vendor sheet;
@@ -46,6 +47,13 @@ struct GpuSpec {
   double attention_ref_seq = 0;
   std::vector<RatePoint> gemm_by_tokens;    // GPT-2 block GEMMs at n_embd 512, by tokens
   double gemm_ref_tokens = 0;
+  std::vector<RatePoint> lm_head_by_vocab;  // LM head + CE at n_embd 256, by vocabulary
+  double lm_head_ref_vocab = 0;
+  // The element-wise kernels of one real block (norms, bias writes and sums, QKV copies, RoPE,
+  // residual adds), timed inside a block forward + backward: GB/s of the bytes
+  // block_elementwise_bytes_per_token counts, by n_embd. Empty: elementwise_gbs is used.
+  std::vector<RatePoint> block_elementwise_by_width;
+  std::vector<RatePoint> block_elementwise_llama_by_width;
   std::vector<RatePoint> lm_head_by_width;    // fused LM head + cross-entropy fwd+bwd, by n_embd
   double elementwise_gbs = 0;  // memory-bound kernels on activations (norms, adds), GB/s
   double gelu_gelems = 0;      // GELU forward + backward, 1e9 elements of its (N, F) input per s

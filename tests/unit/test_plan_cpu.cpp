@@ -147,12 +147,12 @@ TEST(PlanCpu, DeviceProfileKeepsKernelRates) {
   save_device_profile(saved, path);
   const GpuSpec g = load_device_profile(path);
   ASSERT_EQ(g.gemm_llama_by_width.size(), 1u);
-  EXPECT_DOUBLE_EQ(g.gemm_llama_by_width[0].tflops, 0.09);
+  EXPECT_DOUBLE_EQ(g.gemm_llama_by_width[0].rate, 0.09);
   EXPECT_DOUBLE_EQ(g.attention_gqa_by_head_dim[0].key, 32);
   ASSERT_EQ(g.gemm_by_width.size(), 2u);
   EXPECT_DOUBLE_EQ(g.gemm_by_width[1].key, 128);
-  EXPECT_DOUBLE_EQ(g.gemm_by_width[1].tflops, 0.1);
-  EXPECT_DOUBLE_EQ(g.attention_by_head_dim[0].tflops, 0.04);
+  EXPECT_DOUBLE_EQ(g.gemm_by_width[1].rate, 0.1);
+  EXPECT_DOUBLE_EQ(g.attention_by_head_dim[0].rate, 0.04);
   EXPECT_DOUBLE_EQ(g.lm_head_by_width[0].key, 64);
   EXPECT_DOUBLE_EQ(g.elementwise_gbs, 20);
   EXPECT_DOUBLE_EQ(g.gelu_gelems, 0.5);
