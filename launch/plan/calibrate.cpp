@@ -24,6 +24,7 @@
 #include "core/random.h"
 #include "launch/plan/cpu_model.h"
 #include "launch/plan/model_math.h"
+#include "optim/adamw.h"
 
 namespace braid::plan {
 
@@ -191,6 +192,38 @@ BlockProbe add_block_probe(Probes& probes, int64_t tokens, int C, bool llama) {
       },
       1.0);
   return bp;
+}
+
+// The optimizer's per-step passes as the trainer runs them on `params` parameters in 48
+// matrices: global gradient norm, clipping (it scales, as it does when it triggers) and AdamW.
+// Work: the bytes of those passes, 10 fp32 arrays (norm reads g; clipping reads and writes g;
+// AdamW reads p, g, m, v and writes p, m, v); zero_grad, the 11th, is left out so the gradients
+// stay non-zero across calls.
+size_t add_optimizer_probe(Probes& probes, int64_t params) {
+  constexpr int kTensors = 48;
+  const int64_t cols = 256, rows = std::max<int64_t>(1, params / (kTensors * cols));
+  struct State {
+    std::vector<std::unique_ptr<Parameter>> owned;
+    std::vector<Parameter*> ps;
+    std::unique_ptr<AdamW> opt;
+  };
+  auto st = std::make_shared<State>();
+  for (int i = 0; i < kTensors; ++i) {
+    auto p = std::make_unique<Parameter>(fmt::format("calibrate.{}.weight", i), Shape{rows, cols});
+    fill_normal(p->value, 0.02f, 15, static_cast<uint64_t>(i));
+    fill_normal(p->grad, 1.0f, 16, static_cast<uint64_t>(i));
+    st->ps.push_back(p.get());
+    st->owned.push_back(std::move(p));
+  }
+  st->opt = std::make_unique<AdamW>(st->ps, OptimConfig{});
+  const double n = static_cast<double>(kTensors * rows * cols);
+  return probes.add(
+      [st] {
+        const double norm = global_grad_norm(st->ps);
+        clip_grad_norm(st->ps, norm, static_cast<float>(norm * 0.99999));
+        st->opt->step(1e-4f);
+      },
+      10.0 * 4.0 * n);
 }
 
 // Causal attention forward + backward on `tokens` tokens of sequences of length T at n_embd
@@ -368,6 +401,8 @@ GpuSpec calibrate_machine(const CalibrateOptions& opt) {
   const size_t p_gelu = add_activation_probe(probes, N, false);
   const size_t p_swiglu = add_activation_probe(probes, N, true);
   const size_t p_call = add_call_probe(probes);
+  std::vector<size_t> p_opt;
+  for (int64_t n : opt.optimizer_params) p_opt.push_back(add_optimizer_probe(probes, n));
 
   probes.run(opt.rounds, opt.seconds_per_probe);
 
@@ -415,6 +450,8 @@ GpuSpec calibrate_machine(const CalibrateOptions& opt) {
   g.lm_head_by_width = table(opt.lm_head_widths, p_lm);
   g.lm_head_by_vocab = table(opt.lm_head_vocabs, p_lm_vocab);
   g.lm_head_ref_vocab = opt.lm_head_ref_vocab;
+  for (size_t i = 0; i < p_opt.size(); ++i)
+    g.optimizer_by_params.push_back({double(opt.optimizer_params[i]), probes.rate(p_opt[i]) / 1e9});
   g.elementwise_gbs = probes.rate(p_elem) / 1e9;
   g.gelu_gelems = probes.rate(p_gelu) / 1e9;
   g.swiglu_gelems = probes.rate(p_swiglu) / 1e9;

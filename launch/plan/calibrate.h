@@ -2,6 +2,7 @@
 // device profile.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "launch/plan/plan_types.h"
@@ -29,6 +30,8 @@ struct CalibrateOptions {
   int lm_head_ref_vocab = 4096;
   std::vector<int> lm_head_vocabs = {512, 2048, 4096, 16384};  // at n_embd lm_head_vocabs_width
   int lm_head_vocabs_width = 256;
+  // Optimizer passes (norm, clipping, AdamW) over this many parameters in 48 matrices.
+  std::vector<int64_t> optimizer_params = {1 << 20, 1 << 22, 1 << 24};
 };
 
 // Runs the measurements (uses the process's OpenMP threads) and returns a profile whose rates

@@ -124,7 +124,7 @@ GpuSpec average_profiles(const std::vector<GpuSpec>& profiles) {
   std::vector<std::vector<RatePoint>*> tables = {&g.gemm_by_width, &g.gemm_llama_by_width,
                                                  &g.attention_by_head_dim, &g.attention_gqa_by_head_dim,
                                                  &g.lm_head_by_width, &g.attention_by_seq, &g.gemm_by_tokens,
-                                                 &g.lm_head_by_vocab, &g.block_elementwise_by_width,
+                                                 &g.lm_head_by_vocab, &g.block_elementwise_by_width, &g.optimizer_by_params,
                                                  &g.block_elementwise_llama_by_width};
   for (double* s : scalars) inv(*s);
   for (auto* t : tables) inv_table(*t);
@@ -137,10 +137,11 @@ GpuSpec average_profiles(const std::vector<GpuSpec>& profiles) {
     const std::vector<const std::vector<RatePoint>*> pt = {&p.gemm_by_width, &p.gemm_llama_by_width,
                                                            &p.attention_by_head_dim, &p.attention_gqa_by_head_dim,
                                                            &p.lm_head_by_width, &p.attention_by_seq, &p.gemm_by_tokens,
-                                                           &p.lm_head_by_vocab, &p.block_elementwise_by_width,
+                                                           &p.lm_head_by_vocab, &p.block_elementwise_by_width, &p.optimizer_by_params,
                                                            &p.block_elementwise_llama_by_width};
     const char* names[] = {"GEMM", "Llama GEMM", "attention", "GQA attention", "LM head", "attention-by-T",
-                           "GEMM-by-tokens", "LM-head-by-vocab", "block element-wise", "Llama block element-wise"};
+                           "GEMM-by-tokens", "LM-head-by-vocab", "block element-wise", "optimizer",
+                           "Llama block element-wise"};
     for (size_t k = 0; k < tables.size(); ++k) harmonic_tables(*tables[k], *pt[k], names[k]);
     if (p.attention_ref_seq != g.attention_ref_seq || p.gemm_ref_tokens != g.gemm_ref_tokens ||
         p.lm_head_ref_vocab != g.lm_head_ref_vocab)

@@ -177,6 +177,7 @@ GpuSpec load_device_profile(const std::string& path) {
   get("gemm_ref_tokens", g.gemm_ref_tokens, false);
   read_rates(j, "lm_head_vocab_tflops", "vocab", g.lm_head_by_vocab, path);
   get("lm_head_ref_vocab", g.lm_head_ref_vocab, false);
+  read_rates(j, "optimizer_gbs", "params", g.optimizer_by_params, path, "gbs");
   read_rates(j, "block_elementwise_gbs", "n_embd", g.block_elementwise_by_width, path, "gbs");
   read_rates(j, "block_elementwise_llama_gbs", "n_embd", g.block_elementwise_llama_by_width, path, "gbs");
   if (!g.lm_head_by_vocab.empty() && !(g.lm_head_ref_vocab > 0))
@@ -231,6 +232,7 @@ void save_device_profile(const GpuSpec& g, const std::string& path) {
     j["lm_head_vocab_tflops"] = rates_json(g.lm_head_by_vocab, "vocab");
     j["lm_head_ref_vocab"] = g.lm_head_ref_vocab;
   }
+  if (!g.optimizer_by_params.empty()) j["optimizer_gbs"] = rates_json(g.optimizer_by_params, "params", "gbs");
   if (!g.block_elementwise_by_width.empty())
     j["block_elementwise_gbs"] = rates_json(g.block_elementwise_by_width, "n_embd", "gbs");
   if (!g.block_elementwise_llama_by_width.empty())

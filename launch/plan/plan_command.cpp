@@ -180,6 +180,9 @@ void run_plan(const PlanArgs& a) {
       };
       gbs("element-wise kernels in a GPT-2 block", g.block_elementwise_by_width);
       gbs("element-wise kernels in a Llama block", g.block_elementwise_llama_by_width);
+      std::printf("  %-40s", "optimizer passes (norm, clip, AdamW)");
+      for (const plan::RatePoint& p : g.optimizer_by_params) std::printf(" %.3gM params: %.1f", p.key / 1e6, p.rate);
+      std::printf("  GB/s\n");
       std::printf("  %-40s %.1f GB/s\n", "norms and adds (memory-bound)", g.elementwise_gbs);
       std::printf("  %-40s GELU %.2f, SwiGLU %.2f  G elements/s\n", "activations fwd+bwd", g.gelu_gelems,
                   g.swiglu_gelems);

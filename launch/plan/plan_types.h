@@ -52,6 +52,9 @@ struct GpuSpec {
   // The element-wise kernels of one real block (norms, bias writes and sums, QKV copies, RoPE,
   // residual adds), timed inside a block forward + backward: GB/s of the bytes
   // block_elementwise_bytes_per_token counts, by n_embd. Empty: elementwise_gbs is used.
+  // The optimizer's passes (gradient norm, clipping, AdamW) as the trainer runs them: GB/s of
+  // their fp32 arrays, by parameter count (small models stay in cache).
+  std::vector<RatePoint> optimizer_by_params;
   std::vector<RatePoint> block_elementwise_by_width;
   std::vector<RatePoint> block_elementwise_llama_by_width;
   std::vector<RatePoint> lm_head_by_width;    // fused LM head + cross-entropy fwd+bwd, by n_embd

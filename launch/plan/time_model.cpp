@@ -141,8 +141,14 @@ PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
   r.time.optimizer = 2.0 * (mem.weights + mem.grads + mem.optimizer) / hbm;
   if (r.kernel_model) {
     const double rank_params = static_cast<double>(r.trainable) / (l.tp * l.pp);
-    r.time.optimizer = optimizer_step_bytes(rank_params, t.optimizer) / hbm +
-                       4.0 * parameter_tensors(m) * c.gpu.kernel_call_us * 1e-6;
+    // Measured on the trainer's own passes when the profile has them (calls included), else
+    // the copy bandwidth plus 4 calls per parameter tensor.
+    r.time.optimizer =
+        c.gpu.optimizer_by_params.empty()
+            ? optimizer_step_bytes(rank_params, t.optimizer) / hbm +
+                  4.0 * parameter_tensors(m) * c.gpu.kernel_call_us * 1e-6
+            : optimizer_step_bytes(rank_params, t.optimizer) /
+                  (rate_at(c.gpu.optimizer_by_params, rank_params) * 1e9);
     r.cpu_kernels.optimizer = r.time.optimizer;
   }
 
