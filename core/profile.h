@@ -7,7 +7,8 @@
 // regions are timed (inside one, the enclosing kernel's scope already covers the wall time),
 // and the cost is two clock reads per kernel call. A fused kernel that calls other kernels
 // (the LM head calls gemm_f32 per chunk) opens its scope with Nested::Absorb, so everything
-// inside it counts as that kernel.
+// inside it counts as that kernel. The times are host wall time: a GPU backend (part 5) must
+// record events or synchronise at scope ends for them to mean kernel time.
 #pragma once
 
 #include <array>

@@ -37,8 +37,8 @@ double seconds_since(Clock::time_point t0) {
 }
 
 // The measurements, timed in interleaved rounds. A shared or virtual machine's speed drifts
-// over seconds (on the 2-core KVM guest of docs/benchmarks.md a 512^3 GEMM moves between
-// about 100 and 160 GFLOP/s from one second to the next), so timing each kernel in one burst
+// over seconds (on the 2-core KVM guest of docs/benchmarks.md a 512^3 GEMM averaged 86 to 163
+// GFLOP/s over 5-second windows, tools/bench_drift.cpp), so timing each kernel in one burst
 // gives each rate a different machine state. Each round instead runs every probe for its
 // share of the time, so all rates average over the same stretch of time; a rate is total work
 // over total time (the mean, which is what a training step sums), after one untimed warm-up
