@@ -9,7 +9,8 @@
 # (`--device-profile before.json,after.json`); the predictions from each profile alone are
 # printed too. Measured = mean step time of the log windows after the first (warm-up), from the
 # run's metrics.jsonl, read by `braid plan --compare`, which also sets the measured kernel-group
-# times beside the predicted ones. Takes about 4 minutes per repeat on 2 cores.
+# times beside the predicted ones. Takes about 7 minutes per repeat on 2 cores (a calibration
+# is about a minute).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}
