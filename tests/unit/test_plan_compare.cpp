@@ -2,8 +2,6 @@
 // block element-wise rates of the calibrated CPU model.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 
@@ -13,6 +11,8 @@
 #include "launch/plan/gpu_table.h"
 #include "launch/plan/model_math.h"
 #include "launch/plan/time_model.h"
+#include "data_test_util.h"
+#include "plan_test_util.h"
 
 namespace braid::plan {
 
@@ -20,42 +20,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A run directory whose metrics.jsonl the test writes.
 struct RunDir {
-  fs::path path = fs::temp_directory_path() / ("braid_plan_compare_" + std::to_string(getpid()));
-  RunDir() { fs::create_directories(path); }
-  ~RunDir() { fs::remove_all(path); }
-  void metrics(const std::string& text) const { std::ofstream(path / "metrics.jsonl") << text; }
+  braid::testing::TempDir dir{"plan_compare"};
+  fs::path path = dir.path();
+  void metrics(const std::string& text) const { braid::testing::write_text(dir.file("metrics.jsonl"), text); }
 };
 
-GpuSpec profile(double scale) {
-  GpuSpec g;
-  g.name = "cpu";
-  g.memory_gib = 8;
-  g.tflops_fp32 = 0.1 * scale;
-  g.mem_bw_gbs = 10 * scale;
-  g.intra_bw_gbs = g.inter_bw_gbs = 5 * scale;
-  g.matmul_efficiency = 1;
-  g.gpus_per_node = 1;
-  g.gemm_by_width = {{32, 0.05 * scale}, {128, 0.1 * scale}};
-  g.attention_by_head_dim = {{16, 0.04 * scale}};
-  g.lm_head_by_width = {{64, 0.08 * scale}};
-  g.elementwise_gbs = 20 * scale;
-  g.gelu_gelems = 0.5 * scale;
-  g.swiglu_gelems = 0.25 * scale;
-  g.kernel_call_us = 10 / scale;
-  return g;
-}
-
-ModelConfig tiny() {
-  ModelConfig m;
-  m.family = "gpt2";
-  m.n_layer = 2;
-  m.n_embd = 64;
-  m.n_head = 4;
-  m.vocab_size = 128;
-  m.context_length = 32;
-  return m;
-}
+GpuSpec profile(double scale) { return testing::cpu_profile(scale); }
+ModelConfig tiny() { return testing::tiny_gpt2(); }
 
 }  // namespace
 
@@ -119,10 +92,7 @@ TEST(PlanCompare, AveragedProfilesPredictTheMeanTime) {
   EXPECT_NEAR(m.elementwise_gbs, 30, 1e-9);
   EXPECT_NEAR(m.tflops_fp32, 0.15, 1e-12);
   EXPECT_NEAR(m.kernel_call_us, (10 + 10.0 / 3) / 2, 1e-12);  // a time: arithmetic mean
-  TrainOptions t;
-  t.precision = "fp32";
-  t.micro_batch = 2;
-  t.seq = 32;
+  const TrainOptions t = testing::tiny_train();
   const double ta = cpu_microbatch_time(tiny(), t, a, 2, true, 1).compute();
   const double tb = cpu_microbatch_time(tiny(), t, b, 2, true, 1).compute();
   const double tm = cpu_microbatch_time(tiny(), t, m, 2, true, 1).compute();
@@ -138,10 +108,7 @@ TEST(PlanCompare, SideTablesScaleRatesAgainstTheirReference) {
   EXPECT_DOUBLE_EQ(side_factor(by_seq, 1024, 256), 1.0);
   EXPECT_DOUBLE_EQ(side_factor({}, 128, 256), 1.0);  // profiles without the table
   const ModelConfig m = tiny();
-  TrainOptions t;
-  t.precision = "fp32";
-  t.micro_batch = 2;
-  t.seq = 32;
+  const TrainOptions t = testing::tiny_train();
   GpuSpec g = profile(1.0);
   const CpuStepTime base = cpu_microbatch_time(m, t, g, 2, true, 1);
   g.attention_by_seq = {{32, 0.01}, {256, 0.02}};
@@ -158,10 +125,7 @@ TEST(PlanCompare, SideTablesScaleRatesAgainstTheirReference) {
 
 TEST(PlanCompare, BlockElementwiseRatesReplaceTheNormBandwidth) {
   const ModelConfig m = tiny();
-  TrainOptions t;
-  t.precision = "fp32";
-  t.micro_batch = 2;
-  t.seq = 32;
+  const TrainOptions t = testing::tiny_train();
   GpuSpec g = profile(1.0);
   const double tokens = 64;
   const CpuStepTime plain = cpu_microbatch_time(m, t, g, 2, true, 1);
@@ -182,11 +146,7 @@ TEST(PlanCompare, BlockElementwiseRatesReplaceTheNormBandwidth) {
 
 TEST(PlanCompare, OptimizerTableTimesTheParameterPasses) {
   const ModelConfig m = tiny();
-  TrainOptions t;
-  t.precision = "fp32";
-  t.global_batch = 2;
-  t.micro_batch = 2;
-  t.seq = 32;
+  const TrainOptions t = testing::tiny_train(2);
   Cluster c;
   c.gpu = profile(1.0);
   c.gpus_per_node = 1;

@@ -12,6 +12,7 @@
 #include "launch/plan/gpu_table.h"
 #include "launch/plan/model_math.h"
 #include "launch/plan/time_model.h"
+#include "plan_test_util.h"
 
 namespace braid::plan {
 
@@ -19,38 +20,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// GPT-2 family, L=2, h=64, a=4 (head_dim 16), F=256, V=128, T=32.
-ModelConfig tiny() {
-  ModelConfig m;
-  m.family = "gpt2";
-  m.n_layer = 2;
-  m.n_embd = 64;
-  m.n_head = 4;
-  m.vocab_size = 128;
-  m.context_length = 32;
-  return m;
-}
-
-// A calibrated-looking profile with round rates.
-GpuSpec cpu_profile() {
-  GpuSpec g;
-  g.name = "cpu-test";
-  g.memory_gib = 8;
-  g.tflops_fp32 = 0.1;
-  g.mem_bw_gbs = 10;
-  g.intra_bw_gbs = g.inter_bw_gbs = 5;
-  g.matmul_efficiency = 1;
-  g.overhead_gib = 0;
-  g.gpus_per_node = 1;
-  g.gemm_by_width = {{32, 0.05}, {128, 0.1}};
-  g.attention_by_head_dim = {{16, 0.04}};
-  g.lm_head_by_width = {{64, 0.08}};
-  g.elementwise_gbs = 20;
-  g.gelu_gelems = 0.5;
-  g.swiglu_gelems = 0.25;
-  g.kernel_call_us = 10;
-  return g;
-}
+using testing::cpu_profile;
+ModelConfig tiny() { return testing::tiny_gpt2(); }
 
 struct TempDir {
   fs::path path = fs::temp_directory_path() / ("braid_plan_cpu_" + std::to_string(getpid()));
@@ -94,10 +65,7 @@ TEST(PlanCpu, KernelWorkCountsByHand) {
 
 TEST(PlanCpu, MicrobatchTimeFromRates) {
   const ModelConfig m = tiny();
-  TrainOptions t;
-  t.precision = "fp32";
-  t.micro_batch = 2;
-  t.seq = 32;
+  const TrainOptions t = testing::tiny_train();
   const GpuSpec g = cpu_profile();
   const CpuStepTime k = cpu_microbatch_time(m, t, g, 2, true, 1);
   const double tokens = 64;
@@ -115,11 +83,7 @@ TEST(PlanCpu, MicrobatchTimeFromRates) {
 
 TEST(PlanCpu, PredictUsesKernelRatesForCalibratedProfiles) {
   const ModelConfig m = tiny();
-  TrainOptions t;
-  t.precision = "fp32";
-  t.global_batch = 6;
-  t.micro_batch = 2;
-  t.seq = 32;
+  const TrainOptions t = testing::tiny_train(6);
   Cluster c;
   c.gpu = cpu_profile();
   c.gpus_per_node = 1;
@@ -215,10 +179,7 @@ TEST(PlanCpu, LlamaAndGqaUseTheirOwnTables) {
   ModelConfig m = tiny();
   m.family = "llama";
   m.n_kv_head = 1;  // 4 query heads per KV head
-  TrainOptions t;
-  t.precision = "fp32";
-  t.micro_batch = 2;
-  t.seq = 32;
+  const TrainOptions t = testing::tiny_train();
   GpuSpec g = cpu_profile();
   const CpuStepTime base = cpu_microbatch_time(m, t, g, 2, false, 1);
   g.gemm_llama_by_width = {{64, 0.15}};         // 2x the gpt2 table's 0.075 at width 64

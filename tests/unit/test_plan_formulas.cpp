@@ -7,21 +7,12 @@
 #include "launch/plan/model_math.h"
 #include "launch/plan/presets.h"
 #include "launch/plan/time_model.h"
+#include "plan_test_util.h"
 
 namespace braid::plan {
 
 namespace {
-// GPT-2 family, L=2, h=64, a=4, V=128, T=32.
-ModelConfig tiny() {
-  ModelConfig m;
-  m.family = "gpt2";
-  m.n_layer = 2;
-  m.n_embd = 64;
-  m.n_head = 4;
-  m.vocab_size = 128;
-  m.context_length = 32;
-  return m;
-}
+ModelConfig tiny() { return testing::tiny_gpt2(); }
 }  // namespace
 
 TEST(PlanFormulas, Gpt2SmallParamCount) {
