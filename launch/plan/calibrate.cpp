@@ -227,9 +227,9 @@ size_t add_optimizer_probe(Probes& probes, int64_t params) {
 }
 
 // Causal attention forward + backward on `tokens` tokens of sequences of length T at n_embd
-// 512, in the kernel's own FLOPs; `group` query heads share each KV head.
-size_t add_attention_probe(Probes& probes, int64_t tokens, int64_t T, int64_t D, int64_t group) {
-  const int64_t B = std::max<int64_t>(1, tokens / T), C = 512, H = C / D;
+// C, in the kernel's own FLOPs; `group` query heads share each KV head.
+size_t add_attention_probe(Probes& probes, int64_t tokens, int64_t T, int64_t D, int64_t group, int64_t C) {
+  const int64_t B = std::max<int64_t>(1, tokens / T), H = std::max<int64_t>(1, C / D);
   const int64_t Hkv = std::max<int64_t>(1, H / group);
   struct Buffers {
     Tensor q, k, v, out, lse, dout, dq, dk, dv;
@@ -391,10 +391,14 @@ GpuSpec calibrate_machine(const CalibrateOptions& opt) {
   }
   for (int t : opt.gemm_token_counts) p_gemm_tokens.push_back(add_gemm_probe(probes, gbuf, t, opt.gemm_tokens_width, false));
   for (int d : opt.head_dims) {
-    p_attn.push_back(add_attention_probe(probes, N, opt.attention_seq, d, 1));
-    p_attn_gqa.push_back(add_attention_probe(probes, N, opt.attention_seq, d, 4));
+    p_attn.push_back(add_attention_probe(probes, N, opt.attention_seq, d, 1, opt.attention_width));
+    p_attn_gqa.push_back(add_attention_probe(probes, N, opt.attention_seq, d, 4, opt.attention_width));
   }
-  for (int s : opt.attention_seqs) p_attn_seq.push_back(add_attention_probe(probes, N, s, opt.attention_seqs_head_dim, 1));
+  for (int s : opt.attention_seqs)
+    p_attn_seq.push_back(add_attention_probe(probes, N, s, opt.attention_sides_head_dim, 1, opt.attention_width));
+  std::vector<size_t> p_attn_width;
+  for (int w : opt.attention_widths)
+    p_attn_width.push_back(add_attention_probe(probes, N, opt.attention_seq, opt.attention_sides_head_dim, 1, w));
   for (int w : opt.lm_head_widths) p_lm.push_back(add_lm_head_probe(probes, N, w, opt.lm_head_ref_vocab));
   for (int v : opt.lm_head_vocabs) p_lm_vocab.push_back(add_lm_head_probe(probes, N, opt.lm_head_vocabs_width, v));
   const size_t p_elem = add_elementwise_probe(probes, N);
@@ -447,6 +451,8 @@ GpuSpec calibrate_machine(const CalibrateOptions& opt) {
   g.attention_gqa_by_head_dim = table(opt.head_dims, p_attn_gqa);
   g.attention_by_seq = table(opt.attention_seqs, p_attn_seq);
   g.attention_ref_seq = opt.attention_seq;
+  g.attention_by_width = table(opt.attention_widths, p_attn_width);
+  g.attention_ref_width = opt.attention_width;
   g.lm_head_by_width = table(opt.lm_head_widths, p_lm);
   g.lm_head_by_vocab = table(opt.lm_head_vocabs, p_lm_vocab);
   g.lm_head_ref_vocab = opt.lm_head_ref_vocab;

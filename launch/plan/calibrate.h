@@ -23,9 +23,13 @@ struct CalibrateOptions {
   std::vector<int> gemm_token_counts = {512, 1024, 2048, 4096};  // at n_embd gemm_tokens_width
   int gemm_tokens_width = 512;
   int attention_seq = 256;                     // the head_dim tables' sequence length
-  std::vector<int> head_dims = {32, 64, 128};  // attention at n_embd 512
-  std::vector<int> attention_seqs = {128, 256, 512, 1024};  // at head_dim attention_seqs_head_dim
-  int attention_seqs_head_dim = 64;
+  int attention_width = 512;                   // and their n_embd (heads = n_embd / head_dim)
+  std::vector<int> head_dims = {32, 64, 128};
+  // Side tables at head_dim attention_sides_head_dim: by sequence length, and by n_embd (the
+  // number of heads changes the row stride of q, k, v and with it the cache behaviour).
+  std::vector<int> attention_seqs = {128, 256, 512, 1024};
+  std::vector<int> attention_widths = {128, 256, 512, 1024};
+  int attention_sides_head_dim = 64;
   std::vector<int> lm_head_widths = {128, 256, 512};  // LM head + CE at vocab lm_head_ref_vocab
   int lm_head_ref_vocab = 4096;
   std::vector<int> lm_head_vocabs = {512, 2048, 4096, 16384};  // at n_embd lm_head_vocabs_width

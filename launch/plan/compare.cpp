@@ -48,10 +48,6 @@ void check_same_keys(const std::vector<RatePoint>& a, const std::vector<RatePoin
     user_error("device profiles to average have different {} tables; calibrate them with the same braid", what);
 }
 
-void harmonic_tables(std::vector<RatePoint>& acc, const std::vector<RatePoint>& add, const char* what) {
-  check_same_keys(acc, add, what);
-  for (size_t i = 0; i < acc.size(); ++i) acc[i].rate += 1.0 / add[i].rate;
-}
 
 }  // namespace
 
@@ -109,51 +105,56 @@ MeasuredRun read_run_metrics(const std::string& run_dir) {
   return run;
 }
 
+// The rates of a profile that average_profiles combines: scalars and tables, by member.
+constexpr double GpuSpec::*kScalarRates[] = {
+    &GpuSpec::tflops_fp32,  &GpuSpec::tflops_bf16,     &GpuSpec::tflops_fp16,
+    &GpuSpec::mem_bw_gbs,   &GpuSpec::intra_bw_gbs,    &GpuSpec::inter_bw_gbs,
+    &GpuSpec::elementwise_gbs, &GpuSpec::gelu_gelems,  &GpuSpec::swiglu_gelems};
+const std::pair<const char*, std::vector<RatePoint> GpuSpec::*> kRateTables[] = {
+    {"GEMM", &GpuSpec::gemm_by_width},
+    {"Llama GEMM", &GpuSpec::gemm_llama_by_width},
+    {"GEMM-by-tokens", &GpuSpec::gemm_by_tokens},
+    {"attention", &GpuSpec::attention_by_head_dim},
+    {"GQA attention", &GpuSpec::attention_gqa_by_head_dim},
+    {"attention-by-T", &GpuSpec::attention_by_seq},
+    {"attention-by-width", &GpuSpec::attention_by_width},
+    {"LM head", &GpuSpec::lm_head_by_width},
+    {"LM-head-by-vocab", &GpuSpec::lm_head_by_vocab},
+    {"block element-wise", &GpuSpec::block_elementwise_by_width},
+    {"Llama block element-wise", &GpuSpec::block_elementwise_llama_by_width},
+    {"optimizer", &GpuSpec::optimizer_by_params}};
+
 GpuSpec average_profiles(const std::vector<GpuSpec>& profiles) {
   BRAID_CHECK(!profiles.empty(), "average_profiles of nothing");
   if (profiles.size() == 1) return profiles.front();
-  GpuSpec g = profiles.front();
-  // Accumulate reciprocals (times per unit of work), then invert their mean.
-  auto inv = [](double& v) { v = v > 0 ? 1.0 / v : 0.0; };
-  auto inv_table = [&](std::vector<RatePoint>& t) {
-    for (RatePoint& p : t) inv(p.rate);
-  };
-  std::vector<double*> scalars = {&g.tflops_fp32, &g.tflops_bf16, &g.tflops_fp16, &g.mem_bw_gbs,
-                                  &g.intra_bw_gbs, &g.inter_bw_gbs, &g.elementwise_gbs,
-                                  &g.gelu_gelems, &g.swiglu_gelems};
-  std::vector<std::vector<RatePoint>*> tables = {&g.gemm_by_width, &g.gemm_llama_by_width,
-                                                 &g.attention_by_head_dim, &g.attention_gqa_by_head_dim,
-                                                 &g.lm_head_by_width, &g.attention_by_seq, &g.gemm_by_tokens,
-                                                 &g.lm_head_by_vocab, &g.block_elementwise_by_width, &g.optimizer_by_params,
-                                                 &g.block_elementwise_llama_by_width};
-  for (double* s : scalars) inv(*s);
-  for (auto* t : tables) inv_table(*t);
-  for (size_t i = 1; i < profiles.size(); ++i) {
-    const GpuSpec& p = profiles[i];
-    const std::vector<double> ps = {p.tflops_fp32, p.tflops_bf16, p.tflops_fp16, p.mem_bw_gbs,
-                                    p.intra_bw_gbs, p.inter_bw_gbs, p.elementwise_gbs,
-                                    p.gelu_gelems, p.swiglu_gelems};
-    for (size_t k = 0; k < scalars.size(); ++k) *scalars[k] += ps[k] > 0 ? 1.0 / ps[k] : 0.0;
-    const std::vector<const std::vector<RatePoint>*> pt = {&p.gemm_by_width, &p.gemm_llama_by_width,
-                                                           &p.attention_by_head_dim, &p.attention_gqa_by_head_dim,
-                                                           &p.lm_head_by_width, &p.attention_by_seq, &p.gemm_by_tokens,
-                                                           &p.lm_head_by_vocab, &p.block_elementwise_by_width, &p.optimizer_by_params,
-                                                           &p.block_elementwise_llama_by_width};
-    const char* names[] = {"GEMM", "Llama GEMM", "attention", "GQA attention", "LM head", "attention-by-T",
-                           "GEMM-by-tokens", "LM-head-by-vocab", "block element-wise", "optimizer",
-                           "Llama block element-wise"};
-    for (size_t k = 0; k < tables.size(); ++k) harmonic_tables(*tables[k], *pt[k], names[k]);
-    if (p.attention_ref_seq != g.attention_ref_seq || p.gemm_ref_tokens != g.gemm_ref_tokens ||
-        p.lm_head_ref_vocab != g.lm_head_ref_vocab)
+  const GpuSpec& first = profiles.front();
+  for (const GpuSpec& p : profiles) {
+    for (const auto& [name, table] : kRateTables) check_same_keys(first.*table, p.*table, name);
+    if (p.attention_ref_seq != first.attention_ref_seq || p.attention_ref_width != first.attention_ref_width ||
+        p.gemm_ref_tokens != first.gemm_ref_tokens || p.lm_head_ref_vocab != first.lm_head_ref_vocab)
       user_error("device profiles to average were measured at different reference shapes");
-    g.kernel_call_us += p.kernel_call_us;  // a time: arithmetic mean below
+  }
+  // Rates average harmonically (the mean of the times per unit of work); a time arithmetically.
+  const double n = static_cast<double>(profiles.size());
+  auto harmonic = [&](auto&& rate_of) {
+    double inv = 0;
+    for (const GpuSpec& p : profiles) {
+      const double r = rate_of(p);
+      if (!(r > 0)) return 0.0;  // not measured in one of them
+      inv += 1.0 / r;
+    }
+    return n / inv;
+  };
+  GpuSpec g = first;
+  for (double GpuSpec::*s : kScalarRates) g.*s = harmonic([&](const GpuSpec& p) { return p.*s; });
+  for (const auto& [name, table] : kRateTables)
+    for (size_t i = 0; i < (g.*table).size(); ++i)
+      (g.*table)[i].rate = harmonic([&](const GpuSpec& p) { return (p.*table)[i].rate; });
+  g.kernel_call_us = 0;
+  for (const GpuSpec& p : profiles) {
+    g.kernel_call_us += p.kernel_call_us / n;
     g.memory_gib = std::min(g.memory_gib, p.memory_gib);
   }
-  const double n = static_cast<double>(profiles.size());
-  for (double* s : scalars) *s = *s > 0 ? n / *s : 0.0;
-  for (auto* t : tables)
-    for (RatePoint& p : *t) p.rate = n / p.rate;
-  g.kernel_call_us /= n;
   g.description = fmt::format("mean of {} device profiles", profiles.size());
   return g;
 }

@@ -115,7 +115,8 @@ CpuStepTime cpu_microbatch_time(const ModelConfig& m, const TrainOptions& t, con
                                                                     : g.attention_by_head_dim;
   const double gemm_rate = rate_at(gemm_rates, m.n_embd) * side_factor(g.gemm_by_tokens, tokens, g.gemm_ref_tokens);
   const double attn_rate = rate_at(attn_rates, m.head_dim()) *
-                           side_factor(g.attention_by_seq, static_cast<double>(s), g.attention_ref_seq);
+                           side_factor(g.attention_by_seq, static_cast<double>(s), g.attention_ref_seq) *
+                           side_factor(g.attention_by_width, m.n_embd, g.attention_ref_width);
   r.gemm = layers * matmul * tokens / tp / (gemm_rate * 1e12);
   r.attention = layers * attn * tokens / tp / (attn_rate * 1e12);
   // A block's element-wise kernels at the rate measured inside a real block of this family

@@ -173,6 +173,10 @@ GpuSpec load_device_profile(const std::string& path) {
   read_rates(j, "lm_head_ce_tflops", "n_embd", g.lm_head_by_width, path);
   read_rates(j, "attention_seq_tflops", "seq", g.attention_by_seq, path);
   get("attention_ref_seq", g.attention_ref_seq, false);
+  read_rates(j, "attention_width_tflops", "n_embd", g.attention_by_width, path);
+  get("attention_ref_width", g.attention_ref_width, false);
+  if (!g.attention_by_width.empty() && !(g.attention_ref_width > 0))
+    user_error("device profile '{}': attention_width_tflops needs attention_ref_width > 0", path);
   read_rates(j, "gemm_f32_train_tokens_tflops", "tokens", g.gemm_by_tokens, path);
   get("gemm_ref_tokens", g.gemm_ref_tokens, false);
   read_rates(j, "lm_head_vocab_tflops", "vocab", g.lm_head_by_vocab, path);
@@ -223,6 +227,10 @@ void save_device_profile(const GpuSpec& g, const std::string& path) {
   if (!g.attention_by_seq.empty()) {
     j["attention_seq_tflops"] = rates_json(g.attention_by_seq, "seq");
     j["attention_ref_seq"] = g.attention_ref_seq;
+  }
+  if (!g.attention_by_width.empty()) {
+    j["attention_width_tflops"] = rates_json(g.attention_by_width, "n_embd");
+    j["attention_ref_width"] = g.attention_ref_width;
   }
   if (!g.gemm_by_tokens.empty()) {
     j["gemm_f32_train_tokens_tflops"] = rates_json(g.gemm_by_tokens, "tokens");

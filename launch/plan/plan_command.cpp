@@ -166,10 +166,12 @@ void run_plan(const PlanArgs& a) {
       rates("GEMMs in a GPT-2 block (fwd + bwd)", "n_embd", g.gemm_by_width);
       rates("GEMMs in a Llama block (fwd + bwd)", "n_embd", g.gemm_llama_by_width);
       rates(fmt::format("same, GPT-2 n_embd {}", copt.gemm_tokens_width).c_str(), "tokens", g.gemm_by_tokens);
-      rates(fmt::format("causal attention fwd+bwd, T {}", copt.attention_seq).c_str(), "head_dim",
+      rates(fmt::format("causal attention fwd+bwd, T {}, n_embd {}", copt.attention_seq, copt.attention_width).c_str(), "head_dim",
             g.attention_by_head_dim);
       rates("same, 4 query heads per KV head", "head_dim", g.attention_gqa_by_head_dim);
-      rates(fmt::format("same, head_dim {}", copt.attention_seqs_head_dim).c_str(), "T", g.attention_by_seq);
+      rates(fmt::format("same, head_dim {}", copt.attention_sides_head_dim).c_str(), "T", g.attention_by_seq);
+      rates(fmt::format("same, head_dim {}, T {}", copt.attention_sides_head_dim, copt.attention_seq).c_str(),
+            "n_embd", g.attention_by_width);
       rates(fmt::format("LM head + cross-entropy fwd+bwd, V {}", copt.lm_head_ref_vocab).c_str(), "n_embd",
             g.lm_head_by_width);
       rates(fmt::format("same, n_embd {}", copt.lm_head_vocabs_width).c_str(), "V", g.lm_head_by_vocab);

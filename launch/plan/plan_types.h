@@ -45,6 +45,8 @@ struct GpuSpec {
   // micro-batch against gemm_ref_tokens.
   std::vector<RatePoint> attention_by_seq;  // causal attention fwd+bwd at head_dim 64, by seq
   double attention_ref_seq = 0;
+  std::vector<RatePoint> attention_by_width;  // the same at T attention_ref_seq, by n_embd
+  double attention_ref_width = 0;
   std::vector<RatePoint> gemm_by_tokens;    // GPT-2 block GEMMs at n_embd 512, by tokens
   double gemm_ref_tokens = 0;
   std::vector<RatePoint> lm_head_by_vocab;  // LM head + CE at n_embd 256, by vocabulary

@@ -28,7 +28,7 @@ done < windows.txt
 
 "$BRAID" plan --calibrate --calibrate-seconds 0.02 --calibrate-rounds 1 --out profile.json > calibrate.log
 for key in gemm_f32_train_tflops gemm_f32_train_llama_tflops block_elementwise_gbs block_elementwise_llama_gbs \
-           attention_tflops attention_gqa4_tflops attention_seq_tflops lm_head_ce_tflops lm_head_vocab_tflops \
+           attention_tflops attention_gqa4_tflops attention_seq_tflops attention_width_tflops lm_head_ce_tflops lm_head_vocab_tflops \
            gemm_f32_train_tokens_tflops optimizer_gbs elementwise_gbs gelu_gelems swiglu_gelems; do
   grep -q "\"$key\"" profile.json || fail "profile lacks $key"
 done

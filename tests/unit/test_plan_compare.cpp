@@ -117,8 +117,11 @@ TEST(PlanCompare, SideTablesScaleRatesAgainstTheirReference) {
   g.lm_head_ref_vocab = 4096;
   g.gemm_by_tokens = {{64, 0.025}, {2048, 0.05}};
   g.gemm_ref_tokens = 2048;
+  g.attention_by_width = {{64, 0.08}, {512, 0.02}};  // width 64: 4x the rate at 512
+  g.attention_ref_width = 512;
   const CpuStepTime k = cpu_microbatch_time(m, t, g, 2, true, 1);
-  EXPECT_NEAR(k.attention, 2 * base.attention, 1e-12 * base.attention);  // T 32: half the rate
+  // T 32: half the rate; width 64: four times: 2x the rate, half the time.
+  EXPECT_NEAR(k.attention, base.attention / 2, 1e-12 * base.attention);
   EXPECT_NEAR(k.lm_head, base.lm_head / 2, 1e-12 * base.lm_head);        // V 128: twice
   EXPECT_NEAR(k.gemm, 2 * base.gemm, 1e-12 * base.gemm);                 // 64 tokens: half
 }
@@ -165,6 +168,8 @@ TEST(PlanCompare, DeviceProfileKeepsTheNewTables) {
   GpuSpec g = profile(1.0);
   g.attention_by_seq = {{128, 0.03}, {256, 0.04}};
   g.attention_ref_seq = 256;
+  g.attention_by_width = {{128, 0.05}};
+  g.attention_ref_width = 512;
   g.lm_head_by_vocab = {{512, 0.1}};
   g.lm_head_ref_vocab = 4096;
   g.gemm_by_tokens = {{1024, 0.09}};
@@ -177,6 +182,9 @@ TEST(PlanCompare, DeviceProfileKeepsTheNewTables) {
   ASSERT_EQ(r.attention_by_seq.size(), 2u);
   EXPECT_DOUBLE_EQ(r.attention_by_seq[0].rate, 0.03);
   EXPECT_DOUBLE_EQ(r.attention_ref_seq, 256);
+  ASSERT_EQ(r.attention_by_width.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.attention_by_width[0].rate, 0.05);
+  EXPECT_DOUBLE_EQ(r.attention_ref_width, 512);
   EXPECT_DOUBLE_EQ(r.lm_head_by_vocab[0].key, 512);
   EXPECT_DOUBLE_EQ(r.lm_head_ref_vocab, 4096);
   EXPECT_DOUBLE_EQ(r.gemm_by_tokens[0].rate, 0.09);
