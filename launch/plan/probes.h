@@ -1,0 +1,118 @@
+// The probes of `braid plan --calibrate`: timed closures over braid's own kernels, and the
+// builders that set one up per measured shape (calibrate.cpp picks the shapes).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/error.h"
+#include "core/profile.h"
+
+namespace braid::plan::probes {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The measurements, timed in interleaved rounds. A shared or virtual machine's speed drifts
+// over seconds (on the 2-core KVM guest of docs/benchmarks.md a 512^3 GEMM averaged 86 to 163
+// GFLOP/s over 5-second windows, tools/bench_drift.cpp), so timing each kernel in one burst
+// gives each rate a different machine state. Each round instead runs every probe for its
+// share of the time, so all rates average over the same stretch of time; a rate is total work
+// over total time (the mean, which is what a training step sums), after one untimed warm-up
+// call per probe.
+class Probes {
+ public:
+  // `fn` does `work` units (FLOPs, bytes, elements) per call; returns the probe's index.
+  size_t add(std::function<void()> fn, double work) {
+    Probe p;
+    p.fn = std::move(fn);
+    p.work = work;
+    probes_.push_back(std::move(p));
+    return probes_.size() - 1;
+  }
+  // Runs `rounds` rounds; in each, every probe for at least seconds_per_probe / rounds (and
+  // at least one call).
+  void run(int rounds, double seconds_per_probe) {
+    for (Probe& p : probes_) p.fn();
+    const double share = seconds_per_probe / std::max(1, rounds);
+    for (int r = 0; r < rounds; ++r) {
+      for (Probe& p : probes_) {
+        const KernelTimes k0 = kernel_times();
+        const auto t0 = Clock::now();
+        double dt = 0;
+        do {
+          p.fn();
+          ++p.calls;
+          dt = seconds_since(t0);
+        } while (dt < share);
+        p.seconds += dt;
+        p.groups += kernel_times() - k0;
+      }
+    }
+  }
+  // Work units per second.
+  double rate(size_t i) const {
+    const Probe& p = probes_.at(i);
+    BRAID_CHECK(p.calls > 0 && p.seconds > 0, "calibration probe {} did not run", i);
+    return p.work * static_cast<double>(p.calls) / p.seconds;
+  }
+  double seconds_per_call(size_t i) const { return probes_.at(i).seconds / static_cast<double>(probes_.at(i).calls); }
+  // Work units per second of the time the kernel profiler charged to `g` (core/profile.h)
+  // while the probe ran: the rate of one kernel group inside a composite probe.
+  double group_rate(size_t i, KernelGroup g) const {
+    const Probe& p = probes_.at(i);
+    const double s = p.groups.seconds[static_cast<int>(g)];
+    BRAID_CHECK(p.calls > 0 && s > 0, "calibration probe {} spent no time in {}", i, kernel_group_name(g));
+    return p.work * static_cast<double>(p.calls) / s;
+  }
+
+ private:
+  struct Probe {
+    std::function<void()> fn;
+    double work = 0;
+    double seconds = 0;
+    int64_t calls = 0;
+    KernelTimes groups;
+  };
+  std::vector<Probe> probes_;
+};
+
+// Buffers for the linear-layer GEMM probes, sized for the widest shape and shared by all of
+// them (probes run one at a time).
+struct GemmBuffers {
+  std::vector<float> x, w, y, dx, dw;
+  GemmBuffers(int64_t tokens, int64_t wide)
+      : x(tokens * wide, 0.5f), w(wide * wide, 0.25f), y(tokens * wide), dx(tokens * wide),
+        dw(wide * wide) {}
+};
+
+// {in, out} of the linear layers of a GPT-2 or Llama block at width C, and the widest of them.
+std::vector<std::array<int64_t, 2>> block_linear_shapes(int64_t C, bool llama);
+int64_t widest(const std::vector<std::array<int64_t, 2>>& shapes);
+
+// A one-block probe: its index and the work it does, read per kernel group.
+struct BlockProbe {
+  size_t index = 0;
+  double gemm_flops = 0, elementwise_bytes = 0;
+};
+
+size_t add_gemm_probe(Probes& probes, std::shared_ptr<GemmBuffers> buf, int64_t N, int64_t C, bool llama);
+BlockProbe add_block_probe(Probes& probes, int64_t tokens, int C, bool llama);
+size_t add_optimizer_probe(Probes& probes, int64_t params);
+size_t add_attention_probe(Probes& probes, int64_t tokens, int64_t T, int64_t D, int64_t group, int64_t C);
+size_t add_lm_head_probe(Probes& probes, int64_t N, int64_t C, int64_t V);
+size_t add_elementwise_probe(Probes& probes, int64_t N);
+size_t add_activation_probe(Probes& probes, int64_t N, bool swiglu);
+// 100 add_inplace calls on kCallProbeFloats floats: a parallel region's fixed cost.
+inline constexpr int64_t kCallProbeFloats = 16384;
+size_t add_call_probe(Probes& probes);
+size_t add_copy_probe(Probes& probes, size_t bytes);
+
+}  // namespace braid::plan::probes
