@@ -173,6 +173,7 @@ PrepareSummary prepare(const PrepareOptions& o) {
   // training parts of all documents form one text, as the encoder of pass 2 sees it.
   std::unique_ptr<Tokenizer> tok;
   if (bpe) {
+    const auto t_tok = std::chrono::steady_clock::now();  // counting is part of training
     BpeChunkCounts counts;
     ChunkStream stream([&](std::string_view span) { counts.add(span); });
     for_each_document(files, o.val_fraction, [&](std::string_view train, std::string_view) {
@@ -180,7 +181,6 @@ PrepareSummary prepare(const PrepareOptions& o) {
     }, s);
     stream.finish();
     if (counts.empty()) no_text();
-    const auto t_tok = std::chrono::steady_clock::now();
     tok = std::make_unique<BpeTokenizer>(train_bpe(counts, o.vocab_size ? o.vocab_size : 512));
     s.tokenizer_train_s = seconds_since(t_tok);
   } else {
