@@ -35,13 +35,19 @@ std::vector<std::string> names_in(const fs::path& dir) {
 TEST(DataPrepareStream, SameOutputsAsTheJoinedText) {
   TempDir dir("prepare_stream");
   fs::create_directories(dir.path() / "in");
-  // Documents that begin with blanks or newlines: the whitespace run at the end of one
-  // document's part and the start of the next form one chunk of the joined text. One document
-  // is larger than prepare's 1 MiB feed block.
-  const std::vector<std::string> docs = {"  title\n" + testing::sample_text(3000, 1),
-                                         "\n\n" + testing::sample_text(230000, 2) + "\n",
+  // Indented paragraphs, so whitespace runs get merges of their own, and documents that begin
+  // with blanks or newlines: the whitespace at the end of one document's part and at the start
+  // of the next form one chunk of the joined text. One document is larger than prepare's
+  // 1 MiB feed block.
+  auto paragraphs = [](std::string s) {
+    for (size_t at = 0; (at = s.find('\n', at)) != std::string::npos; at += 5)
+      s.replace(at, 1, "\n\n   ");
+    return s;
+  };
+  const std::vector<std::string> docs = {"  title\n" + paragraphs(testing::sample_text(3000, 1)),
+                                         "\n\n  " + paragraphs(testing::sample_text(230000, 2)),
                                          "   " + testing::sample_text(900, 3) + "\n  \n",
-                                         "\t\tx"};
+                                         "\n\n   \t\tx"};
   ASSERT_GT(docs[1].size(), size_t{1} << 20);
   std::string train_text, val_text;
   for (size_t i = 0; i < docs.size(); ++i) {
