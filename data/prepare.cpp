@@ -2,8 +2,8 @@
 #include "data/prepare.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -64,8 +64,8 @@ std::string read_document(const std::string& path) {
 // Calls fn(train part, val part) for every non-empty document, read one at a time, and adds
 // the documents and their bytes to s.
 template <typename Fn>
-void for_each_document(const std::vector<std::string>& files, double val_fraction, Fn&& fn,
-                       PrepareSummary& s) {
+void for_each_document(const std::vector<std::string>& files, double val_fraction,
+                       PrepareSummary& s, Fn&& fn) {
   for (const std::string& f : files) {
     std::string doc = read_document(f);
     if (doc.empty()) continue;
@@ -176,9 +176,8 @@ PrepareSummary prepare(const PrepareOptions& o) {
     const auto t_tok = std::chrono::steady_clock::now();  // counting is part of training
     BpeChunkCounts counts;
     ChunkStream stream([&](std::string_view span) { counts.add(span); });
-    for_each_document(files, o.val_fraction, [&](std::string_view train, std::string_view) {
-      feed(stream, train);
-    }, s);
+    for_each_document(files, o.val_fraction, s,
+                      [&](std::string_view train, std::string_view) { feed(stream, train); });
     stream.finish();
     if (counts.empty()) no_text();
     tok = std::make_unique<BpeTokenizer>(train_bpe(counts, o.vocab_size ? o.vocab_size : 512));
@@ -205,10 +204,11 @@ PrepareSummary prepare(const PrepareOptions& o) {
     });
     ChunkStream val_stream([&](std::string_view span) { val_w.append(tok->encode(span)); });
     PrepareSummary pass2;
-    for_each_document(files, o.val_fraction, [&](std::string_view train, std::string_view val) {
-      feed(train_stream, train);
-      feed(val_stream, val);
-    }, pass2);
+    for_each_document(files, o.val_fraction, pass2,
+                      [&](std::string_view train, std::string_view val) {
+                        feed(train_stream, train);
+                        feed(val_stream, val);
+                      });
     train_stream.finish();
     val_stream.finish();
     if (!bpe) {

@@ -45,7 +45,7 @@ class ShardWriter {
   void flush();
 
   std::unique_ptr<AtomicFileWriter> file_;  // null once finished
-  std::string buf_;  // encoded ids not yet written, flushed at about 1 MiB
+  std::string buf_;                         // encoded ids not yet written, flushed at about 1 MiB
   int vocab_size_ = 0;
   int width_ = 0;
   int64_t count_ = 0;

@@ -60,11 +60,12 @@ TEST(DataChunkStream, SpansSplitLikeTheWholeText) {
 
 TEST(DataChunkStream, LongRunsAcrossManyPieces) {
   // One chunk much longer than the pieces: held back whole, emitted once it ends.
-  const std::string text = "x " + std::string(5000, 'w') + std::string(3000, ' ') + "y\n" +
-                           std::string(700, '\n');
+  const std::string text =
+      "x " + std::string(5000, 'w') + std::string(3000, ' ') + "y\n" + std::string(700, '\n');
   std::vector<std::string> spans;
   ChunkStream stream([&](std::string_view s) { spans.emplace_back(s); });
-  for (size_t at = 0; at < text.size(); at += 100) stream.push(std::string_view(text).substr(at, 100));
+  for (size_t at = 0; at < text.size(); at += 100)
+    stream.push(std::string_view(text).substr(at, 100));
   stream.finish();
   std::vector<std::string> chunks;
   for (const std::string& span : spans)

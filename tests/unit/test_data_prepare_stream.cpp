@@ -66,11 +66,12 @@ TEST(DataPrepareStream, SameOutputsAsTheJoinedText) {
     o.val_fraction = 0.2;
     const PrepareSummary s = prepare(o);
     std::unique_ptr<Tokenizer> ref;
-    if (std::string(kind) == "bpe") ref = std::make_unique<BpeTokenizer>(
-        train_bpe(std::vector<std::string>{train_text}, 300));
-    else ref = std::make_unique<ByteTokenizer>();
-    EXPECT_EQ(testing::read_text(o.out_dir + "/tokenizer.json"),
-              ref->to_json().dump() + "\n") << kind;
+    if (std::string(kind) == "bpe")
+      ref = std::make_unique<BpeTokenizer>(train_bpe(std::vector<std::string>{train_text}, 300));
+    else
+      ref = std::make_unique<ByteTokenizer>();
+    EXPECT_EQ(testing::read_text(o.out_dir + "/tokenizer.json"), ref->to_json().dump() + "\n")
+        << kind;
     const std::vector<int32_t> train_ids = ref->encode(train_text);
     EXPECT_TRUE(shard_ids(o.out_dir + "/train.bin") == train_ids) << kind;
     EXPECT_TRUE(shard_ids(o.out_dir + "/val.bin") == ref->encode(val_text)) << kind;
@@ -78,7 +79,8 @@ TEST(DataPrepareStream, SameOutputsAsTheJoinedText) {
     EXPECT_EQ(s.train_tokens, static_cast<int64_t>(train_ids.size()));
     EXPECT_EQ(s.unigram_entropy_nats, unigram_entropy(train_ids, ref->vocab_size()));
     auto meta = nlohmann::json::parse(testing::read_text(o.out_dir + "/meta.json"));
-    EXPECT_EQ(meta["input_bytes"].get<int64_t>(), static_cast<int64_t>(train_text.size() + val_text.size()));
+    EXPECT_EQ(meta["input_bytes"].get<int64_t>(),
+              static_cast<int64_t>(train_text.size() + val_text.size()));
     EXPECT_EQ(names_in(o.out_dir),
               (std::vector<std::string>{"meta.json", "tokenizer.json", "train.bin", "val.bin"}));
   }
