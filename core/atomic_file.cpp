@@ -48,6 +48,24 @@ void AtomicFileWriter::write(const void* data, size_t bytes) {
   }
 }
 
+void AtomicFileWriter::write_at(size_t offset, const void* data, size_t bytes) {
+  BRAID_CHECK(fd_ >= 0, "write to {} after commit", path_);
+  BRAID_CHECK(offset <= written_ && bytes <= written_ - offset,
+              "write_at [{}, {}) of {} goes past the {} bytes written", offset, offset + bytes,
+              path_, written_);
+  const auto* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::pwrite(fd_, p, bytes, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      user_error("cannot write {}: {}", tmp_path_, std::strerror(errno));
+    }
+    p += n;
+    offset += static_cast<size_t>(n);
+    bytes -= static_cast<size_t>(n);
+  }
+}
+
 void AtomicFileWriter::commit() {
   BRAID_CHECK(fd_ >= 0, "commit of {} twice", path_);
   if (::fsync(fd_) != 0) user_error("cannot flush {} to disk: {}", tmp_path_, std::strerror(errno));

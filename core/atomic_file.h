@@ -18,6 +18,11 @@ class AtomicFileWriter {
   AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
 
   void write(const void* data, size_t bytes);
+  // Overwrites bytes already written, at offset from the start of the file (pwrite), e.g. a
+  // header whose counts are known only at the end. offset + bytes must be <= bytes_written()
+  // (a braid::Error otherwise): it never extends the file, and the write position of write()
+  // is unchanged.
+  void write_at(size_t offset, const void* data, size_t bytes);
   void commit();
   size_t bytes_written() const { return written_; }
 

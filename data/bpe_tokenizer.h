@@ -1,8 +1,11 @@
 // BpeTokenizer: byte-level BPE (256 byte tokens + learned merges) and its trainer.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -39,10 +42,40 @@ class BpeTokenizer final : public Tokenizer {
   std::vector<std::string> bytes_;              // id -> bytes
 };
 
-// Learns merges on texts until the vocabulary has vocab_size tokens (or no adjacent pair is
-// left). Each step merges the most frequent adjacent pair within pre-split chunks; ties go to
-// the smallest (left, right) ids, so the result depends only on the texts. vocab_size must be
-// in [256, 1<<24].
+// How often each distinct pre-split chunk occurs in the training text: all that training
+// needs, so the text itself can be read piece by piece and dropped. Memory grows with the
+// number of distinct chunks (words), not with the length of the text.
+class BpeChunkCounts {
+ public:
+  // Counts the chunks of text: a whole text, or a piece of one cut on a chunk boundary
+  // (ChunkStream cuts a text that way; a cut elsewhere would count other chunks).
+  void add(std::string_view text);
+
+  bool empty() const { return counts_.empty(); }
+  size_t distinct() const { return counts_.size(); }
+  int64_t total() const { return total_; }
+  int64_t count(std::string_view chunk) const;
+
+  // (chunk, count) pairs in byte order of the chunks: the fixed word order of training.
+  std::vector<std::pair<std::string_view, int64_t>> sorted() const;
+
+ private:
+  // Looks up chunks by string_view without building a std::string per chunk.
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, int64_t, Hash, std::equal_to<>> counts_;
+  int64_t total_ = 0;
+};
+
+// Learns merges on the counted chunks until the vocabulary has vocab_size tokens (or no
+// adjacent pair is left). Each step merges the most frequent adjacent pair within chunks; ties
+// go to the smallest (left, right) ids, so the result depends only on the counts. vocab_size
+// must be in [256, 1<<24].
+BpeTokenizer train_bpe(const BpeChunkCounts& counts, int vocab_size);
+
+// The same on whole texts (each text is pre-split on its own).
 BpeTokenizer train_bpe(std::span<const std::string> texts, int vocab_size);
 
 // Key of an adjacent pair in the merge tables.

@@ -1,4 +1,4 @@
-// train_bpe: greedy most-frequent-pair merging with incrementally updated pair counts.
+// BpeChunkCounts and train_bpe: greedy most-frequent-pair merging with incremental pair counts.
 #include <algorithm>
 #include <queue>
 #include <string_view>
@@ -29,24 +29,50 @@ struct HeapEntry {
 
 }  // namespace
 
+void BpeChunkCounts::add(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    const size_t end = pretokenize_chunk_end(text, i);
+    const std::string_view chunk = text.substr(i, end - i);
+    auto it = counts_.find(chunk);
+    if (it == counts_.end()) it = counts_.emplace(std::string(chunk), 0).first;
+    ++it->second;
+    ++total_;
+    i = end;
+  }
+}
+
+int64_t BpeChunkCounts::count(std::string_view chunk) const {
+  auto it = counts_.find(chunk);
+  return it == counts_.end() ? 0 : it->second;
+}
+
+std::vector<std::pair<std::string_view, int64_t>> BpeChunkCounts::sorted() const {
+  std::vector<std::pair<std::string_view, int64_t>> out(counts_.begin(), counts_.end());
+  std::sort(out.begin(), out.end());  // fixed word order: output independent of hashing
+  return out;
+}
+
 BpeTokenizer train_bpe(std::span<const std::string> texts, int vocab_size) {
+  BpeChunkCounts counts;
+  for (const std::string& text : texts) counts.add(text);
+  return train_bpe(counts, vocab_size);
+}
+
+BpeTokenizer train_bpe(const BpeChunkCounts& counts, int vocab_size) {
   if (vocab_size < 256 || vocab_size > (1 << 24))
     user_error("BPE vocab_size is {}; expected 256..{} (256 byte tokens + merges)", vocab_size,
                1 << 24);
 
-  // Count each distinct chunk once; training then works on distinct words weighted by count.
-  std::unordered_map<std::string_view, int64_t> chunk_counts;
-  for (const std::string& text : texts)
-    for (std::string_view c : pretokenize(text)) ++chunk_counts[c];
-  std::vector<std::pair<std::string_view, int64_t>> sorted(chunk_counts.begin(),
-                                                           chunk_counts.end());
-  std::sort(sorted.begin(), sorted.end());  // fixed word order: output independent of hashing
+  // Training works on distinct words weighted by their counts.
   std::vector<Word> words;
-  words.reserve(sorted.size());
-  for (auto& [s, n] : sorted) {
-    Word w{std::vector<int32_t>(s.size()), n};
-    for (size_t i = 0; i < s.size(); ++i) w.ids[i] = static_cast<unsigned char>(s[i]);
-    words.push_back(std::move(w));
+  {
+    const std::vector<std::pair<std::string_view, int64_t>> sorted = counts.sorted();
+    words.reserve(sorted.size());
+    for (const auto& [s, n] : sorted) {
+      Word w{std::vector<int32_t>(s.size()), n};
+      for (size_t i = 0; i < s.size(); ++i) w.ids[i] = static_cast<unsigned char>(s[i]);
+      words.push_back(std::move(w));
+    }
   }
 
   std::unordered_map<uint64_t, int64_t> pair_count;

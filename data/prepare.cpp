@@ -1,16 +1,20 @@
-// prepare(): read documents, split, train/apply the tokenizer, write the four output files.
+// prepare(): stream the documents twice (count chunks for BPE; encode into shards), write all.
 #include "data/prepare.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/error.h"
 #include "data/bpe_tokenizer.h"
 #include "data/byte_tokenizer.h"
+#include "data/chunk_stream.h"
 #include "data/file_util.h"
 #include "data/shard.h"
 
@@ -39,6 +43,46 @@ void check_out_dir(const PrepareOptions& o) {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Reads a whole input file, with room for the '\n' a document may need, in one allocation:
+// the largest input file bounds prepare's memory.
+std::string read_document(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) user_error("cannot open input file '{}': {}", path, std::strerror(errno));
+  const std::streamoff size = in.tellg();
+  std::string doc;
+  if (size > 0) doc.reserve(static_cast<size_t>(size) + 1);
+  in.seekg(0);
+  char block[1 << 16];
+  while (in.read(block, sizeof(block)) || in.gcount() > 0)
+    doc.append(block, static_cast<size_t>(in.gcount()));
+  if (in.bad()) user_error("error reading input file '{}'", path);
+  return doc;
+}
+
+// Calls fn(train part, val part) for every non-empty document, read one at a time, and adds
+// the documents and their bytes to s.
+template <typename Fn>
+void for_each_document(const std::vector<std::string>& files, double val_fraction,
+                       PrepareSummary& s, Fn&& fn) {
+  for (const std::string& f : files) {
+    std::string doc = read_document(f);
+    if (doc.empty()) continue;
+    if (doc.back() != '\n') doc.push_back('\n');
+    ++s.documents;
+    s.input_bytes += static_cast<int64_t>(doc.size());
+    auto [train, val] = split_document(doc, val_fraction);
+    fn(train, val);
+  }
+}
+
+// Pushes text in blocks, so what is built per span (chunk lists, encoded ids) stays small
+// however large one document is.
+void feed(ChunkStream& stream, std::string_view text) {
+  constexpr size_t kBlockBytes = size_t{1} << 20;
+  for (size_t at = 0; at < text.size(); at += kBlockBytes)
+    stream.push(text.substr(at, kBlockBytes));
 }
 
 }  // namespace
@@ -88,10 +132,16 @@ std::pair<std::string_view, std::string_view> split_document(std::string_view do
 }
 
 double unigram_entropy(std::span<const int32_t> ids, int vocab_size) {
-  if (ids.empty()) return 0;
   std::vector<int64_t> counts(static_cast<size_t>(vocab_size), 0);
   for (int32_t id : ids) ++counts[static_cast<size_t>(id)];
-  const double n = static_cast<double>(ids.size());
+  return unigram_entropy_of_counts(counts);
+}
+
+double unigram_entropy_of_counts(std::span<const int64_t> counts) {
+  int64_t total = 0;
+  for (int64_t c : counts) total += c;
+  if (total == 0) return 0;
+  const double n = static_cast<double>(total);
   double h = 0;
   for (int64_t c : counts)
     if (c > 0) h -= (c / n) * std::log(c / n);
@@ -113,44 +163,72 @@ PrepareSummary prepare(const PrepareOptions& o) {
   check_out_dir(o);
 
   const std::vector<std::string> files = list_input_files(o.inputs, o.out_dir);
+  const bool bpe = o.tokenizer == "bpe";
   PrepareSummary s;
-  std::string train_text, val_text;
-  for (const std::string& f : files) {
-    std::string doc = read_file_bytes(f, "input file");
-    if (doc.empty()) continue;
-    if (doc.back() != '\n') doc.push_back('\n');
-    ++s.documents;
-    s.input_bytes += static_cast<int64_t>(doc.size());
-    auto [train, val] = split_document(doc, o.val_fraction);
-    train_text += train;
-    val_text += val;
-  }
-  if (train_text.empty())
+  auto no_text = [&] {
     user_error("the inputs ({} files) hold no text; expected non-empty text files", files.size());
+  };
 
+  // Pass 1 (bpe only): count the chunks of the training text, one document at a time. The
+  // training parts of all documents form one text, as the encoder of pass 2 sees it.
   std::unique_ptr<Tokenizer> tok;
-  const auto t_tok = std::chrono::steady_clock::now();
-  if (o.tokenizer == "byte") {
-    tok = std::make_unique<ByteTokenizer>();
+  if (bpe) {
+    const auto t_tok = std::chrono::steady_clock::now();  // counting is part of training
+    BpeChunkCounts counts;
+    ChunkStream stream([&](std::string_view span) { counts.add(span); });
+    for_each_document(files, o.val_fraction, s,
+                      [&](std::string_view train, std::string_view) { feed(stream, train); });
+    stream.finish();
+    if (counts.empty()) no_text();
+    tok = std::make_unique<BpeTokenizer>(train_bpe(counts, o.vocab_size ? o.vocab_size : 512));
+    s.tokenizer_train_s = seconds_since(t_tok);
   } else {
-    std::vector<std::string> texts{train_text};
-    tok = std::make_unique<BpeTokenizer>(train_bpe(texts, o.vocab_size ? o.vocab_size : 512));
+    tok = std::make_unique<ByteTokenizer>();
   }
-  s.tokenizer_train_s = seconds_since(t_tok);
-  const std::vector<int32_t> train_ids = tok->encode(train_text);
-  const std::vector<int32_t> val_ids = tok->encode(val_text);
 
-  fs::create_directories(o.out_dir);
+  // Pass 2: encode the training and validation texts into their shards as they stream by.
+  // A failure here leaves neither shard (their writers remove the temp files), nor the output
+  // folder if this call created it; the tokenizer and meta.json are written only afterwards.
   const fs::path out(o.out_dir);
+  std::error_code ec;
+  const bool made_out_dir = !fs::exists(out, ec);
+  fs::create_directories(out);
+  std::vector<int64_t> unigram(static_cast<size_t>(tok->vocab_size()), 0);
+  try {
+    ShardWriter train_w((out / "train.bin").string(), tok->vocab_size());
+    ShardWriter val_w((out / "val.bin").string(), tok->vocab_size());
+    ChunkStream train_stream([&](std::string_view span) {
+      const std::vector<int32_t> ids = tok->encode(span);
+      train_w.append(ids);
+      for (int32_t id : ids) ++unigram[static_cast<size_t>(id)];
+    });
+    ChunkStream val_stream([&](std::string_view span) { val_w.append(tok->encode(span)); });
+    PrepareSummary pass2;
+    for_each_document(files, o.val_fraction, pass2,
+                      [&](std::string_view train, std::string_view val) {
+                        feed(train_stream, train);
+                        feed(val_stream, val);
+                      });
+    train_stream.finish();
+    val_stream.finish();
+    if (!bpe) {
+      s.documents = pass2.documents;
+      s.input_bytes = pass2.input_bytes;
+    }
+    if (train_w.count() == 0) no_text();
+    train_w.finish();
+    val_w.finish();
+    s.train_tokens = train_w.count();
+    s.val_tokens = val_w.count();
+  } catch (...) {
+    if (made_out_dir) fs::remove(out, ec);  // only while still empty
+    throw;
+  }
   tok->save((out / "tokenizer.json").string());
-  write_shard((out / "train.bin").string(), train_ids, tok->vocab_size());
-  write_shard((out / "val.bin").string(), val_ids, tok->vocab_size());
 
   s.tokenizer = tok->kind();
   s.vocab_size = tok->vocab_size();
-  s.train_tokens = static_cast<int64_t>(train_ids.size());
-  s.val_tokens = static_cast<int64_t>(val_ids.size());
-  s.unigram_entropy_nats = unigram_entropy(train_ids, s.vocab_size);
+  s.unigram_entropy_nats = unigram_entropy_of_counts(unigram);
   nlohmann::json meta = {{"format", "braid-prepare-v1"},
                          {"tokenizer", s.tokenizer},
                          {"vocab_size", s.vocab_size},

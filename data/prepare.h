@@ -36,7 +36,11 @@ struct PrepareSummary {
 // Held-out split: the last val_fraction of every document (cut moved forward to the next line
 // start) goes to val.bin, the rest to train.bin, so validation covers every document. The
 // tokenizer is trained on the training part only. Bad inputs, options or a non-empty out_dir
-// without force are braid::UserError.
+// without force are braid::UserError. Documents are read one at a time (twice for bpe: chunk
+// counts, then encoding), so memory is bounded by the largest file plus the table of distinct
+// pre-split chunks, not by the corpus size; the outputs are the same as if all training
+// (validation) parts were one text. A failure while reading or encoding writes no train.bin or
+// val.bin and leaves no temp file.
 PrepareSummary prepare(const PrepareOptions& opts);
 
 // A few lines for the terminal.
@@ -54,5 +58,8 @@ std::pair<std::string_view, std::string_view> split_document(std::string_view do
 
 // Entropy of the unigram distribution of ids, in nats per token (0 for no ids).
 double unigram_entropy(std::span<const int32_t> ids, int vocab_size);
+
+// The same from counts[id] = occurrences of id, so ids can be counted as they stream by.
+double unigram_entropy_of_counts(std::span<const int64_t> counts);
 
 }  // namespace braid

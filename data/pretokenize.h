@@ -1,6 +1,7 @@
 // The pre-split applied before BPE: merges never cross the chunk boundaries it draws.
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 #include <vector>
 
@@ -15,5 +16,10 @@ namespace braid {
 //                   non-space is left to start the next chunk, so " word" stays one chunk.
 // The chunks are views into text and concatenate back to exactly text.
 std::vector<std::string_view> pretokenize(std::string_view text);
+
+// End of the chunk that starts at start (< text.size()), for walking the chunks without a
+// vector. The cut depends only on text[start, end] and on whether text ends right there, so
+// every chunk but the last one of a prefix of a text is also a chunk of the whole text.
+size_t pretokenize_chunk_end(std::string_view text, size_t start);
 
 }  // namespace braid

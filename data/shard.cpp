@@ -1,4 +1,4 @@
-// Token shard writer and the validating memory-mapped reader.
+// Token shard streaming writer and the validating memory-mapped reader.
 #include "data/shard.h"
 
 #include <fcntl.h>
@@ -11,8 +11,8 @@
 #include <cstring>
 #include <utility>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
-#include "data/file_util.h"
 
 namespace braid {
 
@@ -37,29 +37,64 @@ int width_for_vocab(int64_t vocab) { return vocab <= 65536 ? 2 : 4; }
 
 }  // namespace
 
-void write_shard(const std::string& path, std::span<const int32_t> ids, int vocab_size) {
+namespace {
+constexpr size_t kWriterBufferBytes = size_t{1} << 20;
+}  // namespace
+
+ShardWriter::ShardWriter(const std::string& path, int vocab_size) : vocab_size_(vocab_size) {
   BRAID_CHECK(vocab_size > 0, "vocab_size {} must be positive", vocab_size);
-  const int width = width_for_vocab(vocab_size);
-  std::string buf(kShardHeaderBytes + ids.size() * width, '\0');
-  std::memcpy(buf.data(), kShardMagic, 8);
-  put<uint32_t>(buf, 8, kShardVersion);
-  put<uint32_t>(buf, 12, static_cast<uint32_t>(width));
-  put<uint32_t>(buf, 16, static_cast<uint32_t>(vocab_size));
-  put<uint32_t>(buf, 20, 0);
-  put<uint64_t>(buf, 24, static_cast<uint64_t>(ids.size()));
-  char* out = buf.data() + kShardHeaderBytes;
+  width_ = width_for_vocab(vocab_size);
+  file_ = std::make_unique<AtomicFileWriter>(path);
+  // The count stays 0 until finish(), so a temp file cut short never claims ids it lacks.
+  std::string header(kShardHeaderBytes, '\0');
+  std::memcpy(header.data(), kShardMagic, 8);
+  put<uint32_t>(header, 8, kShardVersion);
+  put<uint32_t>(header, 12, static_cast<uint32_t>(width_));
+  put<uint32_t>(header, 16, static_cast<uint32_t>(vocab_size));
+  file_->write(header.data(), header.size());
+  buf_.reserve(kWriterBufferBytes);
+}
+
+// Out of line: AtomicFileWriter is complete only here. Its destructor removes the temp file
+// when finish() was never reached.
+ShardWriter::~ShardWriter() = default;
+
+void ShardWriter::append(std::span<const int32_t> ids) {
+  BRAID_CHECK(file_ != nullptr, "append to a finished shard writer");
   for (size_t i = 0; i < ids.size(); ++i) {
-    BRAID_CHECK(ids[i] >= 0 && ids[i] < vocab_size, "token {} at {} outside vocab {}", ids[i], i,
-                vocab_size);
-    if (width == 2) {
-      uint16_t v = static_cast<uint16_t>(ids[i]);
-      std::memcpy(out + i * 2, &v, 2);
+    const int32_t id = ids[i];
+    BRAID_CHECK(id >= 0 && id < vocab_size_, "token {} at {} outside vocab {}", id,
+                count_ + static_cast<int64_t>(i), vocab_size_);
+    if (width_ == 2) {
+      const uint16_t v = static_cast<uint16_t>(id);
+      buf_.append(reinterpret_cast<const char*>(&v), 2);
     } else {
-      uint32_t v = static_cast<uint32_t>(ids[i]);
-      std::memcpy(out + i * 4, &v, 4);
+      const uint32_t v = static_cast<uint32_t>(id);
+      buf_.append(reinterpret_cast<const char*>(&v), 4);
     }
+    if (buf_.size() >= kWriterBufferBytes) flush();
   }
-  write_file_atomic(path, buf);
+  count_ += static_cast<int64_t>(ids.size());
+}
+
+void ShardWriter::flush() {
+  file_->write(buf_.data(), buf_.size());
+  buf_.clear();
+}
+
+void ShardWriter::finish() {
+  BRAID_CHECK(file_ != nullptr, "finish of a shard writer twice");
+  flush();
+  const uint64_t count = static_cast<uint64_t>(count_);
+  file_->write_at(24, &count, sizeof(count));
+  file_->commit();
+  file_.reset();
+}
+
+void write_shard(const std::string& path, std::span<const int32_t> ids, int vocab_size) {
+  ShardWriter w(path, vocab_size);
+  w.append(ids);
+  w.finish();
 }
 
 TokenShard::TokenShard(const std::string& path) : path_(path) {

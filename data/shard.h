@@ -11,17 +11,47 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
 namespace braid {
 
+class AtomicFileWriter;
+
 inline constexpr char kShardMagic[8] = {'B', 'R', 'A', 'I', 'D', 'T', 'O', 'K'};
 inline constexpr uint32_t kShardVersion = 1;
 inline constexpr size_t kShardHeaderBytes = 32;
 
-// Writes ids to path (temp file + rename). Every id must be in [0, vocab_size) (braid::Error
-// otherwise: the caller produced them). I/O failures are braid::UserError.
+// Streams ids into a shard file at path, so a corpus never has to be in memory at once. The
+// ids go to path + ".tmp" through a buffer; finish() writes the final count into the header
+// and renames the file over path. A writer destroyed before finish() (an exception half-way)
+// leaves neither path nor the temp file behind, and an earlier file at path untouched.
+// Every id must be in [0, vocab_size) (braid::Error otherwise: the caller produced them).
+// I/O failures are braid::UserError naming the file.
+class ShardWriter {
+ public:
+  ShardWriter(const std::string& path, int vocab_size);
+  ~ShardWriter();
+  ShardWriter(const ShardWriter&) = delete;
+  ShardWriter& operator=(const ShardWriter&) = delete;
+
+  void append(std::span<const int32_t> ids);
+  void finish();
+  // Ids appended so far.
+  int64_t count() const { return count_; }
+
+ private:
+  void flush();
+
+  std::unique_ptr<AtomicFileWriter> file_;  // null once finished
+  std::string buf_;                         // encoded ids not yet written, flushed at about 1 MiB
+  int vocab_size_ = 0;
+  int width_ = 0;
+  int64_t count_ = 0;
+};
+
+// All of ids as one shard at path (a ShardWriter with one append).
 void write_shard(const std::string& path, std::span<const int32_t> ids, int vocab_size);
 
 // A read-only, memory-mapped shard. Opening validates the whole file once: a missing file,
