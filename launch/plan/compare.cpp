@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "launch/config_json.h"
 
 namespace braid::plan {
 
@@ -50,6 +51,27 @@ void check_same_keys(const std::vector<RatePoint>& a, const std::vector<RatePoin
 
 
 }  // namespace
+
+void check_same_step(const ConfigPlanInput& run, const ConfigPlanInput& given, const std::string& run_path,
+                     const std::string& given_path) {
+  std::vector<std::string> diffs;
+  const nlohmann::json a = fields_to_json(run.model), b = fields_to_json(given.model);
+  for (auto it = a.begin(); it != a.end(); ++it)
+    if (!b.contains(it.key()) || b.at(it.key()) != it.value())
+      diffs.push_back(fmt::format("model.{} {} vs {}", it.key(), it.value().dump(),
+                                  b.contains(it.key()) ? b.at(it.key()).dump() : "missing"));
+  auto shape = [&](const char* what, int64_t x, int64_t y) {
+    if (x != y) diffs.push_back(fmt::format("{} {} vs {}", what, x, y));
+  };
+  shape("micro-batch", run.train.micro_batch, given.train.micro_batch);
+  shape("sequence length", run.train.seq, given.train.seq);
+  shape("sequences per step", run.train.global_batch, given.train.global_batch);
+  if (diffs.empty()) return;
+  std::string list;
+  for (const std::string& d : diffs) list += (list.empty() ? "" : "; ") + d;
+  user_error("--compare: the run was trained with another step than {} describes ({} vs {}: {}); drop "
+             "--config to use the run's own", given_path, run_path, given_path, list);
+}
 
 MeasuredRun read_run_metrics(const std::string& run_dir) {
   MeasuredRun run;

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "launch/plan/config_input.h"
 #include "launch/plan/plan_types.h"
 
 namespace braid::plan {
@@ -26,6 +27,12 @@ struct MeasuredRun {
 // event): every log window except the first (warm-up, unless it is the only one), weighted by
 // its steps. Throws UserError when the file is missing or has no timed windows.
 MeasuredRun read_run_metrics(const std::string& run_dir);
+
+// Throws UserError, naming both files and every differing key, when `given` (from
+// given_path, with its --set overrides) describes another model or step shape than the run's
+// own resolved config (run_path): the comparison would be meaningless.
+void check_same_step(const ConfigPlanInput& run, const ConfigPlanInput& given, const std::string& run_path,
+                     const std::string& given_path);
 
 // Profiles measured at different times, as one: each rate is the harmonic mean of the
 // profiles' rates (so predicted times are the mean of the times each profile predicts).

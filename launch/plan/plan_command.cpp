@@ -1,5 +1,6 @@
 // `braid plan`: memory, time and layout planning from the command line.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -146,7 +147,17 @@ plan::Cluster resolve_cluster(const PlanArgs& a) {
   return c;
 }
 
-void run_plan(const PlanArgs& a) {
+void run_plan(const PlanArgs& given) {
+  PlanArgs a = given;
+  // --compare predicts the run's own step: without a model source, its resolved config.yaml.
+  const std::string run_config =
+      a.compare.empty() ? "" : (std::filesystem::path(a.compare) / "config.yaml").string();
+  const bool explicit_sizes = a.layers > 0 || a.hidden > 0 || a.heads > 0;
+  if (!a.compare.empty() && a.config.empty() && a.preset.empty() && !explicit_sizes) {
+    if (!std::filesystem::exists(run_config))
+      user_error("--compare: '{}' is missing; give the run directory of a braid train run, or --config", run_config);
+    a.config = run_config;
+  }
   if (a.calibrate) {
     plan::CalibrateOptions copt;
     if (a.calibrate_seconds > 0) copt.seconds_per_probe = a.calibrate_seconds;
@@ -229,6 +240,11 @@ void run_plan(const PlanArgs& a) {
   plan::PlanResult r = plan::predict(m, t, l, c);
   if (!r.fits) r.fit_hints = plan::fit_hints(m, t, l, c);
   if (!a.compare.empty()) {
+    if (!from_config)
+      user_error("--compare predicts a braid train run: give its config with --config (or nothing: the run's "
+                 "config.yaml is used), not --model or explicit sizes");
+    if (a.config != run_config && std::filesystem::exists(run_config))
+      plan::check_same_step(plan::load_plan_config(run_config, {}), *from_config, run_config, a.config);
     if (!r.kernel_model)
       user_error("--compare needs a calibrated profile: add --device-profile <file from braid plan --calibrate>");
     const plan::MeasuredRun run = plan::read_run_metrics(a.compare);
@@ -287,8 +303,9 @@ void add_plan_command(CLI::App& app) {
                 "Device profile JSON from --calibrate; its kernel rates time braid's CPU step.\n"
                 "Several, comma-separated (calibrated before and after a run): their mean");
   c->add_option("--compare", a.compare,
-                "A braid train run directory: set its measured step and kernel-group times\n"
-                "(metrics.jsonl) beside the prediction (needs --config and --device-profile)");
+                "A braid train run directory: predict its step (from its config.yaml, or --config)\n"
+                "and set its measured step and kernel-group times (metrics.jsonl) beside the\n"
+                "prediction (needs a --device-profile from --calibrate)");
   c->add_option("--gpus-per-node", a.gpus_per_node, "GPUs per node (default: per GPU kind)");
   c->add_option("--nodes", a.nodes, "Nodes");
   c->add_option("--intra-bw", a.intra_bw, "Override intra-node GB/s per GPU and direction");

@@ -39,8 +39,21 @@ for g in gemm attention lm_head elementwise activation optimizer step; do
 done
 "$BRAID" plan --config llama.yaml --device-profile profile.json --compare runs/llama --json > compare.json
 grep -q '"measured_step_s"' compare.json || fail "no measured_step_s in --json"
+# Without --config the run's own config.yaml is used: the same prediction.
+"$BRAID" plan --device-profile profile.json --compare runs/llama --json > own.json
+[ "$(grep predicted_step_s own.json)" = "$(grep predicted_step_s compare.json)" ] ||
+  fail "the run's config.yaml predicts differently from llama.yaml"
 
-# Bad input: a directory without metrics, a built-in GPU (no kernel rates), a missing profile.
+# Bad input: a config that is not the run's, a preset, a directory without metrics, a built-in
+# GPU (no kernel rates), a missing profile.
+if "$BRAID" plan --config llama.yaml --set model.n_layer=3 --device-profile profile.json --compare runs/llama 2> err.txt; then
+  fail "--compare with another model succeeded"
+fi
+grep -q "model.n_layer 2 vs 3" err.txt || fail "error does not name the differing key: $(cat err.txt)"
+if "$BRAID" plan --model gpt2-124m --device-profile profile.json --compare runs/llama 2> err.txt; then
+  fail "--compare with a preset succeeded"
+fi
+grep -q "give its config with --config" err.txt || fail "unclear error: $(cat err.txt)"
 if "$BRAID" plan --config llama.yaml --device-profile profile.json --compare nowhere 2> err.txt; then
   fail "--compare of a missing run succeeded"
 fi
