@@ -56,6 +56,12 @@ std::string time_split_line(const KernelTimes& k, double step_time, int64_t step
   return line;
 }
 
+// How long the start-up peak probe runs: the best 1024^3 GEMM rate seen in that time is the
+// MFU denominator when train.peak_tflops is 0. On a shared or virtual machine whose speed
+// drifts over seconds (docs/benchmarks.md, bench_drift), 0.5 s often saw only a slow spell and
+// read MFU high (93 % in one quickstart run); 2 s of best-of is steadier.
+constexpr double kPeakProbeSeconds = 2.0;
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -167,7 +173,7 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
   const int B = cfg.data.micro_batch, T = cfg.data.seq_len, accum = cfg.data.grad_accum;
   const double tokens_per_step = static_cast<double>(B) * T * accum;
   const double flops_per_step = cfg.model.flops_per_token(T) * tokens_per_step;
-  const double peak = cfg.train.peak_tflops > 0 ? cfg.train.peak_tflops * 1e12 : measure_gemm_peak_f32(0.5);
+  const double peak = cfg.train.peak_tflops > 0 ? cfg.train.peak_tflops * 1e12 : measure_gemm_peak_f32(kPeakProbeSeconds);
   std::printf("braid train: %s, %s %.2fM params, %d threads, gemm %s, run dir %s\n",
               config_path.c_str(), cfg.model.family.c_str(), cfg.model.num_params() / 1e6,
               omp_get_max_threads(), gemm_backend_name().c_str(), run_dir.string().c_str());
