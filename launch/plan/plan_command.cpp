@@ -153,6 +153,9 @@ void run_plan(const PlanArgs& given) {
   const std::string run_config =
       a.compare.empty() ? "" : (std::filesystem::path(a.compare) / "config.yaml").string();
   const bool explicit_sizes = a.layers > 0 || a.hidden > 0 || a.heads > 0;
+  if (!a.compare.empty() && (a.inference || a.layout == "auto"))
+    user_error("--compare sets a prediction beside a braid train run as it ran; it does not combine with {}",
+               a.inference ? "--inference" : "--layout auto");
   if (!a.compare.empty() && a.config.empty() && a.preset.empty() && !explicit_sizes) {
     if (!std::filesystem::exists(run_config))
       user_error("--compare: '{}' is missing; give the run directory of a braid train run, or --config", run_config);

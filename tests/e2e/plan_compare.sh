@@ -50,6 +50,10 @@ if "$BRAID" plan --config llama.yaml --set model.n_layer=3 --device-profile prof
   fail "--compare with another model succeeded"
 fi
 grep -q "model.n_layer 2 vs 3" err.txt || fail "error does not name the differing key: $(cat err.txt)"
+if "$BRAID" plan --device-profile profile.json --compare runs/llama --layout auto 2> err.txt; then
+  fail "--compare with --layout auto succeeded"
+fi
+grep -q "does not combine with --layout auto" err.txt || fail "unclear error: $(cat err.txt)"
 if "$BRAID" plan --model gpt2-124m --device-profile profile.json --compare runs/llama 2> err.txt; then
   fail "--compare with a preset succeeded"
 fi
