@@ -37,17 +37,14 @@ GpuSpec calibrate_machine(const CalibrateOptions& opt) {
   const size_t p_copy = add_copy_probe(probes, opt.copy_bytes);
 
   const int64_t N = opt.tokens;
-  int64_t most_tokens = N;
-  for (int t : opt.gemm_token_counts) most_tokens = std::max<int64_t>(most_tokens, t);
-  const int64_t wide = widest(block_linear_shapes(opt.gemm_tokens_width, false));
-  auto gbuf = std::make_shared<GemmBuffers>(most_tokens, wide);
-  std::vector<size_t> p_gemm_tokens, p_attn, p_attn_gqa, p_attn_seq, p_lm, p_lm_vocab;
-  std::vector<BlockProbe> p_block, p_block_llama;
+  std::vector<size_t> p_attn, p_attn_gqa, p_attn_seq, p_lm, p_lm_vocab;
+  std::vector<BlockProbe> p_block, p_block_llama, p_block_tokens;
   for (int w : opt.gemm_widths) {
     p_block.push_back(add_block_probe(probes, N, w, false));
     p_block_llama.push_back(add_block_probe(probes, N, w, true));
   }
-  for (int t : opt.gemm_token_counts) p_gemm_tokens.push_back(add_gemm_probe(probes, gbuf, t, opt.gemm_tokens_width, false));
+  for (int t : opt.gemm_token_counts)
+    p_block_tokens.push_back(add_block_probe(probes, t, opt.gemm_tokens_width, false));
   for (int d : opt.head_dims) {
     p_attn.push_back(add_attention_probe(probes, N, opt.attention_seq, d, 1, opt.attention_width));
     p_attn_gqa.push_back(add_attention_probe(probes, N, opt.attention_seq, d, 4, opt.attention_width));
@@ -89,21 +86,22 @@ GpuSpec calibrate_machine(const CalibrateOptions& opt) {
     for (size_t i = 0; i < keys.size(); ++i) t.push_back({double(keys[i]), probes.rate(idx[i]) / 1e12});
     return t;
   };
-  auto block_table = [&](const std::vector<BlockProbe>& ps, bool gemm) {
+  // GEMM (TFLOP/s) or element-wise (GB/s) rates of block probes, keyed by `keys`.
+  auto block_table = [&](const std::vector<int>& keys, const std::vector<BlockProbe>& ps, bool gemm) {
     std::vector<RatePoint> t;
     for (size_t i = 0; i < ps.size(); ++i) {
       const BlockProbe& b = ps[i];
       const double r = gemm ? b.gemm_flops * probes.group_rate(b.index, KernelGroup::Gemm) / 1e12
                             : b.elementwise_bytes * probes.group_rate(b.index, KernelGroup::Elementwise) / 1e9;
-      t.push_back({double(opt.gemm_widths[i]), r});
+      t.push_back({double(keys[i]), r});
     }
     return t;
   };
-  g.gemm_by_width = block_table(p_block, true);
-  g.gemm_llama_by_width = block_table(p_block_llama, true);
-  g.block_elementwise_by_width = block_table(p_block, false);
-  g.block_elementwise_llama_by_width = block_table(p_block_llama, false);
-  g.gemm_by_tokens = table(opt.gemm_token_counts, p_gemm_tokens);
+  g.gemm_by_width = block_table(opt.gemm_widths, p_block, true);
+  g.gemm_llama_by_width = block_table(opt.gemm_widths, p_block_llama, true);
+  g.block_elementwise_by_width = block_table(opt.gemm_widths, p_block, false);
+  g.block_elementwise_llama_by_width = block_table(opt.gemm_widths, p_block_llama, false);
+  g.gemm_by_tokens = block_table(opt.gemm_token_counts, p_block_tokens, true);
   g.gemm_ref_tokens = static_cast<double>(N);
   g.attention_by_head_dim = table(opt.head_dims, p_attn);
   g.attention_gqa_by_head_dim = table(opt.head_dims, p_attn_gqa);

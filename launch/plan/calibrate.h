@@ -20,7 +20,7 @@ struct CalibrateOptions {
   int tokens = 2048;
   // n_embd of the one-block probes (GPT-2 and Llama): GEMM and block element-wise rates
   std::vector<int> gemm_widths = {128, 256, 512, 768};
-  std::vector<int> gemm_token_counts = {512, 1024, 2048, 4096};  // at n_embd gemm_tokens_width
+  std::vector<int> gemm_token_counts = {512, 1024, 2048, 4096};  // GPT-2 block probes at gemm_tokens_width
   int gemm_tokens_width = 512;
   int attention_seq = 256;                     // the head_dim tables' sequence length
   int attention_width = 512;                   // and their n_embd (heads = n_embd / head_dim)

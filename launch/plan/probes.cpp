@@ -10,7 +10,6 @@
 #include "core/kernels/attention.h"
 #include "core/kernels/cross_entropy.h"
 #include "core/kernels/elementwise.h"
-#include "core/kernels/gemm.h"
 #include "core/kernels/layernorm.h"
 #include "core/models/transformer.h"
 #include "core/random.h"
@@ -29,41 +28,6 @@ Tensor randn(const Shape& shape, uint64_t stream) {
 }
 
 }  // namespace
-
-// The linear layers of a block at width C, each as the trainer runs it: forward x W^T, input
-// gradient dy W, weight gradient dy^T x accumulated. GPT-2: C->3C, C->C, C->4C, 4C->C. Llama
-// (4 query heads per KV head, SwiGLU width F): q and o C->C, k and v C->C/4, gate and up C->F,
-// down F->C. Work: 6 * tokens * in * out FLOPs.
-std::vector<std::array<int64_t, 2>> block_linear_shapes(int64_t C, bool llama) {
-  ModelConfig m;
-  m.family = "llama";
-  m.n_embd = static_cast<int>(C);
-  const int64_t F = llama ? m.ffn() : 4 * C, kv = C / 4;
-  if (llama) return {{C, C}, {C, kv}, {C, kv}, {C, C}, {C, F}, {C, F}, {F, C}};
-  return {{C, 3 * C}, {C, C}, {C, F}, {F, C}};
-}
-
-int64_t widest(const std::vector<std::array<int64_t, 2>>& shapes) {
-  int64_t w = 0;
-  for (const auto& s : shapes) w = std::max({w, s[0], s[1]});
-  return w;
-}
-
-size_t add_gemm_probe(Probes& probes, std::shared_ptr<GemmBuffers> buf, int64_t N, int64_t C, bool llama) {
-  const auto shapes = block_linear_shapes(C, llama);
-  double flops = 0;
-  for (const auto& s : shapes) flops += 6.0 * N * s[0] * s[1];
-  return probes.add(
-      [buf, shapes, N] {
-        for (const auto& s : shapes) {
-          const int64_t in = s[0], out = s[1];
-          gemm_f32(false, true, N, out, in, 1.0f, buf->x.data(), in, buf->w.data(), in, 0.0f, buf->y.data(), out);
-          gemm_f32(false, false, N, in, out, 1.0f, buf->y.data(), out, buf->w.data(), in, 0.0f, buf->dx.data(), in);
-          gemm_f32(true, false, out, in, N, 1.0f, buf->y.data(), out, buf->x.data(), in, 1.0f, buf->dw.data(), in);
-        }
-      },
-      flops);
-}
 
 // One real transformer block of `family` at width C (head_dim 64, 32 at C < 256; Llama with 4
 // query heads per KV head), forward + backward on `tokens` tokens of 256: the kernels and

@@ -2,7 +2,6 @@
 // builders that set one up per measured shape (calibrate.cpp picks the shapes).
 #pragma once
 
-#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -84,26 +83,12 @@ class Probes {
   std::vector<Probe> probes_;
 };
 
-// Buffers for the linear-layer GEMM probes, sized for the widest shape and shared by all of
-// them (probes run one at a time).
-struct GemmBuffers {
-  std::vector<float> x, w, y, dx, dw;
-  GemmBuffers(int64_t tokens, int64_t wide)
-      : x(tokens * wide, 0.5f), w(wide * wide, 0.25f), y(tokens * wide), dx(tokens * wide),
-        dw(wide * wide) {}
-};
-
-// {in, out} of the linear layers of a GPT-2 or Llama block at width C, and the widest of them.
-std::vector<std::array<int64_t, 2>> block_linear_shapes(int64_t C, bool llama);
-int64_t widest(const std::vector<std::array<int64_t, 2>>& shapes);
-
 // A one-block probe: its index and the work it does, read per kernel group.
 struct BlockProbe {
   size_t index = 0;
   double gemm_flops = 0, elementwise_bytes = 0;
 };
 
-size_t add_gemm_probe(Probes& probes, std::shared_ptr<GemmBuffers> buf, int64_t N, int64_t C, bool llama);
 BlockProbe add_block_probe(Probes& probes, int64_t tokens, int C, bool llama);
 size_t add_optimizer_probe(Probes& probes, int64_t params);
 size_t add_attention_probe(Probes& probes, int64_t tokens, int64_t T, int64_t D, int64_t group, int64_t C);
