@@ -130,6 +130,21 @@ void read_rates(const nlohmann::json& j, const char* field, const char* key_name
   }
 }
 
+// The side tables: a rate table measured around one reference shape, stored with it.
+struct SideTable {
+  const char* field;      // JSON key of the table
+  const char* key_name;   // JSON key of each point's shape
+  std::vector<RatePoint> GpuSpec::*table;
+  const char* ref_field;  // JSON key of the reference shape
+  double GpuSpec::*ref;
+};
+constexpr SideTable kSideTables[] = {
+    {"attention_seq_tflops", "seq", &GpuSpec::attention_by_seq, "attention_ref_seq", &GpuSpec::attention_ref_seq},
+    {"attention_width_tflops", "n_embd", &GpuSpec::attention_by_width, "attention_ref_width",
+     &GpuSpec::attention_ref_width},
+    {"gemm_f32_train_tokens_tflops", "tokens", &GpuSpec::gemm_by_tokens, "gemm_ref_tokens", &GpuSpec::gemm_ref_tokens},
+    {"lm_head_vocab_tflops", "vocab", &GpuSpec::lm_head_by_vocab, "lm_head_ref_vocab", &GpuSpec::lm_head_ref_vocab}};
+
 }  // namespace
 
 GpuSpec load_device_profile(const std::string& path) {
@@ -171,25 +186,15 @@ GpuSpec load_device_profile(const std::string& path) {
   read_rates(j, "attention_gqa4_tflops", "head_dim", g.attention_gqa_by_head_dim, path);
   read_rates(j, "attention_tflops", "head_dim", g.attention_by_head_dim, path);
   read_rates(j, "lm_head_ce_tflops", "n_embd", g.lm_head_by_width, path);
-  read_rates(j, "attention_seq_tflops", "seq", g.attention_by_seq, path);
-  get("attention_ref_seq", g.attention_ref_seq, false);
-  read_rates(j, "attention_width_tflops", "n_embd", g.attention_by_width, path);
-  get("attention_ref_width", g.attention_ref_width, false);
-  if (!g.attention_by_width.empty() && !(g.attention_ref_width > 0))
-    user_error("device profile '{}': attention_width_tflops needs attention_ref_width > 0", path);
-  read_rates(j, "gemm_f32_train_tokens_tflops", "tokens", g.gemm_by_tokens, path);
-  get("gemm_ref_tokens", g.gemm_ref_tokens, false);
-  read_rates(j, "lm_head_vocab_tflops", "vocab", g.lm_head_by_vocab, path);
-  get("lm_head_ref_vocab", g.lm_head_ref_vocab, false);
+  for (const SideTable& s : kSideTables) {
+    read_rates(j, s.field, s.key_name, g.*s.table, path);
+    get(s.ref_field, g.*s.ref, false);
+    if (!(g.*s.table).empty() && !(g.*s.ref > 0))
+      user_error("device profile '{}': {} needs {} > 0", path, s.field, s.ref_field);
+  }
   read_rates(j, "optimizer_gbs", "params", g.optimizer_by_params, path, "gbs");
   read_rates(j, "block_elementwise_gbs", "n_embd", g.block_elementwise_by_width, path, "gbs");
   read_rates(j, "block_elementwise_llama_gbs", "n_embd", g.block_elementwise_llama_by_width, path, "gbs");
-  if (!g.lm_head_by_vocab.empty() && !(g.lm_head_ref_vocab > 0))
-    user_error("device profile '{}': lm_head_vocab_tflops needs lm_head_ref_vocab > 0", path);
-  if (!g.attention_by_seq.empty() && !(g.attention_ref_seq > 0))
-    user_error("device profile '{}': attention_seq_tflops needs attention_ref_seq > 0", path);
-  if (!g.gemm_by_tokens.empty() && !(g.gemm_ref_tokens > 0))
-    user_error("device profile '{}': gemm_f32_train_tokens_tflops needs gemm_ref_tokens > 0", path);
   get("elementwise_gbs", g.elementwise_gbs, false);
   get("gelu_gelems", g.gelu_gelems, false);
   get("swiglu_gelems", g.swiglu_gelems, false);
@@ -224,21 +229,10 @@ void save_device_profile(const GpuSpec& g, const std::string& path) {
   if (!g.attention_by_head_dim.empty())
     j["attention_tflops"] = rates_json(g.attention_by_head_dim, "head_dim");
   if (!g.lm_head_by_width.empty()) j["lm_head_ce_tflops"] = rates_json(g.lm_head_by_width, "n_embd");
-  if (!g.attention_by_seq.empty()) {
-    j["attention_seq_tflops"] = rates_json(g.attention_by_seq, "seq");
-    j["attention_ref_seq"] = g.attention_ref_seq;
-  }
-  if (!g.attention_by_width.empty()) {
-    j["attention_width_tflops"] = rates_json(g.attention_by_width, "n_embd");
-    j["attention_ref_width"] = g.attention_ref_width;
-  }
-  if (!g.gemm_by_tokens.empty()) {
-    j["gemm_f32_train_tokens_tflops"] = rates_json(g.gemm_by_tokens, "tokens");
-    j["gemm_ref_tokens"] = g.gemm_ref_tokens;
-  }
-  if (!g.lm_head_by_vocab.empty()) {
-    j["lm_head_vocab_tflops"] = rates_json(g.lm_head_by_vocab, "vocab");
-    j["lm_head_ref_vocab"] = g.lm_head_ref_vocab;
+  for (const SideTable& s : kSideTables) {
+    if ((g.*s.table).empty()) continue;
+    j[s.field] = rates_json(g.*s.table, s.key_name);
+    j[s.ref_field] = g.*s.ref;
   }
   if (!g.optimizer_by_params.empty()) j["optimizer_gbs"] = rates_json(g.optimizer_by_params, "params", "gbs");
   if (!g.block_elementwise_by_width.empty())
