@@ -1,11 +1,11 @@
-// Caching host allocator.
+// Host allocators: plain (stateless) and caching (per context).
 #include "core/memory.h"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
-#include <map>
-#include <mutex>
 #include <new>
-#include <vector>
+#include <string>
 
 namespace braid {
 
@@ -17,80 +17,106 @@ size_t round_size(size_t bytes) {
   return (bytes + 4095) & ~size_t{4095};
 }
 
-struct HostPool {
-  std::mutex mu;
-  std::map<size_t, std::vector<void*>> free_lists;
-  MemoryStats stats;
-};
-
-// The pool lives for the whole process (like malloc's own arenas); it is never destroyed so
-// that tensors freed during static destruction stay safe.
-HostPool& pool() {
-  static HostPool* p = new HostPool();
-  return *p;
+void* aligned_or_throw(size_t n) {
+  void* p = std::aligned_alloc(64, n);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
 }
+
+class PlainHostAllocator final : public Allocator {
+ public:
+  Device device() const override { return Device::cpu(); }
+  void* allocate(size_t bytes, MemCategory) override {
+    return aligned_or_throw(round_size(bytes == 0 ? 1 : bytes));
+  }
+  void deallocate(void* p, size_t, MemCategory) override { std::free(p); }
+  MemoryStats stats() const override { return {}; }
+};
 
 }  // namespace
 
 const char* mem_category_name(MemCategory c) {
   switch (c) {
     case MemCategory::Weights: return "weights";
+    case MemCategory::MasterWeights: return "master_weights";
     case MemCategory::Grads: return "grads";
     case MemCategory::OptimizerState: return "optimizer";
     case MemCategory::Activations: return "activations";
+    case MemCategory::Communication: return "communication";
+    case MemCategory::Workspace: return "workspace";
     default: return "other";
   }
 }
 
-void* host_alloc(size_t bytes, MemCategory cat) {
+std::shared_ptr<Allocator> plain_host_allocator() {
+  // Immutable after construction (it has no state at all).
+  static const std::shared_ptr<Allocator> a = std::make_shared<PlainHostAllocator>();
+  return a;
+}
+
+CachingHostAllocator::~CachingHostAllocator() { release_cached(); }
+
+void* CachingHostAllocator::allocate(size_t bytes, MemCategory cat) {
   const size_t n = round_size(bytes == 0 ? 1 : bytes);
-  HostPool& p = pool();
   void* ptr = nullptr;
   {
-    std::lock_guard<std::mutex> lock(p.mu);
-    auto it = p.free_lists.find(n);
-    if (it != p.free_lists.end() && !it->second.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = free_lists_.find(n);
+    if (it != free_lists_.end() && !it->second.empty()) {
       ptr = it->second.back();
       it->second.pop_back();
-      p.stats.cached_bytes -= static_cast<int64_t>(n);
+      stats_.cached_bytes -= static_cast<int64_t>(n);
     }
   }
-  if (ptr == nullptr) {
-    ptr = std::aligned_alloc(64, n);
-    if (ptr == nullptr) throw std::bad_alloc();
-  }
-  std::lock_guard<std::mutex> lock(p.mu);
-  p.stats.live_bytes[static_cast<size_t>(cat)] += static_cast<int64_t>(n);
-  p.stats.live_total += static_cast<int64_t>(n);
-  if (p.stats.live_total > p.stats.peak_total) p.stats.peak_total = p.stats.live_total;
+  if (ptr == nullptr) ptr = aligned_or_throw(n);
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto c = static_cast<size_t>(cat);
+  stats_.live_bytes[c] += static_cast<int64_t>(n);
+  if (stats_.live_bytes[c] > stats_.peak_bytes[c]) stats_.peak_bytes[c] = stats_.live_bytes[c];
+  stats_.live_total += static_cast<int64_t>(n);
+  if (stats_.live_total > stats_.peak_total) stats_.peak_total = stats_.live_total;
   return ptr;
 }
 
-void host_free(void* ptr, size_t bytes, MemCategory cat) {
+void CachingHostAllocator::deallocate(void* ptr, size_t bytes, MemCategory cat) {
   if (ptr == nullptr) return;
   const size_t n = round_size(bytes == 0 ? 1 : bytes);
-  HostPool& p = pool();
-  std::lock_guard<std::mutex> lock(p.mu);
-  p.stats.live_bytes[static_cast<size_t>(cat)] -= static_cast<int64_t>(n);
-  p.stats.live_total -= static_cast<int64_t>(n);
-  p.free_lists[n].push_back(ptr);
-  p.stats.cached_bytes += static_cast<int64_t>(n);
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.live_bytes[static_cast<size_t>(cat)] -= static_cast<int64_t>(n);
+  stats_.live_total -= static_cast<int64_t>(n);
+  free_lists_[n].push_back(ptr);
+  stats_.cached_bytes += static_cast<int64_t>(n);
 }
 
-MemoryStats host_memory_stats() {
-  HostPool& p = pool();
-  std::lock_guard<std::mutex> lock(p.mu);
-  return p.stats;
+MemoryStats CachingHostAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
 }
 
-void host_release_cached() {
-  HostPool& p = pool();
-  std::lock_guard<std::mutex> lock(p.mu);
-  for (auto& [size, list] : p.free_lists) {
+void CachingHostAllocator::release_cached() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [size, list] : free_lists_) {
     for (void* ptr : list) std::free(ptr);
     list.clear();
   }
-  p.stats.cached_bytes = 0;
+  stats_.cached_bytes = 0;
+}
+
+void CachingHostAllocator::reset_peaks() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.peak_bytes = stats_.live_bytes;
+  stats_.peak_total = stats_.live_total;
+}
+
+std::string memory_peaks_line(const MemoryStats& s) {
+  std::string line;
+  for (int c = 0; c < kMemCategories; ++c) {
+    if (s.peak_bytes[c] == 0) continue;
+    if (!line.empty()) line += " | ";
+    line += fmt::format("{} {:.1f} MiB", mem_category_name(static_cast<MemCategory>(c)),
+                        static_cast<double>(s.peak_bytes[c]) / 1048576.0);
+  }
+  return line;
 }
 
 }  // namespace braid

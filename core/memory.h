@@ -1,32 +1,87 @@
-// Host memory: a size-bucketed caching allocator with byte counters per category.
+// Allocators: where a tensor's bytes come from, with byte counters per category.
 //
-// Training allocates the same activation sizes every step; returning blocks to the OS and
-// faulting them in again costs more than many kernels, so freed blocks are kept for reuse.
+// An ExecContext owns one allocator per rank (core/context.h); tensors keep a reference to the
+// allocator that made them, so `empty_like` allocates beside its input and memory is counted
+// per context, never in a process-wide pool.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/device.h"
 
 namespace braid {
 
 // What a block holds; counted separately so memory can be reported by category.
-enum class MemCategory : uint8_t { Weights, Grads, OptimizerState, Activations, Other, kCount };
+enum class MemCategory : uint8_t {
+  Weights,         // parameters used for compute
+  MasterWeights,   // fp32 copies kept by a mixed-precision optimizer
+  Grads,           // parameter gradients (and gradient buckets)
+  OptimizerState,  // AdamW moments
+  Activations,     // the stash and everything a step allocates on the way
+  Communication,   // collective buffers
+  Workspace,       // kernel scratch (packing buffers, logits chunks)
+  Other,
+  kCount
+};
+constexpr int kMemCategories = static_cast<int>(MemCategory::kCount);
 
+// "weights", "master_weights", "grads", "optimizer", "activations", "communication",
+// "workspace", "other"
 const char* mem_category_name(MemCategory c);
 
 struct MemoryStats {
-  std::array<int64_t, static_cast<size_t>(MemCategory::kCount)> live_bytes{};
-  int64_t live_total = 0;  // bytes handed out now
-  int64_t peak_total = 0;  // high-water mark of live_total
+  std::array<int64_t, kMemCategories> live_bytes{};
+  std::array<int64_t, kMemCategories> peak_bytes{};  // high-water mark per category
+  int64_t live_total = 0;    // bytes handed out now
+  int64_t peak_total = 0;    // high-water mark of live_total
   int64_t cached_bytes = 0;  // bytes kept in the free lists
 };
 
-// 64-byte aligned host allocation. Thread-safe.
-void* host_alloc(size_t bytes, MemCategory cat);
-void host_free(void* p, size_t bytes, MemCategory cat);
-MemoryStats host_memory_stats();
-// Returns every cached block to the OS.
-void host_release_cached();
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual Device device() const = 0;
+  // At least `bytes` (64-byte aligned); never null (throws std::bad_alloc).
+  virtual void* allocate(size_t bytes, MemCategory cat) = 0;
+  virtual void deallocate(void* p, size_t bytes, MemCategory cat) = 0;
+  virtual MemoryStats stats() const = 0;
+  // Returns cached blocks to the system (no-op where nothing is cached).
+  virtual void release_cached() {}
+  // Starts a new peak measurement from the current live bytes.
+  virtual void reset_peaks() {}
+};
+
+// Host memory straight from aligned_alloc, no caching and no counters: for tensors made
+// outside any context (data batches, files read from disk, test constants). Stateless, so one
+// shared instance is safe.
+std::shared_ptr<Allocator> plain_host_allocator();
+
+// Host memory with a size-bucketed cache: training allocates the same activation sizes every
+// step, and returning blocks to the OS and faulting them in again costs more than many
+// kernels. Thread-safe; counts live and peak bytes per category.
+class CachingHostAllocator final : public Allocator {
+ public:
+  ~CachingHostAllocator() override;
+  Device device() const override { return Device::cpu(); }
+  void* allocate(size_t bytes, MemCategory cat) override;
+  void deallocate(void* p, size_t bytes, MemCategory cat) override;
+  MemoryStats stats() const override;
+  void release_cached() override;
+  void reset_peaks() override;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<size_t, std::vector<void*>> free_lists_;
+  MemoryStats stats_;
+};
+
+// "weights 12.0 MiB | grads 12.0 MiB | ..." of the peak bytes per category (non-zero only).
+std::string memory_peaks_line(const MemoryStats& s);
 
 }  // namespace braid

@@ -1,24 +1,68 @@
-// Parameter: a named trainable (or frozen) tensor with its gradient.
+// Parameter: a named tensor with its gradient, shard spec and trainable flag.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/tensor.h"
 
 namespace braid {
 
-struct Parameter {
+// How a parameter is split across tensor-parallel ranks. A tensor-parallel pass sets `dim`
+// and `parts`; the model declares `blocks` for fused tensors whose sub-blocks split
+// separately: GPT-2's c_attn weight (3C, C) is blocks {C, C, C} along dim 0, so part r holds
+// rows [r C/parts, (r+1) C/parts) of each of q, k and v (splitting by head within each).
+struct ShardSpec {
+  int dim = -1;                 // the split dimension; -1: replicated on every rank
+  int parts = 1;                // how many ranks share it
+  std::vector<int64_t> blocks;  // global sizes of fused sub-blocks along dim; empty: one block
+
+  bool sharded() const { return dim >= 0 && parts > 1; }
+  // The local shape of part `part` of a tensor of `global` shape.
+  Shape local_shape(const Shape& global) const;
+  // [begin, end) along `dim` of each sub-block owned by `part` (global indices).
+  std::vector<std::pair<int64_t, int64_t>> ranges(const Shape& global, int part) const;
+  // Throws (naming `what`) unless every block divides evenly by parts.
+  void validate(const Shape& global, const std::string& what) const;
+};
+
+// The part of `full` (global shape) that `part` owns, as a new host tensor.
+Tensor extract_shard(const Tensor& full, const ShardSpec& spec, int part);
+// Writes `shard` into its place in `full`.
+void insert_shard(Tensor& full, const Tensor& shard, const ShardSpec& spec, int part);
+
+class Parameter {
+ public:
+  // value: the (local) tensor; the global shape is its shape until a pass shards it.
+  Parameter(std::string name, Tensor value, bool trainable = true);
+
   // HF-compatible name, e.g. transformer.h.3.attn.c_attn.weight; checkpoints and HF
   // import/export are driven by it.
   std::string name;
-  Tensor value;  // MemCategory::Weights
-  Tensor grad;   // MemCategory::Grads, same shape; undefined when frozen
+  Tensor value;        // MemCategory::Weights
+  Shape global_shape;  // the whole tensor across tensor-parallel ranks
+  ShardSpec shard;
   bool trainable = true;
-  // Tensor-parallel sharding (part 3): the dimension split across TP ranks, -1 = replicated.
-  int shard_dim = -1;
+  // A replica of a parameter owned elsewhere (GPT-2's tied embedding on the last pipeline
+  // stage): trained like any other, but not saved by this stage.
+  bool replica = false;
 
-  Parameter(std::string n, const Shape& shape, bool trainable_ = true);
-  void zero_grad();
+  // The gradient (MemCategory::Grads, value's shape), allocated and zeroed on first use from
+  // the value's allocator unless bind_grad gave it a buffer. Only for trainable parameters:
+  // frozen ones never have one.
+  Tensor& grad();
+  // The gradient if it exists, else an undefined tensor (frozen, or not yet touched).
+  const Tensor& grad_if_any() const { return grad_; }
+  bool has_grad() const { return grad_.defined(); }
+  // Makes `view` (same shape and dtype as value, e.g. a slice of a flat bucket) the gradient
+  // buffer. The caller owns its contents: binding does not zero it.
+  void bind_grad(Tensor view);
+  void zero_grad();  // zeroes an existing gradient (no-op when none)
+  // Freezes the parameter and drops its gradient.
+  void freeze();
+
+ private:
+  Tensor grad_;
 };
 
 }  // namespace braid

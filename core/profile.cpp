@@ -1,3 +1,4 @@
+// Kernel-group wall-time counters.
 #include "core/profile.h"
 
 #include <omp.h>
@@ -8,9 +9,6 @@
 namespace braid {
 
 namespace {
-
-std::array<std::atomic<int64_t>, kKernelGroups> g_ns{};
-thread_local KernelTimer* t_current = nullptr;
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -50,31 +48,32 @@ KernelTimes& KernelTimes::operator+=(const KernelTimes& other) {
   return *this;
 }
 
-KernelTimes kernel_times() {
+KernelTimes Profiler::times() const {
   KernelTimes t;
   for (int i = 0; i < kKernelGroups; ++i)
-    t.seconds[i] = 1e-9 * static_cast<double>(g_ns[i].load(std::memory_order_relaxed));
+    t.seconds[i] = 1e-9 * static_cast<double>(ns_[i].load(std::memory_order_relaxed));
   return t;
 }
 
 // The parent's share ends where the child starts, and restarts where the child ends.
-KernelTimer::KernelTimer(KernelGroup g, Nested nested)
-    : group_(g), absorb_(nested == Nested::Absorb) {
-  if (omp_in_parallel() || (t_current && t_current->absorb_)) return;
+KernelTimer::KernelTimer(Profiler& profiler, KernelGroup g, Nested nested)
+    : profiler_(profiler), group_(g), absorb_(nested == Nested::Absorb) {
+  KernelTimer* current = profiler_.current_;
+  if (omp_in_parallel() || (current && current->absorb_)) return;
   active_ = true;
   start_ns_ = now_ns();
-  parent_ = t_current;
+  parent_ = current;
   if (parent_)
-    g_ns[static_cast<int>(parent_->group_)].fetch_add(start_ns_ - parent_->start_ns_,
-                                                      std::memory_order_relaxed);
-  t_current = this;
+    profiler_.ns_[static_cast<int>(parent_->group_)].fetch_add(start_ns_ - parent_->start_ns_,
+                                                               std::memory_order_relaxed);
+  profiler_.current_ = this;
 }
 
 KernelTimer::~KernelTimer() {
   if (!active_) return;
   const int64_t end = now_ns();
-  g_ns[static_cast<int>(group_)].fetch_add(end - start_ns_, std::memory_order_relaxed);
-  t_current = parent_;
+  profiler_.ns_[static_cast<int>(group_)].fetch_add(end - start_ns_, std::memory_order_relaxed);
+  profiler_.current_ = parent_;
   if (parent_) parent_->start_ns_ = end;
 }
 

@@ -1,7 +1,7 @@
 // Wall time per kernel group, always on: where a training step's time goes, measured the same
 // way the planner (`braid plan`, launch/plan/cpu_model.h) predicts it.
 //
-// A KernelTimer charges the wall time of its scope to one group. Scopes nest and time is
+// A KernelTimer charges the wall time of its scope to one group of a context's Profiler. Scopes nest and time is
 // exclusive: while an inner scope runs, the outer one is paused, so linear_forward's bias
 // write counts as element-wise and its GEMM as GEMM. Only calls made outside OpenMP parallel
 // regions are timed (inside one, the enclosing kernel's scope already covers the wall time),
@@ -12,6 +12,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 
 namespace braid {
@@ -30,26 +31,44 @@ constexpr int kKernelGroups = static_cast<int>(KernelGroup::kCount);
 // "gemm", "attention", "lm_head", "elementwise", "activation", "optimizer"
 const char* kernel_group_name(KernelGroup g);
 
-// Seconds charged to each group since the process started (all threads that call kernels
-// outside parallel regions).
+// Seconds charged to each group.
 struct KernelTimes {
   std::array<double, kKernelGroups> seconds{};
   double total() const;
   KernelTimes operator-(const KernelTimes& earlier) const;
   KernelTimes& operator+=(const KernelTimes& other);
 };
-KernelTimes kernel_times();
 
 enum class Nested { Split, Absorb };
+class KernelTimer;
+
+// The per-context counters (an ExecContext owns one): kernels launched through one context are
+// charged to its profiler only, so two models trained side by side in one process keep their
+// own figures. A context is driven by one host thread at a time, like a stream; the profiler's
+// scope chain assumes that.
+class Profiler {
+ public:
+  Profiler() = default;
+  Profiler(const Profiler&) = delete;
+  Profiler& operator=(const Profiler&) = delete;
+  // Seconds charged to each group since this profiler was made.
+  KernelTimes times() const;
+
+ private:
+  friend class KernelTimer;
+  std::array<std::atomic<int64_t>, kKernelGroups> ns_{};
+  KernelTimer* current_ = nullptr;  // innermost open scope
+};
 
 class KernelTimer {
  public:
-  explicit KernelTimer(KernelGroup g, Nested nested = Nested::Split);
+  KernelTimer(Profiler& profiler, KernelGroup g, Nested nested = Nested::Split);
   ~KernelTimer();
   KernelTimer(const KernelTimer&) = delete;
   KernelTimer& operator=(const KernelTimer&) = delete;
 
  private:
+  Profiler& profiler_;
   KernelGroup group_;
   KernelTimer* parent_ = nullptr;
   int64_t start_ns_ = 0;

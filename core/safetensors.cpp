@@ -261,7 +261,7 @@ const void* SafetensorsFile::raw(const std::string& name) const {
 Tensor SafetensorsFile::get(const std::string& name) const {
   const DType t = dtype(name);
   const SafetensorsInfo& i = info(name);
-  Tensor out = Tensor::empty(i.shape, t, Device::cpu(), MemCategory::Weights);
+  Tensor out = Tensor::empty(i.shape, t);  // host, outside any context: the caller copies it
   if (out.nbytes()) std::memcpy(out.raw(), raw(name), out.nbytes());
   return out;
 }

@@ -20,25 +20,51 @@ int64_t shape_numel(const Shape& s) {
   return n;
 }
 
-Storage::Storage(size_t bytes, Device device, MemCategory cat)
-    : bytes_(bytes), device_(device), cat_(cat) {
-  BRAID_CHECK(device.is_cpu(), "device {} storage is not available in this build", device.str());
-  data_ = host_alloc(bytes, cat);
+Storage::Storage(size_t bytes, std::shared_ptr<Allocator> allocator, MemCategory cat)
+    : bytes_(bytes), allocator_(std::move(allocator)), cat_(cat) {
+  data_ = allocator_->allocate(bytes, cat);
 }
 
-Storage::~Storage() { host_free(data_, bytes_, cat_); }
+Storage::~Storage() { allocator_->deallocate(data_, bytes_, cat_); }
 
-Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, MemCategory cat) {
+namespace {
+void check_host(const Tensor& t, const char* what) {
+  BRAID_CHECK(t.device().is_cpu(), "{} on {} ({}): no kernel for device memory yet", what,
+              t.device().str(), t.str());
+}
+}  // namespace
+
+Tensor Tensor::empty(std::shared_ptr<Allocator> allocator, const Shape& shape, DType dtype,
+                     MemCategory cat) {
   for (int64_t d : shape) BRAID_CHECK(d >= 0, "negative dimension in shape {}", shape_str(shape));
   Tensor t;
   t.shape_ = shape;
   t.dtype_ = dtype;
-  t.storage_ = std::make_shared<Storage>(t.nbytes(), device, cat);
+  t.storage_ = std::make_shared<Storage>(t.nbytes(), std::move(allocator), cat);
   return t;
 }
 
-Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device, MemCategory cat) {
-  Tensor t = empty(shape, dtype, device, cat);
+Tensor Tensor::empty(const Shape& shape, DType dtype) {
+  return empty(plain_host_allocator(), shape, dtype, MemCategory::Other);
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  t.zero_();
+  return t;
+}
+
+const std::shared_ptr<Allocator>& Tensor::allocator() const {
+  BRAID_CHECK(storage_, "allocator() of an undefined tensor");
+  return storage_->allocator();
+}
+
+Tensor Tensor::new_empty(const Shape& shape, DType dtype, MemCategory cat) const {
+  return empty(storage_ ? storage_->allocator() : plain_host_allocator(), shape, dtype, cat);
+}
+
+Tensor Tensor::new_zeros(const Shape& shape, DType dtype, MemCategory cat) const {
+  Tensor t = new_empty(shape, dtype, cat);
   t.zero_();
   return t;
 }
@@ -111,19 +137,23 @@ Tensor Tensor::slice0(int64_t begin, int64_t end) const {
 }
 
 Tensor Tensor::clone(MemCategory cat) const {
-  Tensor t = empty(shape_, dtype_, device(), cat);
+  check_host(*this, "Tensor::clone");
+  Tensor t = new_empty(shape_, dtype_, cat);
   std::memcpy(t.raw(), raw(), nbytes());
   return t;
 }
 
 void Tensor::copy_from(const Tensor& src) {
   BRAID_CHECK(src.numel() == numel() && src.dtype() == dtype_, "copy {} into {}", src.str(), str());
+  check_host(*this, "Tensor::copy_from");
+  check_host(src, "Tensor::copy_from");
   if (nbytes()) std::memmove(raw(), src.raw(), nbytes());
 }
 
 Tensor Tensor::to(DType dt, MemCategory cat) const {
   if (dt == dtype_) return clone(cat);
-  Tensor t = empty(shape_, dt, device(), cat);
+  check_host(*this, "Tensor::to");
+  Tensor t = new_empty(shape_, dt, cat);
   const int64_t n = numel();
   auto load = [&](int64_t i) -> float {
     switch (dtype_) {
@@ -146,10 +176,12 @@ Tensor Tensor::to(DType dt, MemCategory cat) const {
 }
 
 void Tensor::zero_() {
+  check_host(*this, "Tensor::zero_");
   if (nbytes()) std::memset(raw(), 0, nbytes());
 }
 
 void Tensor::fill_(float v) {
+  check_host(*this, "Tensor::fill_");
   float* p = f32();
   const int64_t n = numel();
   for (int64_t i = 0; i < n; ++i) p[i] = v;

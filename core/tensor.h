@@ -19,22 +19,24 @@ using Shape = std::vector<int64_t>;
 std::string shape_str(const Shape& s);
 int64_t shape_numel(const Shape& s);
 
-// Owns one allocation. Tensors share it through shared_ptr.
+// Owns one allocation from an allocator it keeps alive. Tensors share it through shared_ptr.
 class Storage {
  public:
-  Storage(size_t bytes, Device device, MemCategory cat);
+  Storage(size_t bytes, std::shared_ptr<Allocator> allocator, MemCategory cat);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
-  Device device() const { return device_; }
+  Device device() const { return allocator_->device(); }
+  const std::shared_ptr<Allocator>& allocator() const { return allocator_; }
+  MemCategory category() const { return cat_; }
 
  private:
   void* data_ = nullptr;
   size_t bytes_ = 0;
-  Device device_;
+  std::shared_ptr<Allocator> allocator_;
   MemCategory cat_;
 };
 
@@ -42,11 +44,13 @@ class Tensor {
  public:
   Tensor() = default;  // an undefined tensor (defined() == false)
 
-  // Uninitialised memory.
-  static Tensor empty(const Shape& shape, DType dtype = DType::F32, Device device = Device::cpu(),
-                      MemCategory cat = MemCategory::Activations);
-  static Tensor zeros(const Shape& shape, DType dtype = DType::F32, Device device = Device::cpu(),
-                      MemCategory cat = MemCategory::Activations);
+  // Uninitialised memory from `allocator` (on its device).
+  static Tensor empty(std::shared_ptr<Allocator> allocator, const Shape& shape, DType dtype,
+                      MemCategory cat);
+  // Host tensors outside any context (data batches, files, constants): plain_host_allocator(),
+  // not counted in any context's memory figures.
+  static Tensor empty(const Shape& shape, DType dtype = DType::F32);
+  static Tensor zeros(const Shape& shape, DType dtype = DType::F32);
   // f32 tensor filled from a host vector (tests, small constants).
   static Tensor from_vector(const std::vector<float>& v, const Shape& shape);
   static Tensor from_vector_i32(const std::vector<int32_t>& v, const Shape& shape);
@@ -69,16 +73,24 @@ class Tensor {
   float* f32() const;
   int32_t* i32() const;
 
+  // A new tensor from the same allocator (same device): how kernels and layers allocate
+  // outputs beside their inputs.
+  Tensor new_empty(const Shape& shape, DType dtype, MemCategory cat = MemCategory::Activations) const;
+  Tensor new_zeros(const Shape& shape, DType dtype, MemCategory cat = MemCategory::Activations) const;
+  Tensor new_empty(const Shape& shape) const { return new_empty(shape, dtype_); }
+  const std::shared_ptr<Allocator>& allocator() const;
+
   // Same storage, new shape with the same element count (-1 infers one dimension).
   Tensor view(const Shape& shape) const;
   // Rows [begin, end) along dim 0, sharing storage.
   Tensor slice0(int64_t begin, int64_t end) const;
-  // Deep copy into new storage.
+  // Deep copy into new storage from the same allocator.
   Tensor clone(MemCategory cat = MemCategory::Activations) const;
   // Copies src's bytes into this tensor (shapes must have equal numel, dtypes equal).
   void copy_from(const Tensor& src);
   // Converted copy between f32, bf16 and f16 (same dtype: a plain clone).
   Tensor to(DType dtype, MemCategory cat = MemCategory::Activations) const;
+  // Host-memory fills (a device tensor fails: no kernel for it yet).
   void zero_();
   void fill_(float v);  // f32 only
 
@@ -91,6 +103,14 @@ class Tensor {
   Shape shape_;
   DType dtype_ = DType::F32;
 };
+
+// Outputs beside an input: same allocator, device and dtype (empty_like) or shape too.
+inline Tensor empty_like(const Tensor& t, MemCategory cat = MemCategory::Activations) {
+  return t.new_empty(t.shape(), t.dtype(), cat);
+}
+inline Tensor zeros_like(const Tensor& t, MemCategory cat = MemCategory::Activations) {
+  return t.new_zeros(t.shape(), t.dtype(), cat);
+}
 
 // Checks used by kernels: throw braid::Error naming the argument.
 void check_shape(const Tensor& t, const Shape& expected, const char* name);

@@ -55,7 +55,7 @@ void add_eval_command(CLI::App& app) {
         std::copy(buf.begin(), buf.begin() + T, tokens.i32() + b * T);
         std::copy(buf.begin() + 1, buf.end(), targets.i32() + b * T);
       }
-      LossSum l = model.forward_loss(tokens, targets);
+      LossSum l = model.forward_loss(*lm.ctx, tokens, targets);
       sum += l.sum;
       count += l.count;
       if (o->max_tokens > 0 && count >= o->max_tokens) break;

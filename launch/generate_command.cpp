@@ -43,7 +43,7 @@ void add_generate_command(CLI::App& app) {
     // multi-byte characters split across tokens print correctly.
     std::vector<int32_t> ids;
     size_t printed = 0;
-    generate(*lm.model, tok->encode(o->prompt), so, [&](int32_t t) {
+    generate(*lm.ctx, *lm.model, tok->encode(o->prompt), so, [&](int32_t t) {
       ids.push_back(t);
       const std::string text = tok->decode(ids);
       std::fwrite(text.data() + printed, 1, text.size() - printed, stdout);

@@ -58,7 +58,7 @@ void transpose_2d(const T* src, T* dst, int64_t rows, int64_t cols) {
 Tensor transposed(const Tensor& t) {
   BRAID_CHECK(t.ndim() == 2, "transpose of {}", t.str());
   const int64_t rows = t.dim(0), cols = t.dim(1);
-  Tensor out = Tensor::empty({cols, rows}, t.dtype(), t.device(), MemCategory::Weights);
+  Tensor out = t.new_empty({cols, rows}, t.dtype(), MemCategory::Weights);
   switch (dtype_size(t.dtype())) {
     case 2: transpose_2d(t.data<uint16_t>(), out.data<uint16_t>(), rows, cols); break;
     case 4: transpose_2d(t.data<uint32_t>(), out.data<uint32_t>(), rows, cols); break;

@@ -7,6 +7,7 @@
 
 #include "launch/checkpoint.h"
 #include "launch/config_json.h"
+#include "launch/exec_setup.h"
 #include "launch/hf_format.h"
 
 namespace braid {
@@ -15,7 +16,8 @@ namespace fs = std::filesystem;
 
 std::vector<std::pair<std::string, Tensor>> named_weights(const Transformer& model) {
   std::vector<std::pair<std::string, Tensor>> out;
-  for (const Parameter* p : model.parameters()) out.emplace_back(p->name, p->value);
+  for (const Parameter* p : model.parameters())
+    if (!p->replica) out.emplace_back(p->name, p->value);
   return out;
 }
 
@@ -62,6 +64,7 @@ LoadedModel load_model(const std::string& path_in) {
     path = *latest;
   }
   LoadedModel out;
+  out.ctx = make_cpu_context();
   if (fs::exists(path / "manifest.json")) {
     LoadedCheckpoint ck = CheckpointManager::load(path.string());
     ModelConfig cfg;
@@ -69,13 +72,13 @@ LoadedModel load_model(const std::string& path_in) {
                      path.string());
     fields_from_json(cfg, ck.state.at("model"), (path / "manifest.json").string());
     cfg.validate();
-    out.model = std::make_unique<Transformer>(cfg);
+    out.model = std::make_unique<Transformer>(*out.ctx, cfg);
     load_weights(*out.model, ck.model);
     out.step = ck.step;
   } else if (fs::exists(path / "config.json")) {
     ModelConfig cfg = model_config_from_hf(read_json(path / "config.json"), (path / "config.json").string());
     cfg.validate();
-    out.model = std::make_unique<Transformer>(cfg);
+    out.model = std::make_unique<Transformer>(*out.ctx, cfg);
     SafetensorsFile f = SafetensorsFile::open((path / "model.safetensors").string());
     std::vector<std::pair<std::string, Tensor>> hf;
     for (const std::string& n : f.names()) hf.emplace_back(n, f.get(n));

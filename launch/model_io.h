@@ -12,7 +12,8 @@
 
 namespace braid {
 
-// (name, value) of every parameter, in model order.
+// (name, value) of every parameter this model owns, in model order (replicas, such as a last
+// pipeline stage's copy of a tied embedding, are not saved).
 std::vector<std::pair<std::string, Tensor>> named_weights(const Transformer& model);
 
 // Copies every parameter from `file` (braid names, braid layout). Throws UserError when a
@@ -21,6 +22,7 @@ void load_weights(Transformer& model, const SafetensorsFile& file);
 
 // A model ready for evaluation or sampling, and where it came from.
 struct LoadedModel {
+  std::unique_ptr<ExecContext> ctx;  // the context the model was built on
   std::unique_ptr<Transformer> model;
   std::string source;      // the checkpoint or HF directory actually read
   std::string tokenizer;   // tokenizer.json next to it, "" when none was found

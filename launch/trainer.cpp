@@ -20,6 +20,7 @@
 #include "launch/checkpoint.h"
 #include "launch/config.h"
 #include "launch/config_json.h"
+#include "launch/exec_setup.h"
 #include "launch/metrics.h"
 #include "launch/model_io.h"
 #include "optim/adamw.h"
@@ -94,13 +95,13 @@ double read_unigram_entropy(const std::string& meta_path) {
   }
 }
 
-double evaluate(Transformer& model, const ValidationSet& val, int batches) {
+double evaluate(ExecContext& ctx, Transformer& model, const ValidationSet& val, int batches) {
   double sum = 0.0;
   int64_t count = 0;
   const int64_t n = std::min<int64_t>(batches, val.num_batches());
   for (int64_t i = 0; i < n; ++i) {
     Batch b = val.val_batch(i);
-    LossSum l = model.forward_loss(b.tokens, b.targets);
+    LossSum l = model.forward_loss(ctx, b.tokens, b.targets);
     sum += l.sum;
     count += l.count;
   }
@@ -129,9 +130,12 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
   ValidationSet val(val_path, cfg.data);
   check_shard_vocab(val.shard(), cfg.model.vocab_size);
 
-  Transformer model(cfg.model);
+  // One rank's execution context: allocator, profiler and GEMM plan (launch/exec_setup.h).
+  std::unique_ptr<ExecContext> ctx_owner = make_cpu_context(cfg.data.seed);
+  ExecContext& ctx = *ctx_owner;
+  Transformer model(ctx, cfg.model);
   model.init_weights();
-  AdamW opt(model.parameters(), cfg.optim);
+  AdamW opt(ctx, model.parameters(), cfg.optim);
   fs::create_directories(run_dir);
   CheckpointManager ckpt(run_dir.string(), cfg.checkpoint.keep_last);
 
@@ -158,7 +162,7 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
     load_weights(model, ck.model);
     if (!ck.optimizer.names().empty()) {
       opt.load_state([&](const std::string& n) {
-        check_tensor_matches(ck.optimizer, n, model.find(n.substr(0, n.rfind('.')))->value.shape(),
+        check_tensor_matches(ck.optimizer, n, model.find_parameter(n.substr(0, n.rfind('.')))->value.shape(),
                              DType::F32, ck.optimizer.path());
         return ck.optimizer.get(n);
       }, ck.state.value("optimizer_steps", ck.step));
@@ -173,10 +177,10 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
   const int B = cfg.data.micro_batch, T = cfg.data.seq_len, accum = cfg.data.grad_accum;
   const double tokens_per_step = static_cast<double>(B) * T * accum;
   const double flops_per_step = cfg.model.flops_per_token(T) * tokens_per_step;
-  const double peak = cfg.train.peak_tflops > 0 ? cfg.train.peak_tflops * 1e12 : measure_gemm_peak_f32(kPeakProbeSeconds);
+  const double peak = cfg.train.peak_tflops > 0 ? cfg.train.peak_tflops * 1e12 : measure_gemm_peak_f32(ctx, kPeakProbeSeconds);
   std::printf("braid train: %s, %s %.2fM params, %d threads, gemm %s, run dir %s\n",
               config_path.c_str(), cfg.model.family.c_str(), cfg.model.num_params() / 1e6,
-              omp_get_max_threads(), gemm_backend_name().c_str(), run_dir.string().c_str());
+              omp_get_max_threads(), gemm_backend_name(ctx.gemm()).c_str(), run_dir.string().c_str());
   std::printf("tokens/step %.0f (micro-batch %d x %d x accum %d); MFU peak %s (%s)\n", tokens_per_step,
               B, T, accum, format_si(peak, "FLOP/s").c_str(),
               cfg.train.peak_tflops > 0 ? "train.peak_tflops" : "measured f32 GEMM");
@@ -202,27 +206,28 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
   // Kernel-group times of the steps only (evaluation and checkpoints excluded).
   KernelTimes window_kernels, train_kernels;
   for (int64_t step = start_step; step < total; ++step) {
-    const KernelTimes k0 = kernel_times();
+    const KernelTimes k0 = ctx.profiler().times();
     const auto t0 = std::chrono::steady_clock::now();
-    model.zero_grad();
+    model.zero_grad(ctx);
     LossSum ls;
     for (int m = 0; m < accum; ++m) {
       Batch b = loader.next();
-      LossSum l = model.forward_backward(b.tokens, b.targets, grad_scale);
+      MicroBatch mb(ctx);
+      LossSum l = model.forward_backward(mb, b.tokens, b.targets, grad_scale);
       ls.sum += l.sum;
       ls.count += l.count;
     }
     const double loss = ls.sum / static_cast<double>(ls.count);
-    const double norm = global_grad_norm(model.parameters());
+    const double norm = global_grad_norm(ctx, model.parameters());
     BRAID_USER_CHECK(std::isfinite(loss) && std::isfinite(norm),
                      "training diverged at step {}: loss {}, gradient norm {}; lower optim.lr or "
                      "raise optim.warmup_steps, and resume from the last checkpoint",
                      step + 1, loss, norm);
-    clip_grad_norm(model.parameters(), norm, cfg.optim.grad_clip);
+    clip_grad_norm(ctx, model.parameters(), norm, cfg.optim.grad_clip);
     const float lr = lr_at(cfg.optim, step, total);
     opt.step(lr);
     const double dt = seconds_since(t0);
-    const KernelTimes dk = kernel_times() - k0;
+    const KernelTimes dk = ctx.profiler().times() - k0;
     window_kernels += dk;
     train_kernels += dk;
     window_time += dt;
@@ -240,7 +245,7 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
       const double tok_s = tokens_per_step / step_s;
       const double flops = flops_per_step / step_s;
       const double eta = step_s * static_cast<double>(total - done);
-      const double mem_mib = static_cast<double>(host_memory_stats().peak_total) / 1048576.0;
+      const double mem_mib = static_cast<double>(ctx.allocator().stats().peak_total) / 1048576.0;
       log.print(fmt::format("step {:>6}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} tok/s | "
                             "{} | MFU {:.1f}% | mem {:.0f} MiB | ETA {}",
                             done, total, window_loss / window_steps, lr, norm, tok_s,
@@ -254,7 +259,7 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
       window_kernels = KernelTimes{};
     }
     if (cfg.train.eval_interval > 0 && (done % cfg.train.eval_interval == 0 || done == total)) {
-      const double vl = evaluate(model, val, cfg.train.eval_batches);
+      const double vl = evaluate(ctx, model, val, cfg.train.eval_batches);
       summary.last_val_loss = vl;
       log.print(fmt::format("step {:>6}/{} | val loss {:.4f} | val ppl {:.2f}{}", done, total, vl,
                             std::exp(vl), baseline));
@@ -277,7 +282,10 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
   log.record({{"event", "end"}, {"step", summary.final_step}, {"train_seconds", train_time},
               {"wall_seconds", seconds_since(t_start)},
               {"kernel_s", kernel_seconds_json(train_kernels, train_time, summary.steps_done)}});
-  if (summary.steps_done > 0) log.print(time_split_line(train_kernels, train_time, summary.steps_done));
+  if (summary.steps_done > 0) {
+    log.print(time_split_line(train_kernels, train_time, summary.steps_done));
+    log.print("peak memory by category: " + memory_peaks_line(ctx.allocator().stats()));
+  }
 
   if (cfg.train.sample_tokens > 0 && fs::exists(tok_path)) {
     std::unique_ptr<Tokenizer> tok = Tokenizer::load(tok_path);
@@ -287,7 +295,7 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
     so.temperature = cfg.train.sample_temperature;
     so.top_k = cfg.train.sample_top_k;
     so.seed = cfg.data.seed;
-    std::vector<int32_t> out = generate(model, prompt, so);
+    std::vector<int32_t> out = generate(ctx, model, prompt, so);
     std::printf("\n---- sample (temperature %.2f, top-k %d) ----\n%s%s\n----\n", so.temperature, so.top_k,
                 cfg.train.sample_prompt.c_str(), tok->decode(out).c_str());
   }

@@ -4,17 +4,18 @@
 #include <cmath>
 
 #include "core/kernels/elementwise.h"
+#include "core/kernels/optimizer.h"
 #include "core/profile.h"
 
 namespace braid {
 
-AdamW::AdamW(std::vector<Parameter*> params, const OptimConfig& cfg) : cfg_(cfg) {
+AdamW::AdamW(ExecContext& ctx, std::vector<Parameter*> params, const OptimConfig& cfg)
+    : ctx_(ctx), cfg_(cfg) {
   cfg_.validate();
   for (Parameter* p : params) {
     if (!p->trainable) continue;  // frozen parameters have no optimizer state
-    Slot s{p, Tensor::zeros(p->value.shape(), DType::F32, Device::cpu(), MemCategory::OptimizerState),
-           Tensor::zeros(p->value.shape(), DType::F32, Device::cpu(), MemCategory::OptimizerState),
-           false};
+    Slot s{p, ctx.zeros(p->value.shape(), DType::F32, MemCategory::OptimizerState),
+           ctx.zeros(p->value.shape(), DType::F32, MemCategory::OptimizerState), false};
     s.decay = decays(*p);
     slots_.push_back(std::move(s));
   }
@@ -28,30 +29,15 @@ bool AdamW::decays(const Parameter& p) const {
 }
 
 void AdamW::step(float lr) {
-  KernelTimer timer(KernelGroup::Optimizer);
+  KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
   ++t_;
-  const float b1 = cfg_.beta1, b2 = cfg_.beta2, eps = cfg_.eps;
+  const float b1 = cfg_.beta1, b2 = cfg_.beta2;
   const float bc1 = 1.0f - static_cast<float>(std::pow(static_cast<double>(b1), static_cast<double>(t_)));
   const float bc2 = 1.0f - static_cast<float>(std::pow(static_cast<double>(b2), static_cast<double>(t_)));
-  const float step_size = lr / bc1;
-  const float inv_sqrt_bc2 = 1.0f / std::sqrt(bc2);
+  AdamWStep k{b1, b2, cfg_.eps, lr / bc1, 1.0f / std::sqrt(bc2), 0.0f};
   for (Slot& s : slots_) {
-    float* w = s.p->value.f32();
-    const float* g = s.p->grad.f32();
-    float* m = s.m.f32();
-    float* v = s.v.f32();
-    const float decay = s.decay ? lr * cfg_.weight_decay : 0.0f;
-    const int64_t n = s.p->value.numel();
-#pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      const float gi = g[i];
-      const float mi = b1 * m[i] + (1.0f - b1) * gi;
-      const float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
-      m[i] = mi;
-      v[i] = vi;
-      const float denom = std::sqrt(vi) * inv_sqrt_bc2 + eps;
-      w[i] -= step_size * mi / denom + decay * w[i];
-    }
+    k.decay = s.decay ? lr * cfg_.weight_decay : 0.0f;
+    adamw_update(ctx_, s.p->value, s.m, s.v, s.p->grad(), k);
   }
 }
 
@@ -83,20 +69,21 @@ float lr_at(const OptimConfig& cfg, int64_t step, int64_t total_steps) {
   return static_cast<float>(cfg.min_lr + coeff * (cfg.lr - cfg.min_lr));
 }
 
-double global_grad_norm(const std::vector<Parameter*>& params) {
-  KernelTimer timer(KernelGroup::Optimizer);
+double global_grad_norm(ExecContext& ctx, const std::vector<Parameter*>& params) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Optimizer);
   double sq = 0.0;
-  for (const Parameter* p : params)
-    if (p->trainable) sq += sum_squares(p->grad);
+  for (Parameter* p : params)
+    if (p->trainable) sq += sum_squares(ctx, p->grad());
   return std::sqrt(sq);
 }
 
-float clip_grad_norm(const std::vector<Parameter*>& params, double norm, float max_norm) {
-  KernelTimer timer(KernelGroup::Optimizer);
+float clip_grad_norm(ExecContext& ctx, const std::vector<Parameter*>& params, double norm,
+                     float max_norm) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Optimizer);
   if (max_norm <= 0.0f || !(norm > max_norm)) return 1.0f;
   const float scale = static_cast<float>(max_norm / (norm + 1e-6));
   for (Parameter* p : params)
-    if (p->trainable) scale_inplace(p->grad, scale);
+    if (p->trainable) scale_inplace(ctx, p->grad(), scale);
   return scale;
 }
 

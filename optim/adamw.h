@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/context.h"
 #include "core/parameter.h"
 #include "optim/optim_config.h"
 
@@ -13,7 +14,8 @@ namespace braid {
 
 class AdamW {
  public:
-  AdamW(std::vector<Parameter*> params, const OptimConfig& cfg);
+  // Moments are allocated on ctx (MemCategory::OptimizerState); step() runs its kernels there.
+  AdamW(ExecContext& ctx, std::vector<Parameter*> params, const OptimConfig& cfg);
 
   // One update with learning rate lr from each parameter's .grad:
   //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2
@@ -34,6 +36,7 @@ class AdamW {
     Tensor m, v;  // (same shape as p), MemCategory::OptimizerState
     bool decay;
   };
+  ExecContext& ctx_;
   std::vector<Slot> slots_;
   OptimConfig cfg_;
   int64_t t_ = 0;
@@ -44,9 +47,10 @@ class AdamW {
 float lr_at(const OptimConfig& cfg, int64_t step, int64_t total_steps);
 
 // L2 norm over all trainable gradients (double accumulation, deterministic).
-double global_grad_norm(const std::vector<Parameter*>& params);
+double global_grad_norm(ExecContext& ctx, const std::vector<Parameter*>& params);
 // Scales gradients so the global norm is at most max_norm (no-op when max_norm <= 0 or the
 // norm is smaller). Returns the scale applied (1 when none).
-float clip_grad_norm(const std::vector<Parameter*>& params, double norm, float max_norm);
+float clip_grad_norm(ExecContext& ctx, const std::vector<Parameter*>& params, double norm,
+                     float max_norm);
 
 }  // namespace braid

@@ -1,19 +1,19 @@
 // Pointwise activations: GELU (tanh form) and SwiGLU (forward and backward).
 #pragma once
 
-#include "core/tensor.h"
+#include "core/context.h"
 
 namespace braid {
 
 // y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); any shape, y may alias x.
-void gelu_forward(Tensor& y, const Tensor& x);
+void gelu_forward(ExecContext& ctx, Tensor& y, const Tensor& x);
 // dx = dy * gelu'(x), overwritten; dx may alias dy.
-void gelu_backward(Tensor& dx, const Tensor& dy, const Tensor& x);
+void gelu_backward(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor& x);
 
 // y = silu(gate) * up, all (N, F).
-void swiglu_forward(Tensor& y, const Tensor& gate, const Tensor& up);
+void swiglu_forward(ExecContext& ctx, Tensor& y, const Tensor& gate, const Tensor& up);
 // dgate, dup (N, F) overwritten.
-void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dy, const Tensor& gate,
+void swiglu_backward(ExecContext& ctx, Tensor& dgate, Tensor& dup, const Tensor& dy, const Tensor& gate,
                      const Tensor& up);
 
 }  // namespace braid

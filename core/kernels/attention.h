@@ -4,7 +4,7 @@
 // the log-sum-exp per query row and backward recomputes the probabilities block by block.
 #pragma once
 
-#include "core/tensor.h"
+#include "core/context.h"
 
 namespace braid {
 
@@ -13,10 +13,10 @@ namespace braid {
 // keys 0 ..= Tk - Tq + i (so Tq == Tk is ordinary causal training, Tq == 1 is a decode step
 // against a KV cache). Scale 1/sqrt(D).
 // out: (B, Tq, Hq, D); lse: (B, Hq, Tq) f32 log-sum-exp of the scaled scores (for backward).
-void attention_forward(Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
+void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
                        const Tensor& v);
 // dq (B, Tq, Hq, D), dk, dv (B, Tk, Hkv, D): overwritten.
-void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout, const Tensor& q,
+void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout, const Tensor& q,
                         const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse);
 
 }  // namespace braid

@@ -1,17 +1,27 @@
-// Small elementwise ops used to glue layers (residual add and friends).
+// Small elementwise and copy ops used to glue layers (residual add, column splits, row copies).
 #pragma once
 
-#include "core/tensor.h"
+#include <vector>
+
+#include "core/context.h"
 
 namespace braid {
 
 // y = a + b (same shape); y may alias a or b. The residual connection's forward.
-void add(Tensor& y, const Tensor& a, const Tensor& b);
+void add(ExecContext& ctx, Tensor& y, const Tensor& a, const Tensor& b);
 // y += x (same shape). The residual connection's backward (gradient flows to both branches).
-void add_inplace(Tensor& y, const Tensor& x);
+void add_inplace(ExecContext& ctx, Tensor& y, const Tensor& x);
 // x *= s.
-void scale_inplace(Tensor& x, float s);
+void scale_inplace(ExecContext& ctx, Tensor& x, float s);
 // Sum of squares in double (deterministic for a given thread count), for gradient norms.
-double sum_squares(const Tensor& x);
+double sum_squares(ExecContext& ctx, const Tensor& x);
+
+// src: (N, W0 + W1 + ...) -> parts[i]: (N, Wi), the column blocks in order (GPT-2's fused
+// q|k|v projection, and later tensor-parallel shards of fused weights).
+void split_columns(ExecContext& ctx, const std::vector<Tensor*>& parts, const Tensor& src);
+// The conjugate: dst (N, W0 + W1 + ...) from parts[i] (N, Wi).
+void concat_columns(ExecContext& ctx, Tensor& dst, const std::vector<const Tensor*>& parts);
+// Rows [row, row + src.dim(0)) of dst = src (same row size and dtype): appending to a KV cache.
+void copy_rows(ExecContext& ctx, Tensor& dst, int64_t row, const Tensor& src);
 
 }  // namespace braid

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/context.h"
 #include "core/dtype.h"
 
 namespace braid {
@@ -14,17 +15,18 @@ namespace braid {
 // op(B) = B (K, N) with ldb >= N when !trans_b, else B is stored (N, K) with ldb >= K.
 // Multi-threaded over the process's OpenMP threads; when called from inside an OpenMP
 // parallel region it runs on the calling thread only.
-void gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+// The context's GEMM plan picks the library; the call is charged to its profiler.
+void gemm_f32(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
               const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
               int64_t ldc);
 
 // Same contract with bf16 inputs and f32 accumulation/output.
-void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+void gemm_bf16(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                const bf16* A, int64_t lda, const bf16* B, int64_t ldb, float beta, float* C,
                int64_t ldc);
 
-// Which implementation runs ("onednn", "openblas", "reference"), for logs and benchmarks.
-std::string gemm_backend_name();
+// Which implementation a plan runs ("onednn", "openblas", "reference"), for logs.
+std::string gemm_backend_name(const GemmPlan& plan);
 
 }  // namespace braid
 
@@ -33,10 +35,10 @@ namespace braid {
 // Times square f32 GEMMs (1024^3) through gemm_f32 for about `seconds` (at least one call
 // after a warm-up) and returns the best observed FLOP/s: a machine peak for MFU when none
 // is configured.
-double measure_gemm_peak_f32(double seconds);
+double measure_gemm_peak_f32(ExecContext& ctx, double seconds);
 
 }  // namespace braid
 
-// Backend choice: oneDNN by default (docs/benchmarks.md). The environment variable
-// BRAID_GEMM=onednn|openblas|reference forces one for benchmarks and tests; it is read once,
-// at the first GEMM of the process. ONEDNN_MAX_CPU_ISA (oneDNN's own) limits oneDNN's ISA.
+// Backend choice: oneDNN by default (docs/benchmarks.md). launch/ reads BRAID_GEMM=
+// onednn|openblas|reference into the context's plan (launch/exec_setup.h).
+// ONEDNN_MAX_CPU_ISA (oneDNN's own) limits oneDNN's ISA.

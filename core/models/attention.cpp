@@ -1,153 +1,115 @@
 // SelfAttention: projections, RoPE, the attention kernel, output projection.
 #include "core/models/attention.h"
 
-#include <cstring>
-
 #include "core/kernels/attention.h"
 #include "core/kernels/elementwise.h"
 #include "core/kernels/rope.h"
-#include "core/profile.h"
 
 namespace braid {
 
-namespace {
-
-// qkv: (N, 3C) -> q, k, v: (N, C) each (the GPT-2 fused projection's column blocks).
-void split_qkv(const Tensor& qkv, Tensor& q, Tensor& k, Tensor& v, int64_t C) {
-  KernelTimer timer(KernelGroup::Elementwise);
-  const int64_t N = qkv.numel() / (3 * C);
-  const float* src = qkv.f32();
-  float *pq = q.f32(), *pk = k.f32(), *pv = v.f32();
-#pragma omp parallel for schedule(static)
-  for (int64_t n = 0; n < N; ++n) {
-    const float* row = src + n * 3 * C;
-    std::memcpy(pq + n * C, row, sizeof(float) * C);
-    std::memcpy(pk + n * C, row + C, sizeof(float) * C);
-    std::memcpy(pv + n * C, row + 2 * C, sizeof(float) * C);
-  }
-}
-
-// The conjugate of split_qkv for gradients.
-void merge_qkv(Tensor& dqkv, const Tensor& dq, const Tensor& dk, const Tensor& dv, int64_t C) {
-  KernelTimer timer(KernelGroup::Elementwise);
-  const int64_t N = dqkv.numel() / (3 * C);
-  float* dst = dqkv.f32();
-  const float *pq = dq.f32(), *pk = dk.f32(), *pv = dv.f32();
-#pragma omp parallel for schedule(static)
-  for (int64_t n = 0; n < N; ++n) {
-    float* row = dst + n * 3 * C;
-    std::memcpy(row, pq + n * C, sizeof(float) * C);
-    std::memcpy(row + C, pk + n * C, sizeof(float) * C);
-    std::memcpy(row + 2 * C, pv + n * C, sizeof(float) * C);
-  }
-}
-
-}  // namespace
-
-SelfAttention::SelfAttention(const ModelConfig& cfg, const std::string& prefix)
-    : llama_(cfg.is_llama()),
+SelfAttention::SelfAttention(ExecContext& ctx, const ModelConfig& cfg, const std::string& path,
+                             int layer)
+    : Module(path),
+      llama_(cfg.is_llama()),
+      layer_(layer),
       n_head_(cfg.n_head),
       n_kv_head_(cfg.kv_heads()),
       head_dim_(cfg.head_dim()),
       rope_theta_(cfg.rope_theta) {
   const int64_t C = cfg.n_embd, kv = n_kv_head_ * head_dim_;
+  auto linear = [&](const char* name, int64_t in, int64_t out, bool bias) {
+    add_slot(name, std::make_unique<Linear>(ctx, path + "." + name, in, out, bias));
+  };
   if (llama_) {
-    q_proj = std::make_unique<Linear>(prefix + ".q_proj", C, C, false);
-    k_proj = std::make_unique<Linear>(prefix + ".k_proj", C, kv, false);
-    v_proj = std::make_unique<Linear>(prefix + ".v_proj", C, kv, false);
-    o_proj = std::make_unique<Linear>(prefix + ".o_proj", C, C, false);
+    linear("q_proj", C, C, false);
+    linear("k_proj", C, kv, false);
+    linear("v_proj", C, kv, false);
+    linear("o_proj", C, C, false);
   } else {
-    c_attn = std::make_unique<Linear>(prefix + ".c_attn", C, 3 * C, true);
-    c_proj = std::make_unique<Linear>(prefix + ".c_proj", C, C, true);
+    linear("c_attn", C, 3 * C, true);
+    linear("c_proj", C, C, true);
   }
 }
 
-void SelfAttention::project(const Tensor& x, Saved* saved, int64_t pos_offset, Tensor& q,
-                            Tensor& k, Tensor& v) {
+void SelfAttention::project(ExecContext& ctx, const Tensor& x, MicroBatch* mb, InferState* st,
+                            Tensor& q, Tensor& k, Tensor& v) {
   const int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2);
-  Saved scratch;
-  Saved& s = saved ? *saved : scratch;
+  auto run = [&](size_t slot) { return mb ? child(slot).forward(x, *mb) : child(slot).infer(x, *st); };
+  const int64_t pos = st ? st->pos : 0;
   if (llama_) {
-    q = q_proj->forward(x, s).view({B, T, n_head_, head_dim_});
-    k = k_proj->forward(x, s).view({B, T, n_kv_head_, head_dim_});
-    v = v_proj->forward(x, s).view({B, T, n_kv_head_, head_dim_});
-    rope_forward(q, pos_offset, rope_theta_);
-    rope_forward(k, pos_offset, rope_theta_);
+    q = run(0).view({B, T, n_head_, head_dim_});
+    k = run(1).view({B, T, n_kv_head_, head_dim_});
+    v = run(2).view({B, T, n_kv_head_, head_dim_});
+    rope_forward(ctx, q, pos, rope_theta_);
+    rope_forward(ctx, k, pos, rope_theta_);
   } else {
-    Tensor qkv = c_attn->forward(x, s);
-    q = Tensor::empty({B, T, n_head_, head_dim_});
-    k = Tensor::empty({B, T, n_head_, head_dim_});
-    v = Tensor::empty({B, T, n_head_, head_dim_});
-    split_qkv(qkv, q, k, v, C);
+    Tensor qkv = run(0);
+    q = x.new_empty({B, T, n_head_, head_dim_}, DType::F32);
+    k = x.new_empty({B, T, n_head_, head_dim_}, DType::F32);
+    v = x.new_empty({B, T, n_head_, head_dim_}, DType::F32);
+    Tensor q2 = q.view({B * T, C}), k2 = k.view({B * T, C}), v2 = v.view({B * T, C});
+    split_columns(ctx, {&q2, &k2, &v2}, qkv.view({B * T, 3 * C}));
   }
 }
 
-Tensor SelfAttention::forward(const Tensor& x, Saved& saved) {
+Tensor SelfAttention::forward(const Tensor& x, MicroBatch& mb) {
+  ExecContext& ctx = mb.ctx();
   const int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2);
   Tensor q, k, v;
-  project(x, &saved, 0, q, k, v);
-  Tensor out = Tensor::empty({B, T, n_head_, head_dim_});
-  Tensor lse = Tensor::empty({B, n_head_, T});
-  attention_forward(out, lse, q, k, v);
-  saved.push(q);
-  saved.push(k);
-  saved.push(v);
-  saved.push(out);
-  saved.push(lse);
-  Linear& proj = llama_ ? *o_proj : *c_proj;
-  return proj.forward(out.view({B, T, C}), saved);
+  project(ctx, x, &mb, nullptr, q, k, v);
+  Tensor out = x.new_empty({B, T, n_head_, head_dim_}, DType::F32);
+  Tensor lse = x.new_empty({B, n_head_, T}, DType::F32);
+  attention_forward(ctx, out, lse, q, k, v);
+  mb.push(q);
+  mb.push(k);
+  mb.push(v);
+  mb.push(out);
+  mb.push(lse);
+  return out_proj().forward(out.view({B, T, C}), mb);
 }
 
-Tensor SelfAttention::backward(const Tensor& dy, Saved& saved) {
+Tensor SelfAttention::backward(const Tensor& dy, MicroBatch& mb) {
+  ExecContext& ctx = mb.ctx();
   const int64_t B = dy.dim(0), T = dy.dim(1), C = dy.dim(2);
-  Linear& proj = llama_ ? *o_proj : *c_proj;
-  Tensor dout = proj.backward(dy, saved).view({B, T, n_head_, head_dim_});
-  Tensor lse = saved.pop(), out = saved.pop(), v = saved.pop(), k = saved.pop(), q = saved.pop();
-  Tensor dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()), dv = Tensor::empty(v.shape());
-  attention_backward(dq, dk, dv, dout, q, k, v, out, lse);
+  Tensor dout = out_proj().backward(dy, mb).view({B, T, n_head_, head_dim_});
+  Tensor lse = mb.pop(), out = mb.pop(), v = mb.pop(), k = mb.pop(), q = mb.pop();
+  Tensor dq = empty_like(q), dk = empty_like(k), dv = empty_like(v);
+  attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse);
   if (llama_) {
-    rope_backward(dq, 0, rope_theta_);
-    rope_backward(dk, 0, rope_theta_);
+    rope_backward(ctx, dq, 0, rope_theta_);
+    rope_backward(ctx, dk, 0, rope_theta_);
     const int64_t kv = n_kv_head_ * head_dim_;
-    Tensor dx = v_proj->backward(dv.view({B, T, kv}), saved);
-    add_inplace(dx, k_proj->backward(dk.view({B, T, kv}), saved));
-    add_inplace(dx, q_proj->backward(dq.view({B, T, C}), saved));
+    Tensor dx = child(2).backward(dv.view({B, T, kv}), mb);
+    add_inplace(ctx, dx, child(1).backward(dk.view({B, T, kv}), mb));
+    add_inplace(ctx, dx, child(0).backward(dq.view({B, T, C}), mb));
     return dx;
   }
-  Tensor dqkv = Tensor::empty({B, T, 3 * C});
-  merge_qkv(dqkv, dq, dk, dv, C);
-  return c_attn->backward(dqkv, saved);
+  Tensor dqkv = dy.new_empty({B, T, 3 * C}, DType::F32);
+  Tensor dqkv2 = dqkv.view({B * T, 3 * C});
+  const Tensor dq2 = dq.view({B * T, C}), dk2 = dk.view({B * T, C}), dv2 = dv.view({B * T, C});
+  concat_columns(ctx, dqkv2, {&dq2, &dk2, &dv2});
+  return child(0).backward(dqkv, mb);
 }
 
-Tensor SelfAttention::infer(const Tensor& x, KVCache::Layer& cache, int64_t pos) {
-  const int64_t Tn = x.dim(1), C = x.dim(2);
+Tensor SelfAttention::infer(const Tensor& x, InferState& st) {
+  ExecContext& ctx = st.ctx;
+  const int64_t Tn = x.dim(1), C = x.dim(2), pos = st.pos;
+  BRAID_CHECK(st.cache, "SelfAttention::infer needs a KV cache");
+  KVCache::Layer& cache = st.cache->layers.at(layer_);
+  BRAID_CHECK(cache.k.defined(), "the KV cache has no layer {}", layer_);
   BRAID_CHECK(x.dim(0) == 1, "KV-cache decoding handles one sequence, got batch {}", x.dim(0));
   BRAID_CHECK(pos + Tn <= cache.k.dim(0), "KV cache holds {} positions, need {}", cache.k.dim(0),
               pos + Tn);
   Tensor q, k, v;
-  project(x, nullptr, pos, q, k, v);
-  const int64_t row = n_kv_head_ * head_dim_;
-  std::memcpy(cache.k.f32() + pos * row, k.f32(), sizeof(float) * Tn * row);
-  std::memcpy(cache.v.f32() + pos * row, v.f32(), sizeof(float) * Tn * row);
+  project(ctx, x, nullptr, &st, q, k, v);
+  copy_rows(ctx, cache.k, pos, k.view({Tn, n_kv_head_, head_dim_}));
+  copy_rows(ctx, cache.v, pos, v.view({Tn, n_kv_head_, head_dim_}));
   const Tensor kc = cache.k.slice0(0, pos + Tn).view({1, pos + Tn, n_kv_head_, head_dim_});
   const Tensor vc = cache.v.slice0(0, pos + Tn).view({1, pos + Tn, n_kv_head_, head_dim_});
-  Tensor out = Tensor::empty({1, Tn, n_head_, head_dim_});
-  Tensor lse = Tensor::empty({1, n_head_, Tn});
-  attention_forward(out, lse, q, kc, vc);
-  Linear& proj = llama_ ? *o_proj : *c_proj;
-  return proj.infer(out.view({1, Tn, C}));
-}
-
-void SelfAttention::collect_parameters(std::vector<Parameter*>& out) {
-  if (llama_) {
-    q_proj->collect_parameters(out);
-    k_proj->collect_parameters(out);
-    v_proj->collect_parameters(out);
-    o_proj->collect_parameters(out);
-  } else {
-    c_attn->collect_parameters(out);
-    c_proj->collect_parameters(out);
-  }
+  Tensor out = x.new_empty({1, Tn, n_head_, head_dim_}, DType::F32);
+  Tensor lse = x.new_empty({1, n_head_, Tn}, DType::F32);
+  attention_forward(ctx, out, lse, q, kc, vc);
+  return out_proj().infer(out.view({1, Tn, C}), st);
 }
 
 }  // namespace braid

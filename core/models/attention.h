@@ -1,5 +1,5 @@
 // Causal self-attention for both families: GPT-2 (fused c_attn, biases) and Llama (separate
-// q/k/v/o projections, RoPE, grouped-query heads).
+// q/k/v/o projections, RoPE, grouped-query heads). The projections are child slots.
 #pragma once
 
 #include <memory>
@@ -12,25 +12,23 @@ namespace braid {
 
 class SelfAttention : public Module {
  public:
-  // prefix: "transformer.h.3.attn" (gpt2) or "model.layers.3.self_attn" (llama)
-  SelfAttention(const ModelConfig& cfg, const std::string& prefix);
+  // path: "transformer.h.3.attn" (gpt2) or "model.layers.3.self_attn" (llama)
+  SelfAttention(ExecContext& ctx, const ModelConfig& cfg, const std::string& path, int layer);
 
-  Tensor forward(const Tensor& x, Saved& saved) override;  // x: (B, T, C) -> (B, T, C)
-  Tensor backward(const Tensor& dy, Saved& saved) override;
-  void collect_parameters(std::vector<Parameter*>& out) override;
-  // Decoding: x (1, Tn, C) at absolute positions [cache.len, cache.len + Tn); appends k, v.
-  Tensor infer(const Tensor& x, KVCache::Layer& cache, int64_t pos);
-
-  // gpt2
-  std::unique_ptr<Linear> c_attn, c_proj;
-  // llama
-  std::unique_ptr<Linear> q_proj, k_proj, v_proj, o_proj;
+  Tensor forward(const Tensor& x, MicroBatch& mb) override;  // x: (B, T, C) -> (B, T, C)
+  Tensor backward(const Tensor& dy, MicroBatch& mb) override;
+  // Decoding: x (1, Tn, C) at absolute positions [st.pos, st.pos + Tn); appends k, v to
+  // st.cache's layer.
+  Tensor infer(const Tensor& x, InferState& st) override;
 
  private:
   // q (B,T,Hq,D), k, v (B,T,Hkv,D) from x: (B, T, C); RoPE applied at pos_offset (llama).
-  void project(const Tensor& x, Saved* saved, int64_t pos_offset, Tensor& q, Tensor& k,
-               Tensor& v);
+  // mb null: nothing is kept (decoding).
+  void project(ExecContext& ctx, const Tensor& x, MicroBatch* mb, InferState* st, Tensor& q,
+               Tensor& k, Tensor& v);
+  Module& out_proj() const { return child(llama_ ? 3 : 1); }
   bool llama_;
+  int layer_;
   int64_t n_head_, n_kv_head_, head_dim_;
   float rope_theta_;
 };

@@ -5,53 +5,55 @@
 
 namespace braid {
 
-Block::Block(const ModelConfig& cfg, int layer) {
-  if (cfg.is_llama()) {
-    const std::string p = "model.layers." + std::to_string(layer);
-    norm1 = std::make_unique<RMSNorm>(p + ".input_layernorm", cfg.n_embd, cfg.norm_eps);
-    attn = std::make_unique<SelfAttention>(cfg, p + ".self_attn");
-    norm2 = std::make_unique<RMSNorm>(p + ".post_attention_layernorm", cfg.n_embd, cfg.norm_eps);
-    mlp = std::make_unique<MLP>(cfg, p + ".mlp");
-  } else {
-    const std::string p = "transformer.h." + std::to_string(layer);
-    norm1 = std::make_unique<LayerNorm>(p + ".ln_1", cfg.n_embd, cfg.norm_eps);
-    attn = std::make_unique<SelfAttention>(cfg, p + ".attn");
-    norm2 = std::make_unique<LayerNorm>(p + ".ln_2", cfg.n_embd, cfg.norm_eps);
-    mlp = std::make_unique<MLP>(cfg, p + ".mlp");
-  }
+std::string block_path(const ModelConfig& cfg, int layer) {
+  return (cfg.is_llama() ? "model.layers." : "transformer.h.") + std::to_string(layer);
 }
 
-Tensor Block::forward(const Tensor& x, Saved& saved) {
-  Tensor a = attn->forward(norm1->forward(x, saved), saved);
-  Tensor h = Tensor::empty(x.shape());
-  add(h, x, a);
-  Tensor m = mlp->forward(norm2->forward(h, saved), saved);
-  add(m, h, m);  // y = h + mlp(...), in place
+Block::Block(ExecContext& ctx, const ModelConfig& cfg, int layer)
+    : Module(block_path(cfg, layer)) {
+  const std::string& p = path();
+  if (cfg.is_llama()) {
+    add_slot("input_layernorm",
+             std::make_unique<RMSNorm>(ctx, p + ".input_layernorm", cfg.n_embd, cfg.norm_eps));
+    add_slot("self_attn", std::make_unique<SelfAttention>(ctx, cfg, p + ".self_attn", layer));
+    add_slot("post_attention_layernorm",
+             std::make_unique<RMSNorm>(ctx, p + ".post_attention_layernorm", cfg.n_embd,
+                                       cfg.norm_eps));
+  } else {
+    add_slot("ln_1", std::make_unique<LayerNorm>(ctx, p + ".ln_1", cfg.n_embd, cfg.norm_eps));
+    add_slot("attn", std::make_unique<SelfAttention>(ctx, cfg, p + ".attn", layer));
+    add_slot("ln_2", std::make_unique<LayerNorm>(ctx, p + ".ln_2", cfg.n_embd, cfg.norm_eps));
+  }
+  add_slot("mlp", std::make_unique<MLP>(ctx, cfg, p + ".mlp"));
+}
+
+Tensor Block::forward(const Tensor& x, MicroBatch& mb) {
+  ExecContext& ctx = mb.ctx();
+  Tensor a = attn().forward(norm1().forward(x, mb), mb);
+  Tensor h = empty_like(x);
+  add(ctx, h, x, a);
+  Tensor m = mlp().forward(norm2().forward(h, mb), mb);
+  add(ctx, m, h, m);  // y = h + mlp(...), in place
   return m;
 }
 
-Tensor Block::backward(const Tensor& dy, Saved& saved) {
-  Tensor dh = norm2->backward(mlp->backward(dy, saved), saved);
-  add_inplace(dh, dy);  // the residual branch
-  Tensor dx = norm1->backward(attn->backward(dh, saved), saved);
-  add_inplace(dx, dh);
+Tensor Block::backward(const Tensor& dy, MicroBatch& mb) {
+  ExecContext& ctx = mb.ctx();
+  Tensor dh = norm2().backward(mlp().backward(dy, mb), mb);
+  add_inplace(ctx, dh, dy);  // the residual branch
+  Tensor dx = norm1().backward(attn().backward(dh, mb), mb);
+  add_inplace(ctx, dx, dh);
   return dx;
 }
 
-Tensor Block::infer(const Tensor& x, KVCache::Layer& cache, int64_t pos) {
-  Tensor a = attn->infer(norm1->infer(x), cache, pos);
-  Tensor h = Tensor::empty(x.shape());
-  add(h, x, a);
-  Tensor m = mlp->infer(norm2->infer(h));
-  add(m, h, m);
+Tensor Block::infer(const Tensor& x, InferState& st) {
+  ExecContext& ctx = st.ctx;
+  Tensor a = attn().infer(norm1().infer(x, st), st);
+  Tensor h = empty_like(x);
+  add(ctx, h, x, a);
+  Tensor m = mlp().infer(norm2().infer(h, st), st);
+  add(ctx, m, h, m);
   return m;
-}
-
-void Block::collect_parameters(std::vector<Parameter*>& out) {
-  norm1->collect_parameters(out);
-  attn->collect_parameters(out);
-  norm2->collect_parameters(out);
-  mlp->collect_parameters(out);
 }
 
 }  // namespace braid

@@ -34,7 +34,7 @@ int32_t sample_token(const float* logits, int64_t V, float temperature, int top_
   return idx[k - 1];
 }
 
-std::vector<int32_t> generate(Transformer& model, const std::vector<int32_t>& prompt,
+std::vector<int32_t> generate(ExecContext& ctx, Transformer& model, const std::vector<int32_t>& prompt,
                               const SampleOptions& opt,
                               const std::function<void(int32_t)>& on_token) {
   const ModelConfig& cfg = model.config();
@@ -47,9 +47,9 @@ std::vector<int32_t> generate(Transformer& model, const std::vector<int32_t>& pr
                      t, cfg.vocab_size);
   const int64_t max_len =
       std::min<int64_t>(cfg.context_length, static_cast<int64_t>(prompt.size()) + opt.max_new_tokens);
-  KVCache cache = model.make_cache(max_len);
+  KVCache cache = model.make_cache(ctx, max_len);
   Tensor p = Tensor::from_vector_i32(prompt, {1, static_cast<int64_t>(prompt.size())});
-  Tensor logits = model.decode(p, cache);
+  Tensor logits = model.decode(ctx, p, cache);
   Rng rng(opt.seed);
   std::vector<int32_t> out;
   for (int i = 0; i < opt.max_new_tokens; ++i) {
@@ -58,7 +58,7 @@ std::vector<int32_t> generate(Transformer& model, const std::vector<int32_t>& pr
     out.push_back(next);
     if (on_token) on_token(next);
     if (i + 1 == opt.max_new_tokens || cache.len >= max_len) break;  // done, or context full
-    logits = model.decode(Tensor::from_vector_i32({next}, {1, 1}), cache);
+    logits = model.decode(ctx, Tensor::from_vector_i32({next}, {1, 1}), cache);
   }
   return out;
 }

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "core/tensor.h"
+#include "core/context.h"
 
 namespace braid {
 
@@ -12,14 +12,15 @@ struct KVCache {
     Tensor k;  // (max_len, Hkv, D)
     Tensor v;  // (max_len, Hkv, D)
   };
-  std::vector<Layer> layers;
+  std::vector<Layer> layers;  // indexed by absolute layer; only a stage's own layers are allocated
   int64_t max_len = 0;
   int64_t len = 0;  // positions filled so far
 
-  KVCache(int n_layer, int64_t max_len_, int64_t kv_heads, int64_t head_dim) : max_len(max_len_) {
-    for (int i = 0; i < n_layer; ++i)
-      layers.push_back({Tensor::zeros({max_len_, kv_heads, head_dim}),
-                        Tensor::zeros({max_len_, kv_heads, head_dim})});
+  KVCache(ExecContext& ctx, int n_layer, int first, int last, int64_t max_len_, int64_t kv_heads,
+          int64_t head_dim)
+      : layers(static_cast<size_t>(n_layer)), max_len(max_len_) {
+    for (int i = first; i < last; ++i)
+      layers[i] = {ctx.zeros({max_len_, kv_heads, head_dim}), ctx.zeros({max_len_, kv_heads, head_dim})};
   }
 };
 

@@ -11,65 +11,68 @@ namespace braid {
 // y = x W^T + b over the last dimension. weight: (out, in), torch.nn.Linear layout.
 class Linear : public Module {
  public:
-  // prefix: "transformer.h.0.attn.c_attn" -> parameters prefix.weight, prefix.bias
-  Linear(const std::string& prefix, int64_t in_features, int64_t out_features, bool bias);
+  // path: "transformer.h.0.attn.c_attn" -> parameters path.weight, path.bias
+  Linear(ExecContext& ctx, const std::string& path, int64_t in_features, int64_t out_features,
+         bool bias);
 
-  Tensor forward(const Tensor& x, Saved& saved) override;   // x: (..., in) -> (..., out)
-  Tensor backward(const Tensor& dy, Saved& saved) override;  // dy: (..., out) -> (..., in)
-  void collect_parameters(std::vector<Parameter*>& out) override;
-  Tensor infer(const Tensor& x) const;  // forward without saving anything
+  Tensor forward(const Tensor& x, MicroBatch& mb) override;   // x: (..., in) -> (..., out)
+  // dx now; the weight gradient inline or, when mb defers weight gradients, queued on mb.
+  Tensor backward(const Tensor& dy, MicroBatch& mb) override;  // dy: (..., out) -> (..., in)
+  Tensor infer(const Tensor& x, InferState& st) override;
+  void own_parameters(std::vector<Parameter*>& out) override;
 
   Parameter weight;
   std::unique_ptr<Parameter> bias;  // null when the layer has none
   int64_t in_features, out_features;
+
+ private:
+  Tensor run(ExecContext& ctx, const Tensor& x) const;
 };
 
-// A normalisation layer: also usable without saving anything (inference).
-class Norm : public Module {
- public:
-  virtual Tensor infer(const Tensor& x) const = 0;
-};
+// True for Linear (the usual target of passes: LoRA, tensor parallelism, counting wrappers).
+bool is_linear(const Module& m);
 
-class LayerNorm : public Norm {
+class LayerNorm : public Module {
  public:
-  LayerNorm(const std::string& prefix, int64_t dim, float eps);
-  Tensor forward(const Tensor& x, Saved& saved) override;  // x: (..., C)
-  Tensor backward(const Tensor& dy, Saved& saved) override;
-  void collect_parameters(std::vector<Parameter*>& out) override;
-  Tensor infer(const Tensor& x) const override;
+  LayerNorm(ExecContext& ctx, const std::string& path, int64_t dim, float eps);
+  Tensor forward(const Tensor& x, MicroBatch& mb) override;  // x: (..., C)
+  Tensor backward(const Tensor& dy, MicroBatch& mb) override;
+  Tensor infer(const Tensor& x, InferState& st) override;
+  void own_parameters(std::vector<Parameter*>& out) override;
 
   Parameter weight, bias;
   float eps;
 
  private:
-  Tensor run(const Tensor& x, Tensor& mean, Tensor& rstd) const;  // y; fills mean, rstd: (N)
+  Tensor run(ExecContext& ctx, const Tensor& x, Tensor& mean, Tensor& rstd) const;
 };
 
-class RMSNorm : public Norm {
+class RMSNorm : public Module {
  public:
-  RMSNorm(const std::string& prefix, int64_t dim, float eps);
-  Tensor forward(const Tensor& x, Saved& saved) override;  // x: (..., C)
-  Tensor backward(const Tensor& dy, Saved& saved) override;
-  void collect_parameters(std::vector<Parameter*>& out) override;
-  Tensor infer(const Tensor& x) const override;
+  RMSNorm(ExecContext& ctx, const std::string& path, int64_t dim, float eps);
+  Tensor forward(const Tensor& x, MicroBatch& mb) override;  // x: (..., C)
+  Tensor backward(const Tensor& dy, MicroBatch& mb) override;
+  Tensor infer(const Tensor& x, InferState& st) override;
+  void own_parameters(std::vector<Parameter*>& out) override;
 
   Parameter weight;
   float eps;
 
  private:
-  Tensor run(const Tensor& x, Tensor& rstd) const;  // y; fills rstd: (N)
+  Tensor run(ExecContext& ctx, const Tensor& x, Tensor& rstd) const;
 };
 
-// Token embedding plus an optional learned position table. Input: token ids (B, T) i32.
-class Embedding {
+// Token embedding plus an optional learned position table (GPT-2's wpe lives here too: one
+// kernel adds both). Input: token ids (B, T) i32; output (B, T, C). backward returns an
+// undefined tensor (nothing comes before it). infer starts at position st.pos.
+class Embedding : public Module {
  public:
-  Embedding(const std::string& token_name, int64_t vocab, int64_t dim,
-            const std::string& position_name, int64_t positions);
-  // out: (B, T, C); pos_offset is the absolute position of column 0 (KV-cache decoding).
-  Tensor forward(const Tensor& tokens, Saved& saved, int64_t pos_offset = 0);
-  void backward(const Tensor& dx, Saved& saved);
-  void collect_parameters(std::vector<Parameter*>& out);
-  Tensor infer(const Tensor& tokens, int64_t pos_offset) const;
+  Embedding(ExecContext& ctx, const std::string& path, const std::string& token_name,
+            int64_t vocab, int64_t dim, const std::string& position_name, int64_t positions);
+  Tensor forward(const Tensor& tokens, MicroBatch& mb) override;
+  Tensor backward(const Tensor& dx, MicroBatch& mb) override;
+  Tensor infer(const Tensor& tokens, InferState& st) override;
+  void own_parameters(std::vector<Parameter*>& out) override;
 
   Parameter wte;
   std::unique_ptr<Parameter> wpe;  // null without learned positions
@@ -77,5 +80,8 @@ class Embedding {
 
 // Flattens all leading dimensions: (..., C) -> (N, C).
 Tensor as_rows(const Tensor& x);
+
+// A fresh parameter tensor (MemCategory::Weights) on ctx.
+Tensor weight_tensor(ExecContext& ctx, const Shape& shape);
 
 }  // namespace braid

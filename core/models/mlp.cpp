@@ -1,4 +1,5 @@
-// MLP forward/backward for both families.
+// MLP forward/backward for both families. Slots: llama gate_proj, up_proj, down_proj; gpt2
+// c_fc, c_proj.
 #include "core/models/mlp.h"
 
 #include "core/kernels/activation.h"
@@ -6,75 +7,71 @@
 
 namespace braid {
 
-MLP::MLP(const ModelConfig& cfg, const std::string& prefix) : llama_(cfg.is_llama()) {
+MLP::MLP(ExecContext& ctx, const ModelConfig& cfg, const std::string& path)
+    : Module(path), llama_(cfg.is_llama()) {
   const int64_t C = cfg.n_embd, F = cfg.ffn();
+  auto linear = [&](const char* name, int64_t in, int64_t out, bool bias) {
+    add_slot(name, std::make_unique<Linear>(ctx, path + "." + name, in, out, bias));
+  };
   if (llama_) {
-    gate_proj = std::make_unique<Linear>(prefix + ".gate_proj", C, F, false);
-    up_proj = std::make_unique<Linear>(prefix + ".up_proj", C, F, false);
-    down_proj = std::make_unique<Linear>(prefix + ".down_proj", F, C, false);
+    linear("gate_proj", C, F, false);
+    linear("up_proj", C, F, false);
+    linear("down_proj", F, C, false);
   } else {
-    c_fc = std::make_unique<Linear>(prefix + ".c_fc", C, F, true);
-    c_proj = std::make_unique<Linear>(prefix + ".c_proj", F, C, true);
+    linear("c_fc", C, F, true);
+    linear("c_proj", F, C, true);
   }
 }
 
-Tensor MLP::forward(const Tensor& x, Saved& saved) {
+Tensor MLP::forward(const Tensor& x, MicroBatch& mb) {
+  ExecContext& ctx = mb.ctx();
   if (llama_) {
-    Tensor gate = gate_proj->forward(x, saved);  // (B, T, F)
-    Tensor up = up_proj->forward(x, saved);
-    Tensor h = Tensor::empty(gate.shape());
+    Tensor gate = child(0).forward(x, mb);  // (B, T, F)
+    Tensor up = child(1).forward(x, mb);
+    Tensor h = empty_like(gate);
     Tensor h2 = as_rows(h);
-    swiglu_forward(h2, as_rows(gate), as_rows(up));
-    saved.push(gate);
-    saved.push(up);
-    return down_proj->forward(h, saved);
+    swiglu_forward(ctx, h2, as_rows(gate), as_rows(up));
+    mb.push(gate);
+    mb.push(up);
+    return child(2).forward(h, mb);
   }
-  Tensor pre = c_fc->forward(x, saved);  // (B, T, F)
-  Tensor act = Tensor::empty(pre.shape());
-  gelu_forward(act, pre);
-  saved.push(pre);
-  return c_proj->forward(act, saved);
+  Tensor pre = child(0).forward(x, mb);  // (B, T, F)
+  Tensor act = empty_like(pre);
+  gelu_forward(ctx, act, pre);
+  mb.push(pre);
+  return child(1).forward(act, mb);
 }
 
-Tensor MLP::backward(const Tensor& dy, Saved& saved) {
+Tensor MLP::backward(const Tensor& dy, MicroBatch& mb) {
+  ExecContext& ctx = mb.ctx();
   if (llama_) {
-    Tensor dh = down_proj->backward(dy, saved);
-    Tensor up = saved.pop(), gate = saved.pop();
-    Tensor dgate = Tensor::empty(gate.shape()), dup = Tensor::empty(up.shape());
+    Tensor dh = child(2).backward(dy, mb);
+    Tensor up = mb.pop(), gate = mb.pop();
+    Tensor dgate = empty_like(gate), dup = empty_like(up);
     Tensor dgate2 = as_rows(dgate), dup2 = as_rows(dup);
-    swiglu_backward(dgate2, dup2, as_rows(dh), as_rows(gate), as_rows(up));
-    Tensor dx = up_proj->backward(dup, saved);
-    add_inplace(dx, gate_proj->backward(dgate, saved));
+    swiglu_backward(ctx, dgate2, dup2, as_rows(dh), as_rows(gate), as_rows(up));
+    Tensor dx = child(1).backward(dup, mb);
+    add_inplace(ctx, dx, child(0).backward(dgate, mb));
     return dx;
   }
-  Tensor dact = c_proj->backward(dy, saved);
-  Tensor pre = saved.pop();
-  gelu_backward(dact, dact, pre);  // in place: dact becomes dpre
-  return c_fc->backward(dact, saved);
+  Tensor dact = child(1).backward(dy, mb);
+  Tensor pre = mb.pop();
+  gelu_backward(ctx, dact, dact, pre);  // in place: dact becomes dpre
+  return child(0).backward(dact, mb);
 }
 
-Tensor MLP::infer(const Tensor& x) {
+Tensor MLP::infer(const Tensor& x, InferState& st) {
+  ExecContext& ctx = st.ctx;
   if (llama_) {
-    Tensor gate = gate_proj->infer(x), up = up_proj->infer(x);
-    Tensor h = Tensor::empty(gate.shape());
+    Tensor gate = child(0).infer(x, st), up = child(1).infer(x, st);
+    Tensor h = empty_like(gate);
     Tensor h2 = as_rows(h);
-    swiglu_forward(h2, as_rows(gate), as_rows(up));
-    return down_proj->infer(h);
+    swiglu_forward(ctx, h2, as_rows(gate), as_rows(up));
+    return child(2).infer(h, st);
   }
-  Tensor h = c_fc->infer(x);
-  gelu_forward(h, h);
-  return c_proj->infer(h);
-}
-
-void MLP::collect_parameters(std::vector<Parameter*>& out) {
-  if (llama_) {
-    gate_proj->collect_parameters(out);
-    up_proj->collect_parameters(out);
-    down_proj->collect_parameters(out);
-  } else {
-    c_fc->collect_parameters(out);
-    c_proj->collect_parameters(out);
-  }
+  Tensor h = child(0).infer(x, st);
+  gelu_forward(ctx, h, h);
+  return child(1).infer(h, st);
 }
 
 }  // namespace braid

@@ -1,15 +1,22 @@
-// Transformer assembly, init, training and decoding paths.
+// Transformer assembly, init, stage forward/backward/loss and decoding.
 #include "core/models/transformer.h"
 
 #include <cmath>
 
-#include "core/kernels/cross_entropy.h"
 #include "core/kernels/linear.h"
+#include "core/profile.h"
 #include "core/random.h"
 
 namespace braid {
 
-Transformer::Transformer(const ModelConfig& cfg, BlockRange range) : cfg_(cfg) {
+namespace {
+std::string embedding_name(const ModelConfig& cfg) {
+  return cfg.is_llama() ? "model.embed_tokens.weight" : "transformer.wte.weight";
+}
+}  // namespace
+
+Transformer::Transformer(ExecContext& ctx, const ModelConfig& cfg, BlockRange range)
+    : Module(""), cfg_(cfg) {
   cfg_.validate();
   first_ = range.first;
   last_ = range.last < 0 ? cfg.n_layer : range.last;
@@ -17,42 +24,57 @@ Transformer::Transformer(const ModelConfig& cfg, BlockRange range) : cfg_(cfg) {
               first_, last_, cfg.n_layer);
   const bool llama = cfg.is_llama();
   if (first_ == 0) {
-    embedding_ = llama ? std::make_unique<Embedding>("model.embed_tokens.weight", cfg.vocab_size,
-                                                     cfg.n_embd, "", 0)
-                       : std::make_unique<Embedding>("transformer.wte.weight", cfg.vocab_size,
-                                                     cfg.n_embd, "transformer.wpe.weight",
-                                                     cfg.context_length);
-    embedding_->collect_parameters(params_);
+    auto e = llama ? std::make_unique<Embedding>(ctx, "model.embed_tokens", embedding_name(cfg),
+                                                 cfg.vocab_size, cfg.n_embd, "", 0)
+                   : std::make_unique<Embedding>(ctx, "transformer.wte", embedding_name(cfg),
+                                                 cfg.vocab_size, cfg.n_embd,
+                                                 "transformer.wpe.weight", cfg.context_length);
+    embedding_ = e.get();
+    add_slot(llama ? "embed_tokens" : "wte", std::move(e));
   }
-  for (int l = first_; l < last_; ++l) {
-    blocks_.push_back(std::make_unique<Block>(cfg, l));
-    blocks_.back()->collect_parameters(params_);
-  }
+  block_slot0_ = num_slots();
+  for (int l = first_; l < last_; ++l) add_slot(std::to_string(l), std::make_unique<Block>(ctx, cfg, l));
   if (last_ == cfg.n_layer) {
-    if (llama) {
-      final_norm_ = std::make_unique<RMSNorm>("model.norm", cfg.n_embd, cfg.norm_eps);
-    } else {
-      final_norm_ = std::make_unique<LayerNorm>("transformer.ln_f", cfg.n_embd, cfg.norm_eps);
-    }
-    final_norm_->collect_parameters(params_);
-    BRAID_CHECK(!cfg.tied() || embedding_, "a tied LM head needs the embedding on the same stage");
+    std::unique_ptr<Module> n;
+    if (llama) n = std::make_unique<RMSNorm>(ctx, "model.norm", cfg.n_embd, cfg.norm_eps);
+    else n = std::make_unique<LayerNorm>(ctx, "transformer.ln_f", cfg.n_embd, cfg.norm_eps);
+    final_norm_ = n.get();
+    add_slot(llama ? "norm" : "ln_f", std::move(n));
     if (!cfg.tied()) {
-      lm_head_ = std::make_unique<Parameter>("lm_head.weight", Shape{cfg.vocab_size, cfg.n_embd});
-      params_.push_back(lm_head_.get());
+      lm_head_ = std::make_unique<Parameter>("lm_head.weight",
+                                             weight_tensor(ctx, {cfg.vocab_size, cfg.n_embd}));
+    } else if (!embedding_) {
+      // The head's replica of the token table (same name, so init gives it the same values).
+      lm_head_ = std::make_unique<Parameter>(embedding_name(cfg),
+                                             weight_tensor(ctx, {cfg.vocab_size, cfg.n_embd}));
+      lm_head_->replica = true;
     }
   }
+  refresh_parameters();
 }
 
-Parameter* Transformer::find(const std::string& name) const {
+void Transformer::refresh_parameters() {
+  params_.clear();
+  collect_parameters(params_);
+  if (lm_head_) params_.push_back(lm_head_.get());
+}
+
+Parameter* Transformer::find_parameter(const std::string& name) const {
   for (Parameter* p : params_)
     if (p->name == name) return p;
   return nullptr;
 }
 
-const Parameter& Transformer::head_weight() const {
+Parameter* Transformer::tied_embedding() {
+  if (!cfg_.tied()) return nullptr;
+  if (embedding_) return &embedding_->wte;
+  return lm_head_.get();  // null on a middle stage
+}
+
+Parameter& Transformer::head_weight() {
+  BRAID_CHECK(has_head(), "the LM head is on the last stage");
   return lm_head_ ? *lm_head_ : embedding_->wte;
 }
-Parameter& Transformer::head_weight() { return lm_head_ ? *lm_head_ : embedding_->wte; }
 
 void Transformer::init_weights() {
   const float resid_std = cfg_.init_std / std::sqrt(2.0f * static_cast<float>(cfg_.n_layer));
@@ -74,94 +96,115 @@ void Transformer::init_weights() {
   }
 }
 
-void Transformer::zero_grad() {
+void Transformer::zero_grad(ExecContext& ctx) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Optimizer);
   for (Parameter* p : params_) p->zero_grad();
 }
 
-Tensor Transformer::embed(const Tensor& tokens, Saved& saved) {
-  BRAID_CHECK(embedding_, "embed() on a stage without the embedding");
-  BRAID_CHECK(tokens.ndim() == 2 && tokens.dim(1) <= cfg_.context_length,
-              "tokens {} exceed context_length {}", tokens.str(), cfg_.context_length);
-  return embedding_->forward(tokens, saved);
-}
-
-Tensor Transformer::blocks_forward(Tensor x, Saved& saved) {
-  for (auto& b : blocks_) x = b->forward(x, saved);
+Tensor Transformer::forward(const Tensor& input, MicroBatch& mb) {
+  Tensor x = input;
+  if (embedding_) {
+    BRAID_CHECK(input.ndim() == 2 && input.dim(1) <= cfg_.context_length,
+                "tokens {} exceed context_length {}", input.str(), cfg_.context_length);
+    x = embedding_->forward(input, mb);
+  }
+  for (int i = 0; i < last_ - first_; ++i) x = block(i).forward(x, mb);
   return x;
 }
 
-LossSum Transformer::head_loss(const Tensor& x, const Tensor& targets, float grad_scale,
-                               Saved& saved, Tensor* dx) {
-  BRAID_CHECK(final_norm_, "head_loss() on a stage without the LM head");
+LossSum Transformer::loss(const Tensor& x, const Tensor& targets, float grad_scale,
+                          MicroBatch& mb) {
+  BRAID_CHECK(has_head(), "loss() on a stage without the LM head (blocks [{}, {}) of {})", first_,
+              last_, cfg_.n_layer);
+  ExecContext& ctx = mb.ctx();
   const int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2);
-  // Evaluation (dx == null) keeps nothing for a backward that will not come.
-  Tensor h = dx ? final_norm_->forward(x, saved) : final_norm_->infer(x);
-  Tensor losses = Tensor::empty({B * T});
-  Tensor dh, dw;
+  Tensor h = final_norm_->forward(x, mb);
+  Tensor losses = x.new_empty({B * T}, DType::F32);
+  Tensor dh = x.new_empty({B * T, C}, DType::F32);
   Parameter& head = head_weight();
-  if (dx) {
-    dh = Tensor::empty({B * T, C});
-    dw = head.trainable ? head.grad : Tensor::zeros(head.value.shape());
-  }
-  lm_head_cross_entropy(losses, dh, dw, h.view({B * T, C}), head.value, targets.view({B * T}),
+  Tensor dw = head.trainable ? head.grad() : Tensor();
+  lm_head_cross_entropy(ctx, losses, dh, dw, h.view({B * T, C}), head.value, targets.view({B * T}),
                         grad_scale);
-  LossSum r;
-  const float* l = losses.f32();
-  const int32_t* t = targets.i32();
-  for (int64_t i = 0; i < B * T; ++i) {
-    if (t[i] < 0) continue;
-    r.sum += l[i];
-    ++r.count;
-  }
-  if (dx) *dx = final_norm_->backward(dh.view({B, T, C}), saved);
-  return r;
+  // The tied token table on this stage gets its last contribution in the embedding's backward.
+  if (head.trainable && !(cfg_.tied() && embedding_)) mb.grad_ready(head);
+  mb.push(final_norm_->backward(dh.view({B, T, C}), mb));
+  return loss_sum(ctx, losses, targets.view({B * T}));
 }
 
-Tensor Transformer::blocks_backward(Tensor dx, Saved& saved) {
-  for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) dx = (*it)->backward(dx, saved);
+Tensor Transformer::backward(const Tensor& dy, MicroBatch& mb) {
+  Tensor dx = dy;
+  if (!dx.defined()) {
+    BRAID_CHECK(has_head(), "backward() without an output gradient on a stage without the loss");
+    dx = mb.pop();  // kept by loss()
+  }
+  for (int i = last_ - first_ - 1; i >= 0; --i) dx = block(i).backward(dx, mb);
+  if (embedding_) return embedding_->backward(dx, mb);
   return dx;
 }
 
-void Transformer::embed_backward(const Tensor& dx, Saved& saved) {
-  embedding_->backward(dx, saved);
+Tensor Transformer::forward_eval(ExecContext& ctx, const Tensor& input) {
+  Tensor x = input;
+  if (embedding_) {
+    InferState st{ctx};
+    x = embedding_->infer(input, st);
+  }
+  MicroBatch scratch(ctx);  // thrown away: nothing is kept
+  for (int i = 0; i < last_ - first_; ++i) {
+    x = block(i).forward(x, scratch);
+    scratch.clear_stash();
+  }
+  return x;
 }
 
-LossSum Transformer::forward_backward(const Tensor& tokens, const Tensor& targets,
+LossSum Transformer::loss_eval(ExecContext& ctx, const Tensor& x, const Tensor& targets) {
+  BRAID_CHECK(has_head(), "loss_eval() on a stage without the LM head");
+  const int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2);
+  InferState st{ctx};
+  Tensor h = final_norm_->infer(x, st);
+  Tensor losses = x.new_empty({B * T}, DType::F32);
+  Tensor none;
+  Parameter& head = head_weight();
+  lm_head_cross_entropy(ctx, losses, none, none, h.view({B * T, C}), head.value,
+                        targets.view({B * T}), 0.0f);
+  return loss_sum(ctx, losses, targets.view({B * T}));
+}
+
+LossSum Transformer::forward_backward(MicroBatch& mb, const Tensor& tokens, const Tensor& targets,
                                       float grad_scale) {
-  Saved saved;
-  Tensor x = blocks_forward(embed(tokens, saved), saved);
-  Tensor dx;
-  LossSum r = head_loss(x, targets, grad_scale, saved, &dx);
-  embed_backward(blocks_backward(dx, saved), saved);
-  BRAID_CHECK(saved.empty(), "{} saved tensors left after backward", saved.size());
+  BRAID_CHECK(embedding_ && has_head(), "forward_backward() needs the whole model");
+  LossSum r = loss(forward(tokens, mb), targets, grad_scale, mb);
+  backward(Tensor(), mb);
+  BRAID_CHECK(mb.stash_size() == 0, "{} saved tensors left after backward", mb.stash_size());
   return r;
 }
 
-LossSum Transformer::forward_loss(const Tensor& tokens, const Tensor& targets) {
-  const Tensor x = embedding_->infer(tokens, 0);
-  // Evaluation runs the training forward with a throwaway stash: the same kernels, so eval
-  // and training losses agree bit for bit on the same batch.
-  Saved saved;
-  Tensor h = blocks_forward(x, saved);
-  saved.clear();
-  return head_loss(h, targets, 0.0f, saved, nullptr);
+LossSum Transformer::forward_loss(ExecContext& ctx, const Tensor& tokens, const Tensor& targets) {
+  BRAID_CHECK(embedding_ && has_head(), "forward_loss() needs the whole model");
+  return loss_eval(ctx, forward_eval(ctx, tokens), targets);
 }
 
-KVCache Transformer::make_cache(int64_t max_len) const {
+Tensor Transformer::infer(const Tensor& input, InferState& st) {
+  Tensor x = input;
+  if (embedding_) x = embedding_->infer(input, st);
+  for (int i = 0; i < last_ - first_; ++i) x = block(i).infer(x, st);
+  return x;
+}
+
+KVCache Transformer::make_cache(ExecContext& ctx, int64_t max_len) const {
   BRAID_CHECK(max_len <= cfg_.context_length, "cache of {} exceeds context_length {}", max_len,
               cfg_.context_length);
-  return KVCache(cfg_.n_layer, max_len, cfg_.kv_heads(), cfg_.head_dim());
+  return KVCache(ctx, cfg_.n_layer, first_, last_, max_len, cfg_.kv_heads(), cfg_.head_dim());
 }
 
-Tensor Transformer::decode(const Tensor& tokens, KVCache& cache) {
-  BRAID_CHECK(embedding_ && final_norm_, "decode() needs the whole model");
+Tensor Transformer::decode(ExecContext& ctx, const Tensor& tokens, KVCache& cache) {
+  BRAID_CHECK(embedding_ && has_head(), "decode() needs the whole model");
   const int64_t Tn = tokens.dim(1), C = cfg_.n_embd;
-  Tensor x = embedding_->infer(tokens, cache.len);
-  for (size_t l = 0; l < blocks_.size(); ++l) x = blocks_[l]->infer(x, cache.layers[l], cache.len);
+  InferState st{ctx, &cache, cache.len};
+  Tensor x = infer(tokens, st);
   cache.len += Tn;
-  Tensor last = final_norm_->infer(x.view({Tn, C}).slice0(Tn - 1, Tn));  // (1, C)
-  Tensor logits = Tensor::empty({1, cfg_.vocab_size});
-  linear_forward(logits, last, head_weight().value, Tensor());
+  Tensor last = final_norm_->infer(x.view({Tn, C}).slice0(Tn - 1, Tn), st);  // (1, C)
+  Tensor logits = x.new_empty({1, cfg_.vocab_size}, DType::F32);
+  linear_forward(ctx, logits, last, head_weight().value, Tensor());
   return logits.view({cfg_.vocab_size});
 }
 

@@ -1,10 +1,17 @@
-// Transformer: a GPT-2- or Llama-family language model built from one ModelConfig.
-// It knows nothing of parallelism; a pipeline stage builds it from a range of blocks.
+// Transformer: a GPT-2- or Llama-family language model built from one ModelConfig, or one
+// pipeline stage of it (a range of blocks). It knows nothing of parallelism.
+//
+// As a Module its forward is the stage's part of the network: token ids -> hidden states on the
+// first stage (embedding, then blocks), hidden -> hidden on the others. The last stage adds
+// the loss head: loss() runs the final norm, LM head and cross-entropy and keeps the input
+// gradient on the micro-batch, so backward(undefined, mb) on the last stage starts from it.
+// backward returns the gradient for the previous stage (undefined on the first).
 #pragma once
 
 #include <memory>
 #include <vector>
 
+#include "core/kernels/cross_entropy.h"
 #include "core/model_config.h"
 #include "core/models/block.h"
 
@@ -17,57 +24,68 @@ struct BlockRange {
   int last = -1;  // -1: n_layer
 };
 
-// Sum of per-token losses and how many tokens counted (targets of -1 are ignored).
-struct LossSum {
-  double sum = 0.0;
-  int64_t count = 0;
-};
-
-class Transformer {
+class Transformer : public Module {
  public:
-  explicit Transformer(const ModelConfig& cfg, BlockRange range = {});
+  Transformer(ExecContext& ctx, const ModelConfig& cfg, BlockRange range = {});
 
   const ModelConfig& config() const { return cfg_; }
-  // Every parameter once (the tied LM head is the token embedding), in HF order.
+  int first_block() const { return first_; }
+  int last_block() const { return last_; }
+  bool has_embedding() const { return embedding_ != nullptr; }
+  bool has_head() const { return final_norm_ != nullptr; }
+
+  // Every parameter once, in order of use (the tied LM head is the token embedding; a last
+  // stage without the embedding holds a replica of it). Recollected after passes.
   const std::vector<Parameter*>& parameters() const { return params_; }
-  Parameter* find(const std::string& name) const;  // null when absent
+  void refresh_parameters();  // after a pass added or replaced modules
+  Parameter* find_parameter(const std::string& name) const;  // null when absent
+  // GPT-2's tied embedding on this stage: the token table (first stage) or the head's replica
+  // of it (a last stage without the embedding); null when untied or on a middle stage. After
+  // a step's backward the copies on the first and last stage must have their gradients summed
+  // (pipeline layer: an all-reduce over those two stages) before clipping.
+  Parameter* tied_embedding();
 
   // GPT-2-style seeded init: N(0, init_std), residual output projections scaled by
   // 1/sqrt(2 * n_layer), biases 0, norm weights 1. Each tensor's values depend only on
-  // (seed, its name), not on construction order or layout.
+  // (seed, its name), not on construction order, stage or layout.
   void init_weights();
-  void zero_grad();
+  void zero_grad(ExecContext& ctx);
 
-  // One micro-batch forward and backward. tokens, targets: (B, T) i32. Parameter gradients
-  // accumulate grad_scale * d(sum of token losses); returns the loss sum of this micro-batch.
-  LossSum forward_backward(const Tensor& tokens, const Tensor& targets, float grad_scale);
-  // Loss only (evaluation): no gradients, nothing kept.
-  LossSum forward_loss(const Tensor& tokens, const Tensor& targets);
+  // The stage's forward / backward / incremental decode (see the file comment).
+  Tensor forward(const Tensor& input, MicroBatch& mb) override;
+  Tensor backward(const Tensor& dy, MicroBatch& mb) override;
+  Tensor infer(const Tensor& input, InferState& st) override;
+  // Last stage: final norm + LM head + cross-entropy on h (B, T, C) with targets (B, T) i32.
+  // Parameter gradients accumulate grad_scale * d(sum of token losses); the input gradient
+  // is kept on mb for backward. Returns the micro-batch's loss sum.
+  LossSum loss(const Tensor& h, const Tensor& targets, float grad_scale, MicroBatch& mb);
 
-  // The stages of forward_backward, for pipeline executors: embed (first stage), blocks,
-  // head (last stage: loss and its input gradient), then backward in reverse.
-  Tensor embed(const Tensor& tokens, Saved& saved);                 // -> (B, T, C)
-  Tensor blocks_forward(Tensor x, Saved& saved);                    // (B, T, C)
-  LossSum head_loss(const Tensor& x, const Tensor& targets, float grad_scale, Saved& saved,
-                    Tensor* dx);                                     // dx: (B, T, C) or null
-  Tensor blocks_backward(Tensor dx, Saved& saved);
-  void embed_backward(const Tensor& dx, Saved& saved);
+  // Evaluation: the training forward's kernels (so evaluation and training losses agree bit
+  // for bit on the same batch), keeping nothing. forward_eval works on every stage;
+  // loss_eval on the last.
+  Tensor forward_eval(ExecContext& ctx, const Tensor& input);
+  LossSum loss_eval(ExecContext& ctx, const Tensor& h, const Tensor& targets);
 
-  // Incremental decoding of one sequence: feeds tokens (1, Tn) at positions
+  // Whole model: one micro-batch's forward and backward; returns its loss sum.
+  LossSum forward_backward(MicroBatch& mb, const Tensor& tokens, const Tensor& targets,
+                           float grad_scale);
+  LossSum forward_loss(ExecContext& ctx, const Tensor& tokens, const Tensor& targets);
+
+  // Incremental decoding of one sequence (whole model): feeds tokens (1, Tn) at positions
   // [cache.len, cache.len + Tn), advances cache.len, returns the last position's logits (V).
-  Tensor decode(const Tensor& tokens, KVCache& cache);
-  KVCache make_cache(int64_t max_len) const;
+  Tensor decode(ExecContext& ctx, const Tensor& tokens, KVCache& cache);
+  KVCache make_cache(ExecContext& ctx, int64_t max_len) const;
 
  private:
-  const Parameter& head_weight() const;
   Parameter& head_weight();
+  Module& block(int i) const { return child(block_slot0_ + i); }
 
   ModelConfig cfg_;
   int first_, last_;
-  std::unique_ptr<Embedding> embedding_;  // first stage only
-  std::vector<std::unique_ptr<Block>> blocks_;
-  std::unique_ptr<Norm> final_norm_;      // last stage only
-  std::unique_ptr<Parameter> lm_head_;    // untied head, last stage only
+  Embedding* embedding_ = nullptr;  // slot 0 on the first stage
+  Module* final_norm_ = nullptr;    // last slot on the last stage
+  size_t block_slot0_ = 0;
+  std::unique_ptr<Parameter> lm_head_;  // untied head, or the tied replica on a last stage
   std::vector<Parameter*> params_;
 };
 

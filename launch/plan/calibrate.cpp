@@ -23,15 +23,15 @@ GpuSpec calibrate_machine(const CalibrateOptions& opt) {
   auto sqb = std::make_shared<std::vector<bf16>>(2 * n * n, float_to_bf16(0.25f));
   const double sq_flops = 2.0 * n * n * n;
   const size_t p_f32 = probes.add(
-      [sq, n] {
+      [sq, n, c = &probes.ctx()] {
         float* p = sq->data();
-        gemm_f32(false, false, n, n, n, 1.0f, p, n, p + n * n, n, 0.0f, p + 2 * n * n, n);
+        gemm_f32(*c, false, false, n, n, n, 1.0f, p, n, p + n * n, n, 0.0f, p + 2 * n * n, n);
       },
       sq_flops);
   const size_t p_bf16 = probes.add(
-      [sq, sqb, n] {
+      [sq, sqb, n, c = &probes.ctx()] {
         const bf16* p = sqb->data();
-        gemm_bf16(false, false, n, n, n, 1.0f, p, n, p + n * n, n, 0.0f, sq->data() + 2 * n * n, n);
+        gemm_bf16(*c, false, false, n, n, n, 1.0f, p, n, p + n * n, n, 0.0f, sq->data() + 2 * n * n, n);
       },
       sq_flops);
   const size_t p_copy = add_copy_probe(probes, opt.copy_bytes);
@@ -67,7 +67,7 @@ GpuSpec calibrate_machine(const CalibrateOptions& opt) {
 
   GpuSpec g;
   g.name = "cpu-calibrated";
-  g.description = "this machine, measured by braid plan --calibrate (" + gemm_backend_name() + ")";
+  g.description = "this machine, measured by braid plan --calibrate (" + gemm_backend_name(probes.ctx().gemm()) + ")";
   const double pages = static_cast<double>(sysconf(_SC_PHYS_PAGES));
   const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
   g.memory_gib = pages * page / (1024.0 * 1024.0 * 1024.0);

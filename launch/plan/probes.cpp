@@ -11,7 +11,7 @@
 #include "core/kernels/cross_entropy.h"
 #include "core/kernels/elementwise.h"
 #include "core/kernels/layernorm.h"
-#include "core/models/transformer.h"
+#include "core/models/block.h"
 #include "core/random.h"
 #include "launch/plan/cpu_model.h"
 #include "launch/plan/model_math.h"
@@ -47,12 +47,18 @@ BlockProbe add_block_probe(Probes& probes, int64_t tokens, int C, bool llama) {
   m.validate();
   const int64_t T = 256, B = std::max<int64_t>(1, tokens / T);
   struct State {
-    std::unique_ptr<Transformer> model;
+    std::unique_ptr<Block> model;
     Tensor x, dy;
   };
   auto st = std::make_shared<State>();
-  st->model = std::make_unique<Transformer>(m);
-  st->model->init_weights();
+  ExecContext* c = &probes.ctx();
+  st->model = std::make_unique<Block>(*c, m, 0);
+  std::vector<Parameter*> ps;
+  st->model->collect_parameters(ps);
+  for (Parameter* p : ps) {
+    if (p->value.ndim() == 1) p->value.fill_(1.0f);
+    else fill_normal(p->value, 0.02f, 7, hash_string(p->name));
+  }
   st->x = randn({B, T, C}, 13);
   st->dy = randn({B, T, C}, 14);
   BlockProbe bp;
@@ -60,10 +66,10 @@ BlockProbe add_block_probe(Probes& probes, int64_t tokens, int C, bool llama) {
   bp.gemm_flops = 6.0 * static_cast<double>(block_matmul_params(m)) * n;
   bp.elementwise_bytes = block_elementwise_bytes_per_token(m) * n;
   bp.index = probes.add(
-      [st] {
-        Saved saved;
-        st->model->blocks_forward(st->x, saved);
-        st->model->blocks_backward(st->dy, saved);
+      [st, c] {
+        MicroBatch mb(*c);
+        st->model->forward(st->x, mb);
+        st->model->backward(st->dy, mb);
       },
       1.0);
   return bp;
@@ -84,18 +90,20 @@ size_t add_optimizer_probe(Probes& probes, int64_t params) {
   };
   auto st = std::make_shared<State>();
   for (int i = 0; i < kTensors; ++i) {
-    auto p = std::make_unique<Parameter>(fmt::format("calibrate.{}.weight", i), Shape{rows, cols});
+    auto p = std::make_unique<Parameter>(fmt::format("calibrate.{}.weight", i),
+                                         probes.ctx().zeros({rows, cols}, DType::F32, MemCategory::Weights));
     fill_normal(p->value, 0.02f, 15, static_cast<uint64_t>(i));
-    fill_normal(p->grad, 1.0f, 16, static_cast<uint64_t>(i));
+    fill_normal(p->grad(), 1.0f, 16, static_cast<uint64_t>(i));
     st->ps.push_back(p.get());
     st->owned.push_back(std::move(p));
   }
-  st->opt = std::make_unique<AdamW>(st->ps, OptimConfig{});
+  ExecContext* c = &probes.ctx();
+  st->opt = std::make_unique<AdamW>(*c, st->ps, OptimConfig{});
   const double n = static_cast<double>(kTensors * rows * cols);
   return probes.add(
-      [st] {
-        const double norm = global_grad_norm(st->ps);
-        clip_grad_norm(st->ps, norm, static_cast<float>(norm * 0.99999));
+      [st, c] {
+        const double norm = global_grad_norm(*c, st->ps);
+        clip_grad_norm(*c, st->ps, norm, static_cast<float>(norm * 0.99999));
         st->opt->step(1e-4f);
       },
       10.0 * 4.0 * n);
@@ -123,9 +131,9 @@ size_t add_attention_probe(Probes& probes, int64_t tokens, int64_t T, int64_t D,
   m.n_embd = static_cast<int>(C);
   m.n_head = static_cast<int>(H);
   return probes.add(
-      [b] {
-        attention_forward(b->out, b->lse, b->q, b->k, b->v);
-        attention_backward(b->dq, b->dk, b->dv, b->dout, b->q, b->k, b->v, b->out, b->lse);
+      [b, c = &probes.ctx()] {
+        attention_forward(*c, b->out, b->lse, b->q, b->k, b->v);
+        attention_backward(*c, b->dq, b->dk, b->dv, b->dout, b->q, b->k, b->v, b->out, b->lse);
       },
       attention_kernel_flops_per_token(m, T) * static_cast<double>(B * T));
 }
@@ -145,7 +153,7 @@ size_t add_lm_head_probe(Probes& probes, int64_t N, int64_t C, int64_t V) {
   b->dx = Tensor::empty({N, C});
   b->dw = Tensor::zeros({V, C});
   const float scale = 1.0f / static_cast<float>(N);
-  return probes.add([b, scale] { lm_head_cross_entropy(b->losses, b->dx, b->dw, b->x, b->w, b->targets, scale); },
+  return probes.add([b, scale, c = &probes.ctx()] { lm_head_cross_entropy(*c, b->losses, b->dx, b->dw, b->x, b->w, b->targets, scale); },
                     6.0 * N * V * C);
 }
 
@@ -169,10 +177,10 @@ size_t add_elementwise_probe(Probes& probes, int64_t N) {
   t->dg = Tensor::zeros({C});
   t->db = Tensor::zeros({C});
   return probes.add(
-      [t] {
-        layernorm_forward(t->y, t->mean, t->rstd, t->x, t->g, t->b, 1e-5f);
-        layernorm_backward(t->dx, t->dg, t->db, t->dy, t->x, t->g, t->mean, t->rstd);
-        add_inplace(t->y, t->dx);
+      [t, c = &probes.ctx()] {
+        layernorm_forward(*c, t->y, t->mean, t->rstd, t->x, t->g, t->b, 1e-5f);
+        layernorm_backward(*c, t->dx, t->dg, t->db, t->dy, t->x, t->g, t->mean, t->rstd);
+        add_inplace(*c, t->y, t->dx);
       },
       4.0 * N * 8.0 * C);
 }
@@ -191,13 +199,13 @@ size_t add_activation_probe(Probes& probes, int64_t N, bool swiglu) {
   t->da = Tensor::empty({N, F});
   t->du = Tensor::empty({N, F});
   return probes.add(
-      [t, swiglu] {
+      [t, swiglu, c = &probes.ctx()] {
         if (swiglu) {
-          swiglu_forward(t->y, t->a, t->u);
-          swiglu_backward(t->da, t->du, t->dy, t->a, t->u);
+          swiglu_forward(*c, t->y, t->a, t->u);
+          swiglu_backward(*c, t->da, t->du, t->dy, t->a, t->u);
         } else {
-          gelu_forward(t->y, t->a);
-          gelu_backward(t->da, t->dy, t->a);
+          gelu_forward(*c, t->y, t->a);
+          gelu_backward(*c, t->da, t->dy, t->a);
         }
       },
       static_cast<double>(N) * F);
@@ -209,8 +217,8 @@ size_t add_call_probe(Probes& probes) {
   auto a = std::make_shared<Tensor>(Tensor::zeros({kCallProbeFloats}));
   auto b = std::make_shared<Tensor>(Tensor::zeros({kCallProbeFloats}));
   return probes.add(
-      [a, b] {
-        for (int k = 0; k < 100; ++k) add_inplace(*a, *b);
+      [a, b, c = &probes.ctx()] {
+        for (int k = 0; k < 100; ++k) add_inplace(*c, *a, *b);
       },
       100.0);
 }

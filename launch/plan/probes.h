@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/context.h"
 #include "core/error.h"
 #include "core/profile.h"
 
@@ -28,6 +29,9 @@ inline double seconds_since(Clock::time_point t0) {
 // call per probe.
 class Probes {
  public:
+  // The context every probe runs its kernels on (and whose profiler splits their time).
+  ExecContext& ctx() { return ctx_; }
+
   // `fn` does `work` units (FLOPs, bytes, elements) per call; returns the probe's index.
   size_t add(std::function<void()> fn, double work) {
     Probe p;
@@ -43,7 +47,7 @@ class Probes {
     const double share = seconds_per_probe / std::max(1, rounds);
     for (int r = 0; r < rounds; ++r) {
       for (Probe& p : probes_) {
-        const KernelTimes k0 = kernel_times();
+        const KernelTimes k0 = ctx_.profiler().times();
         const auto t0 = Clock::now();
         double dt = 0;
         do {
@@ -52,7 +56,7 @@ class Probes {
           dt = seconds_since(t0);
         } while (dt < share);
         p.seconds += dt;
-        p.groups += kernel_times() - k0;
+        p.groups += ctx_.profiler().times() - k0;
       }
     }
   }
@@ -80,6 +84,7 @@ class Probes {
     int64_t calls = 0;
     KernelTimes groups;
   };
+  ExecContext ctx_;
   std::vector<Probe> probes_;
 };
 

@@ -11,7 +11,16 @@
 #include <string>
 #include <vector>
 
+#include "core/context.h"
 #include "core/tensor.h"
+
+namespace braid {
+// The context kernel and model tests run on (one per test binary: tests run one at a time).
+inline ExecContext& test_ctx() {
+  static ExecContext ctx;
+  return ctx;
+}
+}  // namespace braid
 
 namespace braid::kernel_test {
 

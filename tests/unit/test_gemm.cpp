@@ -9,6 +9,7 @@
 
 #include "core/kernels/cpu/gemm_backends.h"
 #include "core/kernels/gemm.h"
+#include "kernel_test_util.h"
 
 namespace braid {
 namespace {
@@ -196,9 +197,9 @@ TEST(GemmTest, PublicCallsInsideOmpParallelRegion) {
     for (size_t i = 0; i < A.size(); ++i) A[i] = float_to_bf16(p.A[i]);
     for (size_t i = 0; i < B.size(); ++i) B[i] = float_to_bf16(p.B[i]);
     for (int rep = 0; rep < 10; ++rep) {
-      gemm_f32(p.ta, p.tb, p.M, p.N, p.K, 1.0f, p.A.data(), p.lda, p.B.data(), p.ldb, 0.0f,
+      gemm_f32(test_ctx(), p.ta, p.tb, p.M, p.N, p.K, 1.0f, p.A.data(), p.lda, p.B.data(), p.ldb, 0.0f,
                out32[t].data(), p.ldc);
-      gemm_bf16(p.ta, p.tb, p.M, p.N, p.K, 1.0f, A.data(), p.lda, B.data(), p.ldb, 0.0f,
+      gemm_bf16(test_ctx(), p.ta, p.tb, p.M, p.N, p.K, 1.0f, A.data(), p.lda, B.data(), p.ldb, 0.0f,
                 out16[t].data(), p.ldc);
     }
   }
@@ -216,17 +217,18 @@ TEST(GemmTest, BackendNamesAndPlan) {
   EXPECT_TRUE(parse_gemm_backend("openblas", &b));
   EXPECT_EQ(b, GemmBackend::OpenBlas);
   EXPECT_FALSE(parse_gemm_backend("mkl", &b));
-  GemmBackend running{};
-  EXPECT_TRUE(parse_gemm_backend(gemm_backend_name(), &running)) << gemm_backend_name();
-  EXPECT_EQ(running, gemm_plan().backend);
-  // Native bf16 is planned only where the library has it (else gemm_bf16 would widen anyway).
-  if (gemm_plan().bf16_mode == Bf16Mode::Native) {
-    EXPECT_TRUE(native_bf16_available(running));
+  for (GemmBackend backend : kAllGemmBackends) {
+    const GemmPlan plan = default_gemm_plan(backend);
+    GemmBackend running{};
+    EXPECT_TRUE(parse_gemm_backend(gemm_backend_name(plan), &running)) << gemm_backend_name(plan);
+    EXPECT_EQ(running, backend);
+    // Native bf16 is planned only where the library has it (else gemm_bf16 would widen anyway).
+    if (plan.bf16_mode == Bf16Mode::Native) EXPECT_TRUE(native_bf16_available(running));
   }
 }
 
 TEST(GemmTest, MeasurePeakIsPositive) {
-  const double flops = measure_gemm_peak_f32(0.0);
+  const double flops = measure_gemm_peak_f32(test_ctx(), 0.0);
   EXPECT_GT(flops, 1e8);
   EXPECT_LT(flops, 1e15);
 }

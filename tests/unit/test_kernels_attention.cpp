@@ -114,8 +114,8 @@ Outputs run_kernels(const Dims& d, const Inputs& in) {
   o.dq.fill_(NAN);
   o.dk.fill_(NAN);
   o.dv.fill_(NAN);
-  attention_forward(o.out, o.lse, q, k, v);
-  attention_backward(o.dq, o.dk, o.dv, dout, q, k, v, o.out, o.lse);
+  attention_forward(test_ctx(), o.out, o.lse, q, k, v);
+  attention_backward(test_ctx(), o.dq, o.dk, o.dv, dout, q, k, v, o.out, o.lse);
   return o;
 }
 
@@ -189,7 +189,7 @@ TEST(KernelsAttention, DecodeStepEqualsLastRowOfFullAttention) {
   Tensor k = Tensor::from_vector(in.k, {full.B, full.Tk, full.Hkv, full.D});
   Tensor v = Tensor::from_vector(in.v, {full.B, full.Tk, full.Hkv, full.D});
   Tensor out = Tensor::empty({dec.B, 1, dec.Hq, dec.D}), lse = Tensor::empty({dec.B, dec.Hq, 1});
-  attention_forward(out, lse, q, k, v);
+  attention_forward(test_ctx(), out, lse, q, k, v);
   for (int64_t b = 0; b < full.B; ++b)
     for (int64_t h = 0; h < full.Hq; ++h) {
       EXPECT_NEAR(lse.f32()[b * dec.Hq + h], o.lse.f32()[(b * full.Hq + h) * full.Tq + full.Tq - 1],
@@ -212,25 +212,25 @@ TEST(KernelsAttention, RejectsBadArguments) {
   auto t = [](const Shape& s) { return Tensor::zeros(s); };
   Tensor out = t({1, 4, 4, 8}), lse = t({1, 4, 4});
   // Query heads not a multiple of kv heads.
-  EXPECT_THROW(attention_forward(out, lse, t({1, 4, 4, 8}), t({1, 4, 3, 8}), t({1, 4, 3, 8})),
+  EXPECT_THROW(attention_forward(test_ctx(), out, lse, t({1, 4, 4, 8}), t({1, 4, 3, 8}), t({1, 4, 3, 8})),
                Error);
   // More queries than keys.
-  EXPECT_THROW(attention_forward(out, lse, t({1, 4, 4, 8}), t({1, 3, 2, 8}), t({1, 3, 2, 8})),
+  EXPECT_THROW(attention_forward(test_ctx(), out, lse, t({1, 4, 4, 8}), t({1, 3, 2, 8}), t({1, 3, 2, 8})),
                Error);
   // v shaped unlike k.
-  EXPECT_THROW(attention_forward(out, lse, t({1, 4, 4, 8}), t({1, 4, 2, 8}), t({1, 4, 2, 4})),
+  EXPECT_THROW(attention_forward(test_ctx(), out, lse, t({1, 4, 4, 8}), t({1, 4, 2, 8}), t({1, 4, 2, 4})),
                Error);
   // lse of the wrong shape.
   Tensor bad_lse = t({1, 4, 3});
-  EXPECT_THROW(attention_forward(out, bad_lse, t({1, 4, 4, 8}), t({1, 4, 2, 8}), t({1, 4, 2, 8})),
+  EXPECT_THROW(attention_forward(test_ctx(), out, bad_lse, t({1, 4, 4, 8}), t({1, 4, 2, 8}), t({1, 4, 2, 8})),
                Error);
   // Integer inputs.
   Tensor qi32 = Tensor::zeros({1, 4, 4, 8}, DType::I32);
-  EXPECT_THROW(attention_forward(out, lse, qi32, t({1, 4, 2, 8}), t({1, 4, 2, 8})), Error);
+  EXPECT_THROW(attention_forward(test_ctx(), out, lse, qi32, t({1, 4, 2, 8}), t({1, 4, 2, 8})), Error);
   // dk shaped like q in backward.
   Tensor q = t({1, 4, 4, 8}), k = t({1, 4, 2, 8}), dq = t({1, 4, 4, 8}), dv = t({1, 4, 2, 8});
   Tensor bad_dk = t({1, 4, 4, 8});
-  EXPECT_THROW(attention_backward(dq, bad_dk, dv, q, q, k, k, q, lse), Error);
+  EXPECT_THROW(attention_backward(test_ctx(), dq, bad_dk, dv, q, q, k, k, q, lse), Error);
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ void check_full(const Problem& p, double atol) {
   dx.fill_(NAN);  // dx is overwritten, so garbage must not leak through
   const std::vector<float> pre = dw_prefill(p);
   Tensor dw = Tensor::from_vector(pre, {p.V, p.C});
-  lm_head_cross_entropy(losses, dx, dw, x, w, targets, p.grad_scale);
+  lm_head_cross_entropy(test_ctx(), losses, dx, dw, x, w, targets, p.grad_scale);
 
   Ref r = reference(p);
   for (size_t i = 0; i < pre.size(); ++i) r.dw[i] += pre[i];  // dw accumulates
@@ -114,7 +114,7 @@ TEST(KernelsCrossEntropy, ForwardOnlyLeavesDwUntouched) {
   Tensor losses = Tensor::empty({p.N}), dx;
   const std::vector<float> pre = dw_prefill(p);
   Tensor dw = Tensor::from_vector(pre, {p.V, p.C});
-  lm_head_cross_entropy(losses, dx, dw, x, w, targets, p.grad_scale);
+  lm_head_cross_entropy(test_ctx(), losses, dx, dw, x, w, targets, p.grad_scale);
   expect_close(losses, reference(p).losses, 1e-5, 1e-5, "losses");
   for (size_t i = 0; i < pre.size(); ++i) ASSERT_EQ(dw.f32()[i], pre[i]) << i;
   for (int64_t i = 0; i < p.N; ++i) {
@@ -131,7 +131,7 @@ TEST(KernelsCrossEntropy, DxMatchesFiniteDifferencesOfTheLoss) {
   Tensor targets = Tensor::from_vector_i32(p.targets, {p.N});
   Tensor losses = Tensor::empty({p.N}), dx = Tensor::empty({p.N, p.C}),
          dw = Tensor::zeros({p.V, p.C});
-  lm_head_cross_entropy(losses, dx, dw, x, w, targets, p.grad_scale);
+  lm_head_cross_entropy(test_ctx(), losses, dx, dw, x, w, targets, p.grad_scale);
   auto total = [&](const Problem& q) {
     double s = 0;
     for (double l : reference(q).losses) s += l;
@@ -155,7 +155,7 @@ TEST(KernelsCrossEntropy, RejectsTargetsOutsideVocabulary) {
   for (int32_t bad : {11, -2}) {
     Tensor targets = Tensor::from_vector_i32({0, 3, bad, 1}, {p.N});
     try {
-      lm_head_cross_entropy(losses, dx, dw, x, w, targets, 1.0f);
+      lm_head_cross_entropy(test_ctx(), losses, dx, dw, x, w, targets, 1.0f);
       ADD_FAILURE() << "target " << bad << " was accepted";
     } catch (const Error& e) {
       const std::string msg = e.what();
@@ -171,14 +171,14 @@ TEST(KernelsCrossEntropy, RejectsBadShapesAndDtypes) {
   Tensor targets = Tensor::from_vector_i32({0, 1, 2, 3}, {4});
   Tensor dx = Tensor::zeros({4, 3}), dw = Tensor::zeros({11, 3}), none;
   Tensor bad_w = Tensor::zeros({11, 4});
-  EXPECT_THROW(lm_head_cross_entropy(losses, dx, dw, x, bad_w, targets, 1.0f), Error);
+  EXPECT_THROW(lm_head_cross_entropy(test_ctx(), losses, dx, dw, x, bad_w, targets, 1.0f), Error);
   Tensor float_targets = Tensor::zeros({4});
-  EXPECT_THROW(lm_head_cross_entropy(losses, dx, dw, x, w, float_targets, 1.0f), Error);
+  EXPECT_THROW(lm_head_cross_entropy(test_ctx(), losses, dx, dw, x, w, float_targets, 1.0f), Error);
   Tensor bad_dw = Tensor::zeros({10, 3});
-  EXPECT_THROW(lm_head_cross_entropy(losses, dx, bad_dw, x, w, targets, 1.0f), Error);
-  EXPECT_THROW(lm_head_cross_entropy(losses, dx, none, x, w, targets, 1.0f), Error);
+  EXPECT_THROW(lm_head_cross_entropy(test_ctx(), losses, dx, bad_dw, x, w, targets, 1.0f), Error);
+  EXPECT_THROW(lm_head_cross_entropy(test_ctx(), losses, dx, none, x, w, targets, 1.0f), Error);
   Tensor short_losses = Tensor::zeros({3});
-  EXPECT_THROW(lm_head_cross_entropy(short_losses, none, none, x, w, targets, 1.0f), Error);
+  EXPECT_THROW(lm_head_cross_entropy(test_ctx(), short_losses, none, none, x, w, targets, 1.0f), Error);
 }
 
 }  // namespace

@@ -29,10 +29,10 @@ TEST(KernelsEmbedding, ForwardGathersTokenAndPositionRows) {
         ref[(b * T + t) * C + c] = te[tok * C + c] + pe[(pos_offset + t) * C + c];
       }
   Tensor out = nan_tensor({B, T, C});
-  embedding_forward(out, tokens, wte, wpe, pos_offset);
+  embedding_forward(test_ctx(), out, tokens, wte, wpe, pos_offset);
   expect_close(out, ref, 0, 1e-7, "out with positions");
   Tensor out2 = nan_tensor({B, T, C});
-  embedding_forward(out2, tokens, wte, Tensor());
+  embedding_forward(test_ctx(), out2, tokens, wte, Tensor());
   expect_close(out2, ref_nopos, 0, 0, "out without positions");
 }
 
@@ -49,12 +49,12 @@ TEST(KernelsEmbedding, BackwardAccumulatesScatteredRows) {
         te_ref[tokens.i32()[b * T + t] * C + c] += d[(b * T + t) * C + c];
         pe_ref[(pos_offset + t) * C + c] += d[(b * T + t) * C + c];
       }
-  embedding_backward(dwte, dwpe, dout, tokens, pos_offset);
+  embedding_backward(test_ctx(), dwte, dwpe, dout, tokens, pos_offset);
   expect_close(dwte, te_ref, 1e-6, 1e-6, "dwte");
   expect_close(dwpe, pe_ref, 1e-6, 1e-6, "dwpe");
 
   Tensor dwte2 = Tensor::zeros({V, C}), no_pos;
-  embedding_backward(dwte2, no_pos, dout, tokens);
+  embedding_backward(test_ctx(), dwte2, no_pos, dout, tokens);
   for (int64_t c = 0; c < C; ++c) EXPECT_EQ(dwte2.f32()[3 * C + c], 0.0f) << "unused token row";
 }
 
@@ -67,7 +67,7 @@ TEST(KernelsEmbedding, BackwardDoesNotDependOnThreadCount) {
   Tensor dout = random_tensor({b, t, c}, 7);
   auto run = [&](int threads) {
     Tensor dwte = Tensor::zeros({v, c}), dwpe = Tensor::zeros({t, c});
-    with_threads(threads, [&] { embedding_backward(dwte, dwpe, dout, tokens); });
+    with_threads(threads, [&] { embedding_backward(test_ctx(), dwte, dwpe, dout, tokens); });
     return std::pair{dwte, dwpe};
   };
   const auto [te1, pe1] = run(1);
@@ -80,14 +80,14 @@ TEST(KernelsEmbedding, OutOfRangeTokenOrPositionThrows) {
   Tensor wte = random_tensor({V, C}, 1), wpe = random_tensor({P, C}, 2);
   Tensor out = Tensor::empty({1, 3, C});
   Tensor too_big = Tensor::from_vector_i32({0, 4, 1}, {1, 3});
-  expect_error_with([&] { embedding_forward(out, too_big, wte, wpe); }, {"token id 4", "V=4"});
+  expect_error_with([&] { embedding_forward(test_ctx(), out, too_big, wte, wpe); }, {"token id 4", "V=4"});
   Tensor negative = Tensor::from_vector_i32({0, 1, -1}, {1, 3});
-  expect_error_with([&] { embedding_forward(out, negative, wte, wpe); }, {"token id -1", "V=4"});
+  expect_error_with([&] { embedding_forward(test_ctx(), out, negative, wte, wpe); }, {"token id -1", "V=4"});
   Tensor ok = Tensor::from_vector_i32({0, 1, 3}, {1, 3});
-  expect_error_with([&] { embedding_forward(out, ok, wte, wpe, /*pos_offset=*/7); },
+  expect_error_with([&] { embedding_forward(test_ctx(), out, ok, wte, wpe, /*pos_offset=*/7); },
                     {"[7, 10)", "[0, 9)"});
   Tensor dwte = Tensor::zeros({V, C}), no_pos;
-  expect_error_with([&] { embedding_backward(dwte, no_pos, out, too_big); }, {"token id 4"});
+  expect_error_with([&] { embedding_backward(test_ctx(), dwte, no_pos, out, too_big); }, {"token id 4"});
 }
 
 }  // namespace

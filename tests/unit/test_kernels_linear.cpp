@@ -29,10 +29,10 @@ TEST(KernelsLinear, ForwardWithAndWithoutBias) {
          b = random_tensor({OUT}, 3);
   const auto xd = to_double(x), wd = to_double(w), bd = to_double(b);
   Tensor y = nan_tensor({N, OUT});
-  linear_forward(y, x, w, b);
+  linear_forward(test_ctx(), y, x, w, b);
   expect_close(y, ref_linear(xd, wd, &bd, N, IN, OUT), 1e-5, 1e-4, "y with bias");
   Tensor y2 = nan_tensor({N, OUT});
-  linear_forward(y2, x, w, Tensor());
+  linear_forward(test_ctx(), y2, x, w, Tensor());
   expect_close(y2, ref_linear(xd, wd, nullptr, N, IN, OUT), 1e-5, 1e-4, "y without bias");
 }
 
@@ -45,13 +45,13 @@ TEST(KernelsLinear, BackwardOverwritesOrAccumulatesInputGrad) {
     for (int64_t i = 0; i < IN; ++i)
       for (int64_t o = 0; o < OUT; ++o) ref[r * IN + i] += dyd[r * OUT + o] * wd[o * IN + i];
   Tensor dx = nan_tensor({N, IN});
-  linear_backward_input(dx, dy, w);
+  linear_backward_input(test_ctx(), dx, dy, w);
   expect_close(dx, ref, 1e-5, 1e-4, "dx overwritten");
 
   Tensor acc = random_tensor({N, IN}, 6);
   std::vector<double> ref_acc = to_double(acc);
   for (size_t i = 0; i < ref_acc.size(); ++i) ref_acc[i] += ref[i];
-  linear_backward_input(acc, dy, w, /*accumulate=*/true);
+  linear_backward_input(test_ctx(), acc, dy, w, /*accumulate=*/true);
   expect_close(acc, ref_acc, 1e-5, 1e-4, "dx accumulated");
 }
 
@@ -68,12 +68,12 @@ TEST(KernelsLinear, WeightGradAccumulatesAndBiasIsOptional) {
       for (int64_t i = 0; i < IN; ++i) dw_ref[o * IN + i] += dyd[r * OUT + o] * xd[r * IN + i];
     }
   const std::vector<double> dw_first = to_double(dw);
-  linear_backward_weight(dw, db, dy, x);
+  linear_backward_weight(test_ctx(), dw, db, dy, x);
   expect_close(dw, dw_ref, 1e-5, 1e-4, "dw");
   expect_close(db, db_ref, 1e-5, 1e-4, "db");
 
   Tensor dw2 = Tensor::zeros({OUT, IN}), no_bias;
-  linear_backward_weight(dw2, no_bias, dy, x);
+  linear_backward_weight(test_ctx(), dw2, no_bias, dy, x);
   std::vector<double> delta(dw_ref.size());
   for (size_t i = 0; i < delta.size(); ++i) delta[i] = dw_ref[i] - dw_first[i];
   expect_close(dw2, delta, 1e-5, 1e-4, "dw without db");
@@ -84,7 +84,7 @@ TEST(KernelsLinear, BiasGradDoesNotDependOnThreadCount) {
   Tensor dy = random_tensor({N, OUT}, 11), x = random_tensor({N, IN}, 12);
   auto run = [&](int threads) {
     Tensor dw = Tensor::zeros({OUT, IN}), db = Tensor::zeros({OUT});
-    with_threads(threads, [&] { linear_backward_weight(dw, db, dy, x); });
+    with_threads(threads, [&] { linear_backward_weight(test_ctx(), dw, db, dy, x); });
     return db;
   };
   EXPECT_TRUE(bitwise_equal(run(1), run(3)));
@@ -92,7 +92,7 @@ TEST(KernelsLinear, BiasGradDoesNotDependOnThreadCount) {
 
 TEST(KernelsLinear, RejectsMismatchedShapes) {
   Tensor x = random_tensor({5, 7}, 1), w = random_tensor({3, 6}, 2), y = Tensor::empty({5, 3});
-  expect_error_with([&] { linear_forward(y, x, w, Tensor()); }, {"w", "[3, 6]", "[3, 7]"});
+  expect_error_with([&] { linear_forward(test_ctx(), y, x, w, Tensor()); }, {"w", "[3, 6]", "[3, 7]"});
 }
 
 TEST(KernelsElementwise, AddAliasingAndInPlaceOps) {
@@ -101,22 +101,22 @@ TEST(KernelsElementwise, AddAliasingAndInPlaceOps) {
   std::vector<double> sum(ad.size()), twice_b(bd.size());
   for (size_t i = 0; i < ad.size(); ++i) sum[i] = ad[i] + bd[i];
   Tensor y = nan_tensor({5, 7});
-  add(y, a, b);
+  add(test_ctx(), y, a, b);
   expect_close(y, sum, 0, 1e-7, "y = a + b");
   Tensor a2 = a.clone();
-  add(a2, a2, b);  // y aliases a
+  add(test_ctx(), a2, a2, b);  // y aliases a
   EXPECT_TRUE(bitwise_equal(a2, y)) << "y aliasing a";
   Tensor b2 = b.clone();
-  add(b2, a, b2);  // y aliases b
+  add(test_ctx(), b2, a, b2);  // y aliases b
   EXPECT_TRUE(bitwise_equal(b2, y)) << "y aliasing b";
 
   Tensor acc = a.clone();
-  add_inplace(acc, b);
+  add_inplace(test_ctx(), acc, b);
   EXPECT_TRUE(bitwise_equal(acc, y)) << "add_inplace";
-  scale_inplace(acc, -0.5f);
+  scale_inplace(test_ctx(), acc, -0.5f);
   for (double& v : sum) v *= -0.5;
   expect_close(acc, sum, 1e-7, 1e-6, "scale_inplace");
-  expect_error_with([&] { add_inplace(acc, Tensor::empty({7, 5})); }, {"[7, 5]", "[5, 7]"});
+  expect_error_with([&] { add_inplace(test_ctx(), acc, Tensor::empty({7, 5})); }, {"[7, 5]", "[5, 7]"});
 }
 
 TEST(KernelsElementwise, SumSquaresIsAccurateAndThreadIndependent) {
@@ -125,11 +125,11 @@ TEST(KernelsElementwise, SumSquaresIsAccurateAndThreadIndependent) {
   double ref = 0;
   for (double v : to_double(x)) ref += v * v;
   double r1 = 0, r3 = 0;
-  with_threads(1, [&] { r1 = sum_squares(x); });
-  with_threads(3, [&] { r3 = sum_squares(x); });
+  with_threads(1, [&] { r1 = sum_squares(test_ctx(), x); });
+  with_threads(3, [&] { r3 = sum_squares(test_ctx(), x); });
   EXPECT_NEAR(r1, ref, 1e-9 * ref);
   EXPECT_EQ(r1, r3);
-  EXPECT_EQ(sum_squares(Tensor::empty({0})), 0.0);
+  EXPECT_EQ(sum_squares(test_ctx(), Tensor::empty({0})), 0.0);
 }
 
 }  // namespace

@@ -55,7 +55,7 @@ TEST_P(LayerNormShapes, ForwardAndBackwardMatchDoubleReference) {
   Tensor x = random_tensor({N, C}, 1, 2.0, 4.0);
   Tensor w = random_tensor({C}, 2, 0.5, 1.5), b = random_tensor({C}, 3);
   Tensor y = nan_tensor({N, C}), mean = nan_tensor({N}), rstd = nan_tensor({N});
-  layernorm_forward(y, mean, rstd, x, w, b, static_cast<float>(kEps));
+  layernorm_forward(test_ctx(), y, mean, rstd, x, w, b, static_cast<float>(kEps));
   const auto xd = to_double(x), wd = to_double(w), bd = to_double(b);
   expect_close(y, ref_layernorm(xd, wd, bd, N, C), 1e-5, 1e-4, "y");
   std::vector<double> mref(N);
@@ -68,7 +68,7 @@ TEST_P(LayerNormShapes, ForwardAndBackwardMatchDoubleReference) {
   Tensor dx = nan_tensor({N, C});  // overwritten, so NaN must not survive
   Tensor dw = random_tensor({C}, 5), db = random_tensor({C}, 6);  // accumulated into
   const auto dw0 = to_double(dw), db0 = to_double(db);
-  layernorm_backward(dx, dw, db, dy, x, w, mean, rstd);
+  layernorm_backward(test_ctx(), dx, dw, db, dy, x, w, mean, rstd);
 
   auto loss_x = [&](const std::vector<double>& v) {
     return dot(ref_layernorm(v, wd, bd, N, C), dyd);
@@ -97,7 +97,7 @@ TEST_P(RmsNormShapes, ForwardAndBackwardMatchDoubleReference) {
   Tensor x = random_tensor({N, C}, 11, -2.0, 2.0);
   Tensor w = random_tensor({C}, 12, 0.5, 1.5);
   Tensor y = nan_tensor({N, C}), rstd = nan_tensor({N});
-  rmsnorm_forward(y, rstd, x, w, static_cast<float>(kEps));
+  rmsnorm_forward(test_ctx(), y, rstd, x, w, static_cast<float>(kEps));
   const auto xd = to_double(x), wd = to_double(w);
   expect_close(y, ref_rmsnorm(xd, wd, N, C), 1e-5, 1e-4, "y");
 
@@ -106,7 +106,7 @@ TEST_P(RmsNormShapes, ForwardAndBackwardMatchDoubleReference) {
   Tensor dx = nan_tensor({N, C});
   Tensor dw = random_tensor({C}, 14);
   const auto dw0 = to_double(dw);
-  rmsnorm_backward(dx, dw, dy, x, w, rstd);
+  rmsnorm_backward(test_ctx(), dx, dw, dy, x, w, rstd);
   auto loss_x = [&](const std::vector<double>& v) { return dot(ref_rmsnorm(v, wd, N, C), dyd); };
   auto loss_w = [&](const std::vector<double>& v) { return dot(ref_rmsnorm(xd, v, N, C), dyd); };
   expect_close(dx, finite_diff(loss_x, xd), 1e-4, 1e-3, "dx");
@@ -124,15 +124,15 @@ TEST(KernelsNorm, WeightGradientsDoNotDependOnThreadCount) {
   Tensor x = random_tensor({N, C}, 21), w = random_tensor({C}, 22), b = random_tensor({C}, 23);
   Tensor dy = random_tensor({N, C}, 24);
   Tensor y = Tensor::empty({N, C}), mean = Tensor::empty({N}), rstd = Tensor::empty({N});
-  layernorm_forward(y, mean, rstd, x, w, b, 1e-5f);
+  layernorm_forward(test_ctx(), y, mean, rstd, x, w, b, 1e-5f);
   Tensor rrstd = Tensor::empty({N});
-  rmsnorm_forward(y, rrstd, x, w, 1e-5f);
+  rmsnorm_forward(test_ctx(), y, rrstd, x, w, 1e-5f);
   auto run = [&](int threads) {
     std::vector<Tensor> out = {Tensor::zeros({C}), Tensor::zeros({C}), Tensor::zeros({C})};
     with_threads(threads, [&] {
       Tensor dx = Tensor::empty({N, C});
-      layernorm_backward(dx, out[0], out[1], dy, x, w, mean, rstd);
-      rmsnorm_backward(dx, out[2], dy, x, w, rrstd);
+      layernorm_backward(test_ctx(), dx, out[0], out[1], dy, x, w, mean, rstd);
+      rmsnorm_backward(test_ctx(), dx, out[2], dy, x, w, rrstd);
     });
     return out;
   };
@@ -144,11 +144,11 @@ TEST(KernelsNorm, RejectsWrongShapesAndDtypes) {
   Tensor x = random_tensor({2, 3}, 1), w = random_tensor({3}, 2), y = Tensor::empty({2, 3});
   Tensor rstd = Tensor::empty({2});
   Tensor w_bad = random_tensor({4}, 3);
-  expect_error_with([&] { rmsnorm_forward(y, rstd, x, w_bad, 1e-5f); }, {"w", "[4]", "[3]"});
+  expect_error_with([&] { rmsnorm_forward(test_ctx(), y, rstd, x, w_bad, 1e-5f); }, {"w", "[4]", "[3]"});
   Tensor xb = Tensor::empty({2, 3}, DType::BF16);
-  expect_error_with([&] { rmsnorm_forward(y, rstd, xb, w, 1e-5f); }, {"bf16"});
+  expect_error_with([&] { rmsnorm_forward(test_ctx(), y, rstd, xb, w, 1e-5f); }, {"bf16"});
   Tensor mean = Tensor::empty({2});
-  expect_error_with([&] { layernorm_forward(y, mean, rstd, x, w, xb, 1e-5f); }, {"bf16", "b"});
+  expect_error_with([&] { layernorm_forward(test_ctx(), y, mean, rstd, x, w, xb, 1e-5f); }, {"bf16", "b"});
 }
 
 }  // namespace

@@ -35,10 +35,10 @@ TEST(KernelsActivation, GeluForwardBackwardAndAliasing) {
   std::vector<double> yref(xd.size());
   for (size_t i = 0; i < xd.size(); ++i) yref[i] = ref_gelu(xd[i]);
   Tensor y = nan_tensor(shape);
-  gelu_forward(y, x);
+  gelu_forward(test_ctx(), y, x);
   expect_close(y, yref, 1e-5, 1e-4, "gelu y");
   Tensor inplace = x.clone();
-  gelu_forward(inplace, inplace);  // y aliases x
+  gelu_forward(test_ctx(), inplace, inplace);  // y aliases x
   EXPECT_TRUE(bitwise_equal(inplace, y));
 
   Tensor dy = random_tensor(shape, 2);
@@ -49,10 +49,10 @@ TEST(KernelsActivation, GeluForwardBackwardAndAliasing) {
     return s;
   };
   Tensor dx = nan_tensor(shape);
-  gelu_backward(dx, dy, x);
+  gelu_backward(test_ctx(), dx, dy, x);
   expect_close(dx, finite_diff(loss, xd), 1e-5, 1e-3, "gelu dx");
   Tensor dy_alias = dy.clone();
-  gelu_backward(dy_alias, dy_alias, x);  // dx aliases dy
+  gelu_backward(test_ctx(), dy_alias, dy_alias, x);  // dx aliases dy
   EXPECT_TRUE(bitwise_equal(dy_alias, dx));
 }
 
@@ -63,7 +63,7 @@ TEST(KernelsActivation, SwigluForwardAndBackward) {
   std::vector<double> yref(gd.size());
   for (size_t i = 0; i < gd.size(); ++i) yref[i] = ref_silu(gd[i]) * ud[i];
   Tensor y = nan_tensor(shape);
-  swiglu_forward(y, gate, up);
+  swiglu_forward(test_ctx(), y, gate, up);
   expect_close(y, yref, 1e-5, 1e-4, "swiglu y");
 
   Tensor dy = random_tensor(shape, 5);
@@ -79,14 +79,14 @@ TEST(KernelsActivation, SwigluForwardAndBackward) {
     return s;
   };
   Tensor dgate = nan_tensor(shape), dup = nan_tensor(shape);
-  swiglu_backward(dgate, dup, dy, gate, up);
+  swiglu_backward(test_ctx(), dgate, dup, dy, gate, up);
   expect_close(dgate, finite_diff(loss_g, gd), 1e-5, 1e-3, "swiglu dgate");
   expect_close(dup, finite_diff(loss_u, ud), 1e-5, 1e-3, "swiglu dup");
 }
 
 TEST(KernelsActivation, RejectsOtherDtypes) {
   Tensor x = Tensor::empty({2, 2}, DType::BF16), y = Tensor::empty({2, 2});
-  expect_error_with([&] { gelu_forward(y, x); }, {"gelu_forward", "bf16"});
+  expect_error_with([&] { gelu_forward(test_ctx(), y, x); }, {"gelu_forward", "bf16"});
 }
 
 // x: (B, T, H, D) rotated as HF Llama does, in double.
@@ -125,7 +125,7 @@ TEST_P(RopeShapes, ForwardBackwardAndRoundTrip) {
   Tensor x = random_tensor(shape, 7);
   const auto xd = to_double(x);
   Tensor y = x.clone();
-  rope_forward(y, pos_offset, theta);
+  rope_forward(test_ctx(), y, pos_offset, theta);
   expect_close(y, ref_rope(xd, shape, pos_offset, theta), 1e-5, 1e-4, "rope y");
 
   // Backward is the transpose of the forward map: check it against FD of <rope(x), g>.
@@ -135,10 +135,10 @@ TEST_P(RopeShapes, ForwardBackwardAndRoundTrip) {
     return dot(ref_rope(v, shape, pos_offset, theta), gd);
   };
   Tensor dx = g.clone();
-  rope_backward(dx, pos_offset, theta);
+  rope_backward(test_ctx(), dx, pos_offset, theta);
   expect_close(dx, finite_diff(loss, xd), 1e-5, 1e-4, "rope dx");
 
-  rope_backward(y, pos_offset, theta);  // the inverse rotation brings x back
+  rope_backward(test_ctx(), y, pos_offset, theta);  // the inverse rotation brings x back
   expect_close(y, xd, 1e-6, 1e-5, "rope round trip");
 }
 
@@ -153,13 +153,13 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(KernelsRope, HandComputedValues) {
   // D = 2, position 1: freq 1, angle 1 rad; (1, 0) -> (cos 1, sin 1).
   Tensor a = Tensor::from_vector({1.0f, 0.0f}, {1, 1, 1, 2});
-  rope_forward(a, 1, 10000.0f);
+  rope_forward(test_ctx(), a, 1, 10000.0f);
   EXPECT_NEAR(a.f32()[0], 0.5403023f, 1e-6);
   EXPECT_NEAR(a.f32()[1], 0.8414710f, 1e-6);
   // D = 4, theta 100, position 2: pair (1, 3) has freq 100^(-1/2) = 0.1, angle 0.2;
   // (x1, x2) = (0, 1) -> (-sin 0.2, cos 0.2). Pair (0, 2) has angle 2: (2, 0) -> 2 (cos 2, sin 2).
   Tensor b = Tensor::from_vector({2.0f, 0.0f, 0.0f, 1.0f}, {1, 1, 1, 4});
-  rope_forward(b, 2, 100.0f);
+  rope_forward(test_ctx(), b, 2, 100.0f);
   EXPECT_NEAR(b.f32()[0], 2 * -0.4161468f, 1e-6);
   EXPECT_NEAR(b.f32()[1], -0.1986693f, 1e-6);
   EXPECT_NEAR(b.f32()[2], 2 * 0.9092974f, 1e-6);
@@ -168,7 +168,7 @@ TEST(KernelsRope, HandComputedValues) {
 
 TEST(KernelsRope, RejectsOddHeadDim) {
   Tensor x = Tensor::empty({1, 1, 1, 3});
-  expect_error_with([&] { rope_forward(x, 0, 10000.0f); }, {"even", "3"});
+  expect_error_with([&] { rope_forward(test_ctx(), x, 0, 10000.0f); }, {"even", "3"});
 }
 
 }  // namespace

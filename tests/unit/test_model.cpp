@@ -8,38 +8,20 @@
 
 #include "core/models/transformer.h"
 #include "core/random.h"
+#include "kernel_test_util.h"
+#include "model_test_util.h"
 
 namespace braid {
 namespace {
 
-ModelConfig tiny(const std::string& family) {
-  ModelConfig c;
-  c.family = family;
-  c.vocab_size = 11;
-  c.context_length = 8;
-  c.n_layer = 2;
-  c.n_embd = 8;
-  c.n_head = 2;
-  if (family == "llama") {
-    c.n_kv_head = 1;
-    c.ffn_hidden = 12;
-  }
-  c.init_std = 0.4f;  // large enough that every nonlinearity matters
-  c.seed = 7;
-  return c;
-}
-
-void random_tokens(Tensor& t, int vocab, uint64_t seed) {
-  int32_t* p = t.i32();
-  for (int64_t i = 0; i < t.numel(); ++i)
-    p[i] = static_cast<int32_t>(mix64(seed * 1000 + i) % static_cast<uint64_t>(vocab));
-}
+using model_test::random_tokens;
+using model_test::tiny;
 
 class ModelGrad : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ModelGrad, MatchesFiniteDifferences) {
   ModelConfig cfg = tiny(GetParam());
-  Transformer model(cfg);
+  Transformer model(test_ctx(), cfg);
   model.init_weights();
   // Norm weights and biases start at 1/0; perturb them so their gradients are generic.
   for (Parameter* p : model.parameters())
@@ -51,11 +33,12 @@ TEST_P(ModelGrad, MatchesFiniteDifferences) {
   targets.i32()[3] = -1;  // an ignored position
   const int64_t counted = B * T - 1;
 
-  model.zero_grad();
-  LossSum ls = model.forward_backward(tokens, targets, 1.0f / counted);
+  model.zero_grad(test_ctx());
+  MicroBatch mb(test_ctx());
+  LossSum ls = model.forward_backward(mb, tokens, targets, 1.0f / counted);
   EXPECT_EQ(ls.count, counted);
   auto mean_loss = [&] {
-    LossSum l = model.forward_loss(tokens, targets);
+    LossSum l = model.forward_loss(test_ctx(), tokens, targets);
     return l.sum / static_cast<double>(l.count);
   };
   EXPECT_NEAR(mean_loss(), ls.sum / counted, 1e-5);
@@ -69,7 +52,7 @@ TEST_P(ModelGrad, MatchesFiniteDifferences) {
   for (Parameter* p : model.parameters()) {
     const int64_t n = p->value.numel();
     std::vector<float> orig(p->value.f32(), p->value.f32() + n);
-    std::vector<double> g(p->grad.f32(), p->grad.f32() + n);
+    std::vector<double> g(p->grad().f32(), p->grad().f32() + n);
     double gnorm = 0;
     for (double v : g) gnorm += v * v;
     gnorm = std::sqrt(gnorm);
@@ -108,7 +91,7 @@ class ModelDecode : public ::testing::TestWithParam<std::string> {};
 TEST_P(ModelDecode, KvCacheMatchesFullForward) {
   ModelConfig cfg = tiny(GetParam());
   cfg.init_std = 0.2f;
-  Transformer model(cfg);
+  Transformer model(test_ctx(), cfg);
   model.init_weights();
   const int64_t T = 7;
   Tensor tokens = Tensor::empty({1, T}, DType::I32), targets = Tensor::empty({1, T}, DType::I32);
@@ -116,12 +99,12 @@ TEST_P(ModelDecode, KvCacheMatchesFullForward) {
   for (int64_t t = 0; t + 1 < T; ++t) targets.i32()[t] = tokens.i32()[t + 1];
   targets.i32()[T - 1] = -1;
   // Only the last position's logits come back from decode, so score prefix by prefix.
-  KVCache cache = model.make_cache(T);
+  KVCache cache = model.make_cache(test_ctx(), T);
   double sum = 0.0;
   const int64_t prompt = 3;
-  Tensor logits = model.decode(tokens.view({T}).slice0(0, prompt).view({1, prompt}), cache);
+  Tensor logits = model.decode(test_ctx(), tokens.view({T}).slice0(0, prompt).view({1, prompt}), cache);
   for (int64_t t = prompt - 1; t + 1 < T; ++t) {
-    if (t >= prompt) logits = model.decode(tokens.view({T}).slice0(t, t + 1).view({1, 1}), cache);
+    if (t >= prompt) logits = model.decode(test_ctx(), tokens.view({T}).slice0(t, t + 1).view({1, 1}), cache);
     const float* z = logits.f32();
     double mx = z[0];
     for (int v = 1; v < cfg.vocab_size; ++v) mx = std::max(mx, static_cast<double>(z[v]));
@@ -132,7 +115,7 @@ TEST_P(ModelDecode, KvCacheMatchesFullForward) {
   // Same positions from the training forward.
   Tensor masked = targets.clone();
   for (int64_t t = 0; t < prompt - 1; ++t) masked.i32()[t] = -1;
-  LossSum full = model.forward_loss(tokens, masked);
+  LossSum full = model.forward_loss(test_ctx(), tokens, masked);
   EXPECT_EQ(full.count, T - prompt);
   EXPECT_NEAR(sum, full.sum, 1e-4);
 }
@@ -141,23 +124,23 @@ INSTANTIATE_TEST_SUITE_P(Families, ModelDecode, ::testing::Values("gpt2", "llama
 
 TEST(Model, ParameterNamesAndCounts) {
   ModelConfig g = tiny("gpt2");
-  Transformer gm(g);
+  Transformer gm(test_ctx(), g);
   int64_t n = 0;
   for (Parameter* p : gm.parameters()) n += p->value.numel();
   EXPECT_EQ(n, g.num_params());
-  EXPECT_NE(gm.find("transformer.h.1.attn.c_attn.weight"), nullptr);
-  EXPECT_NE(gm.find("transformer.ln_f.bias"), nullptr);
-  EXPECT_EQ(gm.find("lm_head.weight"), nullptr);  // tied
-  EXPECT_EQ(gm.find("transformer.h.0.mlp.c_fc.weight")->value.shape(), (Shape{32, 8}));
+  EXPECT_NE(gm.find_parameter("transformer.h.1.attn.c_attn.weight"), nullptr);
+  EXPECT_NE(gm.find_parameter("transformer.ln_f.bias"), nullptr);
+  EXPECT_EQ(gm.find_parameter("lm_head.weight"), nullptr);  // tied
+  EXPECT_EQ(gm.find_parameter("transformer.h.0.mlp.c_fc.weight")->value.shape(), (Shape{32, 8}));
 
   ModelConfig l = tiny("llama");
-  Transformer lm(l);
+  Transformer lm(test_ctx(), l);
   n = 0;
   for (Parameter* p : lm.parameters()) n += p->value.numel();
   EXPECT_EQ(n, l.num_params());
-  EXPECT_EQ(lm.find("model.layers.0.self_attn.k_proj.weight")->value.shape(), (Shape{4, 8}));
-  EXPECT_NE(lm.find("lm_head.weight"), nullptr);
-  EXPECT_NE(lm.find("model.norm.weight"), nullptr);
+  EXPECT_EQ(lm.find_parameter("model.layers.0.self_attn.k_proj.weight")->value.shape(), (Shape{4, 8}));
+  EXPECT_NE(lm.find_parameter("lm_head.weight"), nullptr);
+  EXPECT_NE(lm.find_parameter("model.norm.weight"), nullptr);
 }
 
 TEST(Model, InitIsSeededAndScaled) {
@@ -165,7 +148,7 @@ TEST(Model, InitIsSeededAndScaled) {
   g.init_std = 0.02f;
   g.n_embd = 64;
   g.n_head = 4;
-  Transformer a(g), b(g);
+  Transformer a(test_ctx(), g), b(g);
   a.init_weights();
   b.init_weights();
   for (size_t i = 0; i < a.parameters().size(); ++i)
@@ -176,14 +159,14 @@ TEST(Model, InitIsSeededAndScaled) {
     for (int64_t i = 0; i < t.numel(); ++i) s += double(t.f32()[i]) * t.f32()[i];
     return std::sqrt(s / t.numel());
   };
-  EXPECT_NEAR(stddev(a.find("transformer.h.0.mlp.c_fc.weight")->value), 0.02, 0.002);
-  EXPECT_NEAR(stddev(a.find("transformer.h.0.mlp.c_proj.weight")->value), 0.02 / 2.0, 0.001);
-  EXPECT_EQ(a.find("transformer.h.0.ln_1.weight")->value.f32()[3], 1.0f);
-  EXPECT_EQ(a.find("transformer.h.0.ln_1.bias")->value.f32()[3], 0.0f);
+  EXPECT_NEAR(stddev(a.find_parameter("transformer.h.0.mlp.c_fc.weight")->value), 0.02, 0.002);
+  EXPECT_NEAR(stddev(a.find_parameter("transformer.h.0.mlp.c_proj.weight")->value), 0.02 / 2.0, 0.001);
+  EXPECT_EQ(a.find_parameter("transformer.h.0.ln_1.weight")->value.f32()[3], 1.0f);
+  EXPECT_EQ(a.find_parameter("transformer.h.0.ln_1.bias")->value.f32()[3], 0.0f);
   g.seed = 8;
-  Transformer c(g);
+  Transformer c(test_ctx(), g);
   c.init_weights();
-  EXPECT_NE(c.find("transformer.wte.weight")->value.f32()[0], a.find("transformer.wte.weight")->value.f32()[0]);
+  EXPECT_NE(c.find_parameter("transformer.wte.weight")->value.f32()[0], a.find_parameter("transformer.wte.weight")->value.f32()[0]);
 }
 
 }  // namespace

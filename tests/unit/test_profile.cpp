@@ -15,19 +15,20 @@ void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms
 double group(const KernelTimes& t, KernelGroup g) { return t.seconds[static_cast<int>(g)]; }
 
 TEST(Profile, NestedScopesChargeExclusiveTime) {
-  const KernelTimes before = kernel_times();
+  Profiler prof;
+  const KernelTimes before = prof.times();
   const auto t0 = std::chrono::steady_clock::now();
   {
-    KernelTimer outer(KernelGroup::Elementwise);
+    KernelTimer outer(prof, KernelGroup::Elementwise);
     sleep_ms(15);
     {
-      KernelTimer inner(KernelGroup::Gemm);
+      KernelTimer inner(prof, KernelGroup::Gemm);
       sleep_ms(30);
     }
     sleep_ms(15);
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const KernelTimes d = kernel_times() - before;
+  const KernelTimes d = prof.times() - before;
   const double elem = group(d, KernelGroup::Elementwise), gemm = group(d, KernelGroup::Gemm);
   EXPECT_GE(gemm, 0.030);
   EXPECT_GE(elem, 0.030);
@@ -39,30 +40,49 @@ TEST(Profile, NestedScopesChargeExclusiveTime) {
 }
 
 TEST(Profile, AbsorbingScopeKeepsNestedTime) {
-  const KernelTimes before = kernel_times();
+  Profiler prof;
+  const KernelTimes before = prof.times();
   {
-    KernelTimer outer(KernelGroup::LmHead, Nested::Absorb);
-    KernelTimer inner(KernelGroup::Gemm);
+    KernelTimer outer(prof, KernelGroup::LmHead, Nested::Absorb);
+    KernelTimer inner(prof, KernelGroup::Gemm);
     sleep_ms(20);
   }
-  const KernelTimes d = kernel_times() - before;
+  const KernelTimes d = prof.times() - before;
   EXPECT_GE(group(d, KernelGroup::LmHead), 0.020);
   EXPECT_EQ(group(d, KernelGroup::Gemm), 0.0);
 }
 
 TEST(Profile, ScopesInsideParallelRegionsAreNotTimed) {
-  const KernelTimes before = kernel_times();
+  Profiler prof;
+  const KernelTimes before = prof.times();
   bool active = false;
 #pragma omp parallel num_threads(2)
   {
 #pragma omp master
     active = omp_in_parallel();
-    KernelTimer t(KernelGroup::Attention);
+    KernelTimer t(prof, KernelGroup::Attention);
     sleep_ms(10);
   }
-  const KernelTimes d = kernel_times() - before;
+  const KernelTimes d = prof.times() - before;
   if (!active) GTEST_SKIP() << "OpenMP gave this region one thread";
   EXPECT_EQ(group(d, KernelGroup::Attention), 0.0);
+}
+
+// Two profilers (two contexts) do not see each other's time, even when their scopes nest.
+TEST(Profile, ProfilersAreIndependent) {
+  Profiler a, b;
+  {
+    KernelTimer ta(a, KernelGroup::Gemm);
+    sleep_ms(10);
+  }
+  {
+    KernelTimer tb(b, KernelGroup::Attention);
+    sleep_ms(10);
+  }
+  EXPECT_GE(group(a.times(), KernelGroup::Gemm), 0.010);
+  EXPECT_EQ(group(a.times(), KernelGroup::Attention), 0.0);
+  EXPECT_GE(group(b.times(), KernelGroup::Attention), 0.010);
+  EXPECT_EQ(group(b.times(), KernelGroup::Gemm), 0.0);
 }
 
 TEST(Profile, GroupNames) {

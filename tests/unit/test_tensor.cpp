@@ -44,16 +44,39 @@ TEST(DType, F16RoundTrip) {
 }
 
 TEST(Memory, CachingAllocatorCountsAndReuses) {
-  const auto before = host_memory_stats();
+  auto alloc = std::make_shared<CachingHostAllocator>();
+  const auto grads = static_cast<size_t>(MemCategory::Grads);
   void* p = nullptr;
   {
-    Tensor t = Tensor::empty({1000}, DType::F32, Device::cpu(), MemCategory::Grads);
+    Tensor t = Tensor::empty(alloc, {1000}, DType::F32, MemCategory::Grads);
     p = t.raw();
-    EXPECT_GE(host_memory_stats().live_bytes[static_cast<size_t>(MemCategory::Grads)],
-              before.live_bytes[static_cast<size_t>(MemCategory::Grads)] + 4000);
+    EXPECT_EQ(alloc->stats().live_bytes[grads], 4032);  // rounded to 64 bytes
+    Tensor w = t.new_empty({10}, DType::F32, MemCategory::Weights);  // same allocator
+    EXPECT_EQ(alloc->stats().live_bytes[static_cast<size_t>(MemCategory::Weights)], 64);
   }
-  Tensor u = Tensor::empty({1000}, DType::F32, Device::cpu(), MemCategory::Grads);
+  EXPECT_EQ(alloc->stats().live_bytes[grads], 0);
+  EXPECT_EQ(alloc->stats().peak_bytes[grads], 4032);
+  Tensor u = Tensor::empty(alloc, {1000}, DType::F32, MemCategory::Grads);
   EXPECT_EQ(u.raw(), p);  // the freed block came back
+  alloc->reset_peaks();
+  EXPECT_EQ(alloc->stats().peak_bytes[grads], 4032);  // u is live
+  u = Tensor();
+  EXPECT_EQ(alloc->stats().peak_total, 4032);
+}
+
+// Tensors made outside a context come from the plain allocator and are not counted anywhere;
+// two allocators never share blocks or counters.
+TEST(Memory, AllocatorsAreIndependent) {
+  auto a = std::make_shared<CachingHostAllocator>(), b = std::make_shared<CachingHostAllocator>();
+  Tensor x = Tensor::empty(a, {256}, DType::F32, MemCategory::Activations);
+  Tensor plain = Tensor::empty({256});
+  EXPECT_EQ(plain.allocator(), plain_host_allocator());
+  EXPECT_EQ(b->stats().live_total, 0);
+  EXPECT_EQ(a->stats().live_total, 1024);
+  Tensor y = empty_like(x);
+  EXPECT_EQ(y.allocator(), a);
+  EXPECT_EQ(a->stats().live_total, 2048);
+  EXPECT_EQ(plain_host_allocator()->stats().live_total, 0);
 }
 
 }  // namespace braid

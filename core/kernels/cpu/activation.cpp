@@ -5,7 +5,7 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 
-#include "core/kernels/activation.h"
+#include "core/kernels/cpu/cpu_kernels.h"
 
 #include <algorithm>
 
@@ -66,8 +66,10 @@ BRAID_CPU_CLONES void swiglu_backward_span(float* dgate, float* dup, const float
 
 }  // namespace
 
-void gelu_forward(Tensor& y, const Tensor& x) {
-  KernelTimer timer(KernelGroup::Activation);
+namespace cpu {
+
+void gelu_forward(ExecContext& ctx, Tensor& y, const Tensor& x) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Activation);
   cpu::check_f32(x, "gelu_forward", "x");
   cpu::check_f32(y, "gelu_forward", "y");
   check_shape(y, x.shape(), "gelu_forward y");
@@ -78,8 +80,8 @@ void gelu_forward(Tensor& y, const Tensor& x) {
   for (int64_t s = 0; s < n; s += kSpan) gelu_forward_span(yp + s, xp + s, std::min(kSpan, n - s));
 }
 
-void gelu_backward(Tensor& dx, const Tensor& dy, const Tensor& x) {
-  KernelTimer timer(KernelGroup::Activation);
+void gelu_backward(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor& x) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Activation);
   cpu::check_f32(x, "gelu_backward", "x");
   cpu::check_f32(dy, "gelu_backward", "dy");
   cpu::check_f32(dx, "gelu_backward", "dx");
@@ -94,8 +96,8 @@ void gelu_backward(Tensor& dx, const Tensor& dy, const Tensor& x) {
     gelu_backward_span(dxp + s, dyp + s, xp + s, std::min(kSpan, n - s));
 }
 
-void swiglu_forward(Tensor& y, const Tensor& gate, const Tensor& up) {
-  KernelTimer timer(KernelGroup::Activation);
+void swiglu_forward(ExecContext& ctx, Tensor& y, const Tensor& gate, const Tensor& up) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Activation);
   cpu::check_f32(gate, "swiglu_forward", "gate");
   cpu::check_f32(up, "swiglu_forward", "up");
   cpu::check_f32(y, "swiglu_forward", "y");
@@ -111,9 +113,9 @@ void swiglu_forward(Tensor& y, const Tensor& gate, const Tensor& up) {
     swiglu_forward_span(yp + s, g + s, u + s, std::min(kSpan, n - s));
 }
 
-void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dy, const Tensor& gate,
+void swiglu_backward(ExecContext& ctx, Tensor& dgate, Tensor& dup, const Tensor& dy, const Tensor& gate,
                      const Tensor& up) {
-  KernelTimer timer(KernelGroup::Activation);
+  KernelTimer timer(ctx.profiler(), KernelGroup::Activation);
   cpu::check_f32(gate, "swiglu_backward", "gate");
   cpu::check_f32(up, "swiglu_backward", "up");
   cpu::check_f32(dy, "swiglu_backward", "dy");
@@ -136,4 +138,5 @@ void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dy, const Tensor&
     swiglu_backward_span(dg + s, du + s, d + s, g + s, u + s, std::min(kSpan, n - s));
 }
 
+}  // namespace cpu
 }  // namespace braid

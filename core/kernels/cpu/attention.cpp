@@ -4,7 +4,7 @@
 // whose score block (rows x visible keys) lives in a per-thread scratch buffer. The block
 // products use cpu::small_gemm (single-threaded register-tiled), because oneDNN's sgemm ran
 // these small shapes at well under half its large-GEMM rate.
-#include "core/kernels/attention.h"
+#include "core/kernels/cpu/cpu_kernels.h"
 
 #include <cmath>
 #include <cstring>
@@ -104,9 +104,11 @@ void causal_keys_accumulate(int64_t rows, int64_t base, int64_t D, const float* 
 
 }  // namespace
 
-void attention_forward(Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
+namespace cpu {
+
+void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
                        const Tensor& v) {
-  KernelTimer timer(KernelGroup::Attention);
+  KernelTimer timer(ctx.profiler(), KernelGroup::Attention);
   const char* op = "attention_forward";
   const AttnDims d = check_qkv(op, q, k, v);
   check_input(out, op, "out");
@@ -127,7 +129,7 @@ void attention_forward(Tensor& out, Tensor& lse, const Tensor& q, const Tensor& 
 #pragma omp parallel
   {
     // s: (kQueryBlock, Tk) scores, then probabilities, of one query block; kt: (D, Tk).
-    Tensor scratch = Tensor::empty({(kQueryBlock + d.D) * d.Tk}, DType::F32);
+    Tensor scratch = ctx.empty({(kQueryBlock + d.D) * d.Tk}, DType::F32, MemCategory::Workspace);
     float* s = scratch.f32();
     float* kt = s + kQueryBlock * d.Tk;
 #pragma omp for schedule(static)
@@ -156,9 +158,9 @@ void attention_forward(Tensor& out, Tensor& lse, const Tensor& q, const Tensor& 
   }
 }
 
-void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout, const Tensor& q,
+void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout, const Tensor& q,
                         const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse) {
-  KernelTimer timer(KernelGroup::Attention);
+  KernelTimer timer(ctx.profiler(), KernelGroup::Attention);
   const char* op = "attention_backward";
   const AttnDims d = check_qkv(op, q, k, v);
   check_input(dq, op, "dq");
@@ -198,7 +200,7 @@ void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout, 
   {
     // p, ds: (kQueryBlock, Tk) recomputed probabilities and score gradients of one block;
     // kt, vt: (D, Tk) transposed keys and values of the kv head.
-    Tensor scratch = Tensor::empty({2 * (kQueryBlock + d.D) * d.Tk}, DType::F32);
+    Tensor scratch = ctx.empty({2 * (kQueryBlock + d.D) * d.Tk}, DType::F32, MemCategory::Workspace);
     float* p = scratch.f32();
     float* ds = p + kQueryBlock * d.Tk;
     float* kt = ds + kQueryBlock * d.Tk;
@@ -251,4 +253,5 @@ void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout, 
   }
 }
 
+}  // namespace cpu
 }  // namespace braid

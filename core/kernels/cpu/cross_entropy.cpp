@@ -1,6 +1,6 @@
 // CPU softmax cross-entropy fused with the LM head, in row chunks so the (N, V) logits are
 // never stored whole.
-#include "core/kernels/cross_entropy.h"
+#include "core/kernels/cpu/cpu_kernels.h"
 
 #include <algorithm>
 
@@ -31,9 +31,11 @@ int64_t chunk_rows(int64_t n, int64_t vocab) {
 
 }  // namespace
 
-void lm_head_cross_entropy(Tensor& losses, Tensor& dx, Tensor& dw, const Tensor& x,
+namespace cpu {
+
+void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw, const Tensor& x,
                            const Tensor& w, const Tensor& targets, float grad_scale) {
-  KernelTimer timer(KernelGroup::LmHead, Nested::Absorb);
+  KernelTimer timer(ctx.profiler(), KernelGroup::LmHead, Nested::Absorb);
   check_input(x, DType::F32, "x");
   check_input(w, DType::F32, "w");
   check_input(targets, DType::I32, "targets");
@@ -47,9 +49,11 @@ void lm_head_cross_entropy(Tensor& losses, Tensor& dx, Tensor& dw, const Tensor&
   const bool backward = dx.defined();
   if (backward) {
     check_input(dx, DType::F32, "dx");
-    check_input(dw, DType::F32, "dw");
     check_shape(dx, {N, C}, "dx");
-    check_shape(dw, {V, C}, "dw");
+    if (dw.defined()) {  // undefined: a frozen head, whose weight-gradient GEMM is skipped
+      check_input(dw, DType::F32, "dw");
+      check_shape(dw, {V, C}, "dw");
+    }
   }
 
   const float* xp = x.f32();           // x: (N, C)
@@ -67,12 +71,12 @@ void lm_head_cross_entropy(Tensor& losses, Tensor& dx, Tensor& dw, const Tensor&
 
   const int64_t chunk = chunk_rows(N, V);
   // logits: (chunk, V), turned in place into dlogits for the backward GEMMs.
-  Tensor scratch = Tensor::empty({chunk, V}, DType::F32);
+  Tensor scratch = ctx.empty({chunk, V}, DType::F32, MemCategory::Workspace);
   float* logits = scratch.f32();
   for (int64_t r0 = 0; r0 < N; r0 += chunk) {
     const int64_t rows = std::min(chunk, N - r0);
     const float* x_chunk = xp + r0 * C;
-    gemm_f32(false, true, rows, V, C, 1.0f, x_chunk, C, wp, C, 0.0f, logits, V);
+    gemm_f32(ctx, false, true, rows, V, C, 1.0f, x_chunk, C, wp, C, 0.0f, logits, V);
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       float* row = logits + r * V;
@@ -88,9 +92,28 @@ void lm_head_cross_entropy(Tensor& losses, Tensor& dx, Tensor& dw, const Tensor&
     }
     if (!backward) continue;
     float* dx_chunk = dx.f32() + r0 * C;
-    gemm_f32(false, false, rows, C, V, 1.0f, logits, V, wp, C, 0.0f, dx_chunk, C);
-    gemm_f32(true, false, V, C, rows, 1.0f, logits, V, x_chunk, C, 1.0f, dw.f32(), C);
+    gemm_f32(ctx, false, false, rows, C, V, 1.0f, logits, V, wp, C, 0.0f, dx_chunk, C);
+    if (dw.defined())
+      gemm_f32(ctx, true, false, V, C, rows, 1.0f, logits, V, x_chunk, C, 1.0f, dw.f32(), C);
   }
 }
 
+LossSum loss_sum(ExecContext& ctx, const Tensor& losses, const Tensor& targets) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::LmHead);
+  check_input(losses, DType::F32, "losses");
+  check_input(targets, DType::I32, "targets");
+  check_shape(targets, {losses.numel()}, "loss_sum targets");
+  // Sequential on purpose: one fixed summation order, whatever the thread count.
+  LossSum r;
+  const float* l = losses.f32();
+  const int32_t* t = targets.i32();
+  for (int64_t i = 0; i < losses.numel(); ++i) {
+    if (t[i] < 0) continue;
+    r.sum += l[i];
+    ++r.count;
+  }
+  return r;
+}
+
+}  // namespace cpu
 }  // namespace braid

@@ -1,5 +1,5 @@
 // CPU token + learned position embedding: gather forward, deterministic scatter-add backward.
-#include "core/kernels/embedding.h"
+#include "core/kernels/cpu/cpu_kernels.h"
 
 #include <algorithm>
 #include <vector>
@@ -9,9 +9,11 @@
 
 namespace braid {
 
-void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
+namespace cpu {
+
+void embedding_forward(ExecContext& ctx, Tensor& out, const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
                        int64_t pos_offset) {
-  KernelTimer timer(KernelGroup::Elementwise);
+  KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "embedding_forward";
   cpu::check_f32(out, op, "out");
   cpu::check_f32(wte, op, "wte");
@@ -58,20 +60,23 @@ void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& wte, con
 // dwte: positions are sorted by (token id, position) and each distinct token's rows are added
 // in position order by one thread; dwpe: each position sums its batch rows in order. Neither
 // order depends on the thread count, and no two threads write the same row.
-void embedding_backward(Tensor& dwte, Tensor& dwpe, const Tensor& dout, const Tensor& tokens,
+void embedding_backward(ExecContext& ctx, Tensor& dwte, Tensor& dwpe, const Tensor& dout, const Tensor& tokens,
                         int64_t pos_offset) {
-  KernelTimer timer(KernelGroup::Elementwise);
+  KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "embedding_backward";
-  cpu::check_f32(dwte, op, "dwte");
+  if (dwte.defined()) cpu::check_f32(dwte, op, "dwte");
   if (dwpe.defined()) cpu::check_f32(dwpe, op, "dwpe");
   cpu::check_f32(dout, op, "dout");
   cpu::check_cpu(tokens, op, "tokens");
   check_dtype(tokens, DType::I32, "embedding_backward tokens");
   BRAID_CHECK(tokens.ndim() == 2, "{}: tokens must be (B, T), got {}", op, tokens.str());
-  BRAID_CHECK(dwte.ndim() == 2, "{}: dwte must be (V, C), got {}", op, dwte.str());
-  const int64_t B = tokens.dim(0), T = tokens.dim(1), V = dwte.dim(0), C = dwte.dim(1);
+  BRAID_CHECK(dout.ndim() == 3, "{}: dout must be (B, T, C), got {}", op, dout.str());
+  const int64_t B = tokens.dim(0), T = tokens.dim(1), C = dout.dim(2);
   const int64_t N = B * T;
   check_shape(dout, {B, T, C}, "embedding_backward dout");
+  if (dwte.defined())
+    BRAID_CHECK(dwte.ndim() == 2 && dwte.dim(1) == C, "{}: dwte must be (V, {}), got {}", op, C,
+                dwte.str());
   const int32_t* tok = tokens.i32();  // tokens: (B, T)
   const float* d = dout.f32();        // dout: (B, T, C)
 
@@ -94,6 +99,8 @@ void embedding_backward(Tensor& dwte, Tensor& dwpe, const Tensor& dout, const Te
     }
   }
 
+  if (!dwte.defined()) return;  // a frozen token table: no scatter at all
+  const int64_t V = dwte.dim(0);
   // key = token id in the high half, flat position in the low half: one sort orders both.
   BRAID_CHECK(N < (int64_t{1} << 32), "{}: {} positions do not fit the 32-bit sort key", op, N);
   std::vector<uint64_t> keys(N);
@@ -125,4 +132,5 @@ void embedding_backward(Tensor& dwte, Tensor& dwpe, const Tensor& dout, const Te
   }
 }
 
+}  // namespace cpu
 }  // namespace braid

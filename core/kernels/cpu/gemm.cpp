@@ -1,11 +1,10 @@
-// GEMM dispatch for the CPU: picks a backend once per process and routes gemm_f32/gemm_bf16.
+// GEMM dispatch for the CPU: routes gemm_f32/gemm_bf16 to the backend of the context's plan.
 #include "core/kernels/gemm.h"
 
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <vector>
 
 #include "core/error.h"
@@ -31,27 +30,6 @@ const float* widen(const bf16* src, int64_t rows, int64_t cols, int64_t ld,
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = bf16_to_float(src[r * ld + c]);
   return dst;
-}
-
-GemmPlan make_plan() {
-  GemmPlan plan;
-  // Measured (docs/benchmarks.md): oneDNN ties OpenBLAS on the training shapes, and is ~1.7x
-  // faster for per-thread calls inside OpenMP regions, where it stays on the calling thread.
-  plan.backend = GemmBackend::OneDnn;
-  if (const char* env = std::getenv("BRAID_GEMM"); env != nullptr && *env != '\0') {
-    if (!parse_gemm_backend(env, &plan.backend))
-      user_error(
-          "environment variable BRAID_GEMM='{}' is not a GEMM backend; expected one of "
-          "onednn, openblas, reference (or unset for the automatic choice)",
-          env);
-  }
-  // Native bf16 kernels pay off only with bf16 dot instructions; without them oneDNN 2.6 has
-  // no bf16 matmul at all, and widening to f32 (O(MK + KN) work) in front of sgemm is the
-  // fast path.
-  const bool bf16_hw = onednn_has_native_bf16();
-  plan.bf16_mode =
-      (plan.backend == GemmBackend::Reference || bf16_hw) ? Bf16Mode::Native : Bf16Mode::Widen;
-  return plan;
 }
 
 }  // namespace
@@ -90,8 +68,15 @@ bool native_bf16_available(GemmBackend b) {
   return false;
 }
 
-const GemmPlan& gemm_plan() {
-  static const GemmPlan plan = make_plan();  // env and CPU are read once per process
+GemmPlan default_gemm_plan(GemmBackend backend) {
+  GemmPlan plan;
+  plan.backend = backend;
+  // Native bf16 kernels pay off only with bf16 dot instructions; without them oneDNN 2.6 has
+  // no bf16 matmul at all, and widening to f32 (O(MK + KN) work) in front of sgemm is the
+  // fast path.
+  plan.bf16_mode = (backend == GemmBackend::Reference || onednn_has_native_bf16())
+                       ? Bf16Mode::Native
+                       : Bf16Mode::Widen;
   return plan;
 }
 
@@ -133,26 +118,30 @@ void gemm_bf16_with(GemmBackend b, Bf16Mode mode, bool trans_a, bool trans_b, in
   }
 }
 
-void gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-              const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-              int64_t ldc) {
-  KernelTimer timer(KernelGroup::Gemm);
-  gemm_f32_with(gemm_plan().backend, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C,
+void gemm_f32(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+              float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
+              float* C, int64_t ldc) {
+  BRAID_CHECK(ctx.device().is_cpu(), "gemm_f32 on {}: no CUDA GEMM yet", ctx.device().str());
+  KernelTimer timer(ctx.profiler(), KernelGroup::Gemm);
+  gemm_f32_with(ctx.gemm().backend, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C,
                 ldc);
 }
 
-void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-               const bf16* A, int64_t lda, const bf16* B, int64_t ldb, float beta, float* C,
-               int64_t ldc) {
-  KernelTimer timer(KernelGroup::Gemm);
-  const GemmPlan& plan = gemm_plan();
+void gemm_bf16(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+               float alpha, const bf16* A, int64_t lda, const bf16* B, int64_t ldb, float beta,
+               float* C, int64_t ldc) {
+  BRAID_CHECK(ctx.device().is_cpu(), "gemm_bf16 on {}: no CUDA GEMM yet", ctx.device().str());
+  KernelTimer timer(ctx.profiler(), KernelGroup::Gemm);
+  const GemmPlan& plan = ctx.gemm();
   gemm_bf16_with(plan.backend, plan.bf16_mode, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb,
                  beta, C, ldc);
 }
 
-std::string gemm_backend_name() { return std::string(gemm_backend_label(gemm_plan().backend)); }
+std::string gemm_backend_name(const GemmPlan& plan) {
+  return std::string(gemm_backend_label(plan.backend));
+}
 
-double measure_gemm_peak_f32(double seconds) {
+double measure_gemm_peak_f32(ExecContext& ctx, double seconds) {
   constexpr int64_t n = 1024;
   std::vector<float> a(n * n), b(n * n), c(n * n);
   for (int64_t i = 0; i < n * n; ++i) {
@@ -160,7 +149,7 @@ double measure_gemm_peak_f32(double seconds) {
     b[i] = static_cast<float>((i * 5) % 11) * 0.01f;
   }
   auto run = [&] {
-    gemm_f32(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    gemm_f32(ctx, false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
   };
   run();  // warm-up: thread pool start, page faults, packing buffers
   using clock = std::chrono::steady_clock;

@@ -5,29 +5,10 @@
 #include <string_view>
 
 #include "core/dtype.h"
+#include "core/kernels/gemm_plan.h"
 
 namespace braid {
 
-// The CPU libraries braid can run a GEMM on. Reference is plain loops: slow, always correct.
-enum class GemmBackend : uint8_t { OneDnn, OpenBlas, Reference };
-
-inline constexpr GemmBackend kAllGemmBackends[] = {GemmBackend::OneDnn, GemmBackend::OpenBlas,
-                                                   GemmBackend::Reference};
-
-std::string_view gemm_backend_label(GemmBackend b);  // "onednn", "openblas", "reference"
-// Parses a label above; returns false when unknown.
-bool parse_gemm_backend(std::string_view s, GemmBackend* out);
-
-// How gemm_bf16 runs: the library's own bf16 kernel, or widening the inputs to f32 and
-// running the f32 GEMM of the same library (fast where the CPU has no bf16 dot instructions).
-enum class Bf16Mode : uint8_t { Native, Widen };
-
-// The process-wide choice, made once from the CPU and BRAID_GEMM (see gemm.cpp).
-struct GemmPlan {
-  GemmBackend backend = GemmBackend::OneDnn;
-  Bf16Mode bf16_mode = Bf16Mode::Widen;
-};
-const GemmPlan& gemm_plan();
 
 // The contract of gemm_f32 / gemm_bf16 (core/kernels/gemm.h) on one chosen backend. Native
 // bf16 where native_bf16_available(b) is false widens instead.

@@ -1,5 +1,5 @@
 // CPU LayerNorm over the last dimension, forward and backward (rows in parallel).
-#include "core/kernels/layernorm.h"
+#include "core/kernels/cpu/cpu_kernels.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,9 +11,11 @@
 
 namespace braid {
 
-void layernorm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
+namespace cpu {
+
+void layernorm_forward(ExecContext& ctx, Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
                        const Tensor& b, float eps) {
-  KernelTimer timer(KernelGroup::Elementwise);
+  KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "layernorm_forward";
   for (auto [t, name] : {std::pair{&y, "y"}, {&mean, "mean"}, {&rstd, "rstd"}})
     cpu::check_f32(*t, op, name);
@@ -56,12 +58,13 @@ void layernorm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, c
 //   dx = rstd (g - mean_c(g) - xhat mean_c(g xhat)),  dw += sum_rows dy xhat,  db += sum_rows dy.
 // dw/db are summed per fixed chunk of rows, then the chunk partials are added in chunk order,
 // so the result does not depend on the thread count.
-void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dy, const Tensor& x,
+void layernorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dy, const Tensor& x,
                         const Tensor& w, const Tensor& mean, const Tensor& rstd) {
-  KernelTimer timer(KernelGroup::Elementwise);
+  KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "layernorm_backward";
-  for (auto [t, name] : {std::pair{&dx, "dx"}, {&dw, "dw"}, {&db, "db"}})
-    cpu::check_f32(*t, op, name);
+  cpu::check_f32(dx, op, "dx");
+  for (auto [t, name] : {std::pair{&dw, "dw"}, {&db, "db"}})
+    if (t->defined()) cpu::check_f32(*t, op, name);
   for (auto [t, name] :
        {std::pair{&dy, "dy"}, {&x, "x"}, {&w, "w"}, {&mean, "mean"}, {&rstd, "rstd"}})
     cpu::check_f32(*t, op, name);
@@ -70,30 +73,35 @@ void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dy, co
   check_shape(dy, {N, C}, "layernorm_backward dy");
   check_shape(dx, {N, C}, "layernorm_backward dx");
   check_shape(w, {C}, "layernorm_backward w");
-  check_shape(dw, {C}, "layernorm_backward dw");
-  check_shape(db, {C}, "layernorm_backward db");
+  if (dw.defined()) check_shape(dw, {C}, "layernorm_backward dw");
+  if (db.defined()) check_shape(db, {C}, "layernorm_backward db");
   check_shape(mean, {N}, "layernorm_backward mean");
   check_shape(rstd, {N}, "layernorm_backward rstd");
   if (N == 0 || C == 0) return;
+  const bool weight_grads = dw.defined() || db.defined();  // frozen: no partial sums at all
 
   const int64_t chunk_rows = cpu::rows_per_chunk(N);
   const int64_t chunks = (N + chunk_rows - 1) / chunk_rows;
-  Tensor partial = Tensor::empty({chunks, 2, C});  // per chunk: dw then db partial sums
+  // per chunk: dw then db partial sums
+  Tensor partial = weight_grads ? ctx.empty({chunks, 2, C}, DType::F32, MemCategory::Workspace)
+                                : Tensor();
   const float* dyp = dy.f32();                     // dy: (N, C)
   const float* xp = x.f32();                       // x: (N, C)
   const float* wp = w.f32();                       // w: (C)
   const float* mp = mean.f32();                    // mean: (N)
   const float* rp = rstd.f32();                    // rstd: (N)
   float* dxp = dx.f32();                           // dx: (N, C)
-  float* pp = partial.f32();                       // partial: (chunks, 2, C)
+  float* pp = weight_grads ? partial.f32() : nullptr;  // partial: (chunks, 2, C)
   const float inv_c = 1.0f / static_cast<float>(C);
 
 #pragma omp parallel for schedule(static)
   for (int64_t k = 0; k < chunks; ++k) {
-    float* pw = pp + k * 2 * C;
-    float* pb = pw + C;
+    float* pw = weight_grads ? pp + k * 2 * C : nullptr;
+    float* pb = weight_grads ? pw + C : nullptr;
+    if (weight_grads) {
 #pragma omp simd
-    for (int64_t c = 0; c < C; ++c) pw[c] = pb[c] = 0.0f;
+      for (int64_t c = 0; c < C; ++c) pw[c] = pb[c] = 0.0f;
+    }
     const int64_t r_end = std::min(N, (k + 1) * chunk_rows);
     for (int64_t r = k * chunk_rows; r < r_end; ++r) {
       const float* dyr = dyp + r * C;
@@ -108,19 +116,28 @@ void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dy, co
         sgx += g * (xr[c] - m) * rs;
       }
       const float mg = sg * inv_c, mgx = sgx * inv_c;
+      if (weight_grads) {
 #pragma omp simd
-      for (int64_t c = 0; c < C; ++c) {
-        const float xhat = (xr[c] - m) * rs;
-        const float d = dyr[c];
-        pw[c] += d * xhat;
-        pb[c] += d;
-        dxr[c] = rs * (d * wp[c] - mg - xhat * mgx);
+        for (int64_t c = 0; c < C; ++c) {
+          const float xhat = (xr[c] - m) * rs;
+          const float d = dyr[c];
+          pw[c] += d * xhat;
+          pb[c] += d;
+          dxr[c] = rs * (d * wp[c] - mg - xhat * mgx);
+        }
+      } else {
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) {
+          const float xhat = (xr[c] - m) * rs;
+          dxr[c] = rs * (dyr[c] * wp[c] - mg - xhat * mgx);
+        }
       }
     }
   }
 
-  cpu::add_chunk_partials(dw.f32(), pp, chunks, 2 * C, C);
-  cpu::add_chunk_partials(db.f32(), pp + C, chunks, 2 * C, C);
+  if (dw.defined()) cpu::add_chunk_partials(dw.f32(), pp, chunks, 2 * C, C);
+  if (db.defined()) cpu::add_chunk_partials(db.f32(), pp + C, chunks, 2 * C, C);
 }
 
+}  // namespace cpu
 }  // namespace braid

@@ -1,5 +1,5 @@
 // CPU linear layer y = x W^T + b on top of gemm_f32; backward split into input and weight parts.
-#include "core/kernels/linear.h"
+#include "core/kernels/cpu/cpu_kernels.h"
 
 #include <algorithm>
 
@@ -10,8 +10,10 @@
 
 namespace braid {
 
-void linear_forward(Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b) {
-  KernelTimer timer(KernelGroup::Elementwise);
+namespace cpu {
+
+void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "linear_forward";
   cpu::check_f32(y, op, "y");
   cpu::check_f32(x, op, "x");
@@ -37,11 +39,11 @@ void linear_forward(Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b
     if (!b.defined()) y.zero_();
     return;
   }
-  gemm_f32(false, true, N, OUT, IN, 1.0f, x.f32(), IN, w.f32(), IN, beta, yp, OUT);
+  gemm_f32(ctx, false, true, N, OUT, IN, 1.0f, x.f32(), IN, w.f32(), IN, beta, yp, OUT);
 }
 
-void linear_backward_input(Tensor& dx, const Tensor& dy, const Tensor& w, bool accumulate) {
-  KernelTimer timer(KernelGroup::Elementwise);
+void linear_backward_input(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor& w, bool accumulate) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "linear_backward_input";
   cpu::check_f32(dx, op, "dx");
   cpu::check_f32(dy, op, "dy");
@@ -55,16 +57,16 @@ void linear_backward_input(Tensor& dx, const Tensor& dy, const Tensor& w, bool a
     if (!accumulate) dx.zero_();
     return;
   }
-  gemm_f32(false, false, N, IN, OUT, 1.0f, dy.f32(), OUT, w.f32(), IN, accumulate ? 1.0f : 0.0f,
+  gemm_f32(ctx, false, false, N, IN, OUT, 1.0f, dy.f32(), OUT, w.f32(), IN, accumulate ? 1.0f : 0.0f,
            dx.f32(), IN);
 }
 
 // db's column sums use fixed row chunks (thread-count independent) so that all rows are
 // spread over all threads even when OUT is small.
-void linear_backward_weight(Tensor& dw, Tensor& db, const Tensor& dy, const Tensor& x) {
-  KernelTimer timer(KernelGroup::Elementwise);
+void linear_backward_weight(ExecContext& ctx, Tensor& dw, Tensor& db, const Tensor& dy, const Tensor& x) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "linear_backward_weight";
-  cpu::check_f32(dw, op, "dw");
+  if (dw.defined()) cpu::check_f32(dw, op, "dw");
   if (db.defined()) cpu::check_f32(db, op, "db");
   cpu::check_f32(dy, op, "dy");
   cpu::check_f32(x, op, "x");
@@ -72,15 +74,16 @@ void linear_backward_weight(Tensor& dw, Tensor& db, const Tensor& dy, const Tens
   BRAID_CHECK(x.ndim() == 2, "{}: x must be (N, IN), got {}", op, x.str());
   const int64_t N = dy.dim(0), OUT = dy.dim(1), IN = x.dim(1);
   check_shape(x, {N, IN}, "linear_backward_weight x");
-  check_shape(dw, {OUT, IN}, "linear_backward_weight dw");
+  if (dw.defined()) check_shape(dw, {OUT, IN}, "linear_backward_weight dw");
   if (db.defined()) check_shape(db, {OUT}, "linear_backward_weight db");
   if (N == 0) return;  // nothing to add
-  gemm_f32(true, false, OUT, IN, N, 1.0f, dy.f32(), OUT, x.f32(), IN, 1.0f, dw.f32(), IN);
+  if (dw.defined())
+    gemm_f32(ctx, true, false, OUT, IN, N, 1.0f, dy.f32(), OUT, x.f32(), IN, 1.0f, dw.f32(), IN);
   if (!db.defined() || OUT == 0) return;
 
   const int64_t chunk_rows = cpu::rows_per_chunk(N);
   const int64_t chunks = (N + chunk_rows - 1) / chunk_rows;
-  Tensor partial = Tensor::empty({chunks, OUT});
+  Tensor partial = ctx.empty({chunks, OUT}, DType::F32, MemCategory::Workspace);
   const float* dyp = dy.f32();  // dy: (N, OUT)
   float* pp = partial.f32();    // partial: (chunks, OUT)
 #pragma omp parallel for schedule(static)
@@ -97,4 +100,5 @@ void linear_backward_weight(Tensor& dw, Tensor& db, const Tensor& dy, const Tens
   cpu::add_chunk_partials(db.f32(), pp, chunks, OUT, OUT);
 }
 
+}  // namespace cpu
 }  // namespace braid

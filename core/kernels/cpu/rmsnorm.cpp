@@ -1,5 +1,5 @@
 // CPU RMSNorm over the last dimension, forward and backward (rows in parallel).
-#include "core/kernels/rmsnorm.h"
+#include "core/kernels/cpu/cpu_kernels.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,8 +11,10 @@
 
 namespace braid {
 
-void rmsnorm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& w, float eps) {
-  KernelTimer timer(KernelGroup::Elementwise);
+namespace cpu {
+
+void rmsnorm_forward(ExecContext& ctx, Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& w, float eps) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "rmsnorm_forward";
   cpu::check_f32(y, op, "y");
   cpu::check_f32(rstd, op, "rstd");
@@ -45,11 +47,12 @@ void rmsnorm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& w, 
 // With xhat = x rstd and g = dy w:  dx = rstd (g - xhat mean_c(g xhat)),  dw += sum_rows dy xhat.
 // dw is summed per fixed chunk of rows and the partials added in chunk order (thread-count
 // independent).
-void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dy, const Tensor& x, const Tensor& w,
+void rmsnorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, const Tensor& dy, const Tensor& x, const Tensor& w,
                       const Tensor& rstd) {
-  KernelTimer timer(KernelGroup::Elementwise);
+  KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "rmsnorm_backward";
-  for (auto [t, name] : {std::pair{&dx, "dx"}, {&dw, "dw"}}) cpu::check_f32(*t, op, name);
+  cpu::check_f32(dx, op, "dx");
+  if (dw.defined()) cpu::check_f32(dw, op, "dw");
   for (auto [t, name] : {std::pair{&dy, "dy"}, {&x, "x"}, {&w, "w"}, {&rstd, "rstd"}})
     cpu::check_f32(*t, op, name);
   BRAID_CHECK(x.ndim() == 2, "{}: x must be (N, C), got {}", op, x.str());
@@ -57,26 +60,31 @@ void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dy, const Tensor& x,
   check_shape(dy, {N, C}, "rmsnorm_backward dy");
   check_shape(dx, {N, C}, "rmsnorm_backward dx");
   check_shape(w, {C}, "rmsnorm_backward w");
-  check_shape(dw, {C}, "rmsnorm_backward dw");
+  if (dw.defined()) check_shape(dw, {C}, "rmsnorm_backward dw");
   check_shape(rstd, {N}, "rmsnorm_backward rstd");
   if (N == 0 || C == 0) return;
+  const bool weight_grad = dw.defined();  // frozen: no partial sums at all
 
   const int64_t chunk_rows = cpu::rows_per_chunk(N);
   const int64_t chunks = (N + chunk_rows - 1) / chunk_rows;
-  Tensor partial = Tensor::empty({chunks, C});  // per chunk: dw partial sums
+  // per chunk: dw partial sums
+  Tensor partial =
+      weight_grad ? ctx.empty({chunks, C}, DType::F32, MemCategory::Workspace) : Tensor();
   const float* dyp = dy.f32();                  // dy: (N, C)
   const float* xp = x.f32();                    // x: (N, C)
   const float* wp = w.f32();                    // w: (C)
   const float* rp = rstd.f32();                 // rstd: (N)
   float* dxp = dx.f32();                        // dx: (N, C)
-  float* pp = partial.f32();                    // partial: (chunks, C)
+  float* pp = weight_grad ? partial.f32() : nullptr;  // partial: (chunks, C)
   const float inv_c = 1.0f / static_cast<float>(C);
 
 #pragma omp parallel for schedule(static)
   for (int64_t k = 0; k < chunks; ++k) {
-    float* pw = pp + k * C;
+    float* pw = weight_grad ? pp + k * C : nullptr;
+    if (weight_grad) {
 #pragma omp simd
-    for (int64_t c = 0; c < C; ++c) pw[c] = 0.0f;
+      for (int64_t c = 0; c < C; ++c) pw[c] = 0.0f;
+    }
     const int64_t r_end = std::min(N, (k + 1) * chunk_rows);
     for (int64_t r = k * chunk_rows; r < r_end; ++r) {
       const float* dyr = dyp + r * C;
@@ -87,16 +95,22 @@ void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dy, const Tensor& x,
 #pragma omp simd reduction(+ : sgx)
       for (int64_t c = 0; c < C; ++c) sgx += dyr[c] * wp[c] * xr[c];
       const float mgx = sgx * rs * inv_c;
+      if (weight_grad) {
 #pragma omp simd
-      for (int64_t c = 0; c < C; ++c) {
-        const float xhat = xr[c] * rs;
-        const float d = dyr[c];
-        pw[c] += d * xhat;
-        dxr[c] = rs * (d * wp[c] - xhat * mgx);
+        for (int64_t c = 0; c < C; ++c) {
+          const float xhat = xr[c] * rs;
+          const float d = dyr[c];
+          pw[c] += d * xhat;
+          dxr[c] = rs * (d * wp[c] - xhat * mgx);
+        }
+      } else {
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) dxr[c] = rs * (dyr[c] * wp[c] - xr[c] * rs * mgx);
       }
     }
   }
-  cpu::add_chunk_partials(dw.f32(), pp, chunks, C, C);
+  if (weight_grad) cpu::add_chunk_partials(dw.f32(), pp, chunks, C, C);
 }
 
+}  // namespace cpu
 }  // namespace braid

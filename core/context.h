@@ -1,0 +1,62 @@
+// ExecContext: everything a kernel or module needs to run on one rank's device, passed in
+// explicitly (no process-wide state in core/): the device, a stream (a no-op handle on the
+// CPU, a cudaStream_t with the GPU backend), the allocator, the kernel-group profiler, an RNG
+// and the GEMM plan. launch/ makes one per rank (launch/exec_setup.h); tests make their own.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/device.h"
+#include "core/kernels/gemm_plan.h"
+#include "core/memory.h"
+#include "core/profile.h"
+#include "core/random.h"
+#include "core/tensor.h"
+
+namespace braid {
+
+// A queue of device work. On the CPU kernels run synchronously on the calling thread (and its
+// OpenMP team), so the handle is null and synchronize() returns at once.
+struct Stream {
+  void* handle = nullptr;
+  void synchronize() const {}
+};
+
+struct ExecOptions {
+  Device device = Device::cpu();
+  GemmPlan gemm = default_gemm_plan();
+  uint64_t seed = 0;                     // the context's RNG (dropout, sampling)
+  std::shared_ptr<Allocator> allocator;  // null: a new CachingHostAllocator for the CPU
+};
+
+class ExecContext {
+ public:
+  explicit ExecContext(ExecOptions options = {});
+  ExecContext(const ExecContext&) = delete;
+  ExecContext& operator=(const ExecContext&) = delete;
+
+  Device device() const { return device_; }
+  Stream& stream() { return stream_; }
+  Allocator& allocator() { return *allocator_; }
+  const std::shared_ptr<Allocator>& allocator_ptr() const { return allocator_; }
+  Profiler& profiler() { return profiler_; }
+  Rng& rng() { return rng_; }
+  const GemmPlan& gemm() const { return gemm_; }
+
+  // Tensors on this context's device, from its allocator.
+  Tensor empty(const Shape& shape, DType dtype = DType::F32,
+               MemCategory cat = MemCategory::Activations);
+  Tensor zeros(const Shape& shape, DType dtype = DType::F32,
+               MemCategory cat = MemCategory::Activations);
+
+ private:
+  Device device_;
+  Stream stream_;
+  std::shared_ptr<Allocator> allocator_;
+  Profiler profiler_;
+  Rng rng_;
+  GemmPlan gemm_;
+};
+
+}  // namespace braid
