@@ -16,6 +16,7 @@
 #include <random>
 #include <vector>
 
+#include "launch/exec_setup.h"
 #include "core/kernels/attention.h"
 #include "core/kernels/cross_entropy.h"
 #include "core/kernels/gemm.h"
@@ -69,8 +70,10 @@ void print_row(const char* name, double flops, Timing t, Timing gemm, double gem
 
 int main(int argc, char** argv) {
   const int repeats = argc > 1 ? std::max(1, std::atoi(argv[1])) : 10;
+  const std::unique_ptr<braid::ExecContext> ctx_owner = braid::make_cpu_context();
+  braid::ExecContext& ctx = *ctx_owner;
   std::printf("gemm backend %s, %d OpenMP threads, best of %d runs\n",
-              braid::gemm_backend_name().c_str(), omp_get_max_threads(), repeats);
+              braid::gemm_backend_name(ctx.gemm()).c_str(), omp_get_max_threads(), repeats);
 
   // Reference GEMM: (2048 x 512) @ (512 x 1536), the size of a gpt2 MLP matmul at B*T = 2048.
   const int64_t M = 2048, N = 1536, K = 512;
@@ -79,7 +82,7 @@ int main(int argc, char** argv) {
   const double gemm_flops = 2.0 * M * N * K;
   const Timing gemm_t = time_calls(
       [&] {
-        braid::gemm_f32(false, false, M, N, K, 1.0f, a.f32(), K, b.f32(), N, 0.0f, c.f32(), N);
+        braid::gemm_f32(ctx, false, false, M, N, K, 1.0f, a.f32(), K, b.f32(), N, 0.0f, c.f32(), N);
       },
       repeats);
 
@@ -94,9 +97,9 @@ int main(int argc, char** argv) {
   Tensor dv = Tensor::empty({B, T, H, D});
   const double pairs = static_cast<double>(B * H) * (T * (T + 1) / 2);
   const Timing attn_fwd_s =
-      time_calls([&] { braid::attention_forward(out, lse, q, k, v); }, repeats);
+      time_calls([&] { braid::attention_forward(ctx, out, lse, q, k, v); }, repeats);
   const Timing attn_bwd_s = time_calls(
-      [&] { braid::attention_backward(dq, dk, dv, dout, q, k, v, out, lse); }, repeats);
+      [&] { braid::attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse); }, repeats);
 
   // LM head: x (B*T, 512), w (8192, 512); forward + backward are 3 GEMMs of 2*N*V*C each.
   const int64_t rows = B * T, C = 512, V = 8192;
@@ -108,10 +111,10 @@ int main(int argc, char** argv) {
   Tensor dw = Tensor::zeros({V, C}), no_grad;
   const double ce_gemm_flops = 2.0 * rows * V * C;
   const Timing ce_fwd_s = time_calls(
-      [&] { braid::lm_head_cross_entropy(losses, no_grad, no_grad, x, w, targets, 1.0f); },
+      [&] { braid::lm_head_cross_entropy(ctx, losses, no_grad, no_grad, x, w, targets, 1.0f); },
       repeats);
   const Timing ce_s = time_calls(
-      [&] { braid::lm_head_cross_entropy(losses, dx, dw, x, w, targets, 1.0f / rows); }, repeats);
+      [&] { braid::lm_head_cross_entropy(ctx, losses, dx, dw, x, w, targets, 1.0f / rows); }, repeats);
 
   const Timing attn_t{attn_fwd_s.wall_s + attn_bwd_s.wall_s, attn_fwd_s.cpu_s + attn_bwd_s.cpu_s};
   std::printf("%-34s %9s %8s %9s %8s %8s\n", "kernel", "wall ms", "GFLOP", "GFLOP/s",

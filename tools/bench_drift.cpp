@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "launch/exec_setup.h"
 #include "core/kernels/gemm.h"
 
 int main(int argc, char** argv) {
@@ -25,9 +26,10 @@ int main(int argc, char** argv) {
   const double flops = 2.0 * n * n * n;
   using Clock = std::chrono::steady_clock;
   auto secs = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
-  braid::gemm_f32(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);  // warm-up
+  const std::unique_ptr<braid::ExecContext> ctx = braid::make_cpu_context();
+  braid::gemm_f32(*ctx, false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);  // warm-up
   std::printf("# gemm_f32 %lld^3, %s, %d OpenMP threads; GFLOP/s per %.0f s window\n",
-              static_cast<long long>(n), braid::gemm_backend_name().c_str(), omp_get_max_threads(), window);
+              static_cast<long long>(n), braid::gemm_backend_name(ctx->gemm()).c_str(), omp_get_max_threads(), window);
   std::printf("| window end s | GFLOP/s |\n|---:|---:|\n");
   std::vector<double> rates;
   const auto start = Clock::now();
@@ -35,7 +37,7 @@ int main(int argc, char** argv) {
     const auto w0 = Clock::now();
     int64_t calls = 0;
     while (secs(w0) < window) {
-      braid::gemm_f32(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+      braid::gemm_f32(*ctx, false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
       ++calls;
     }
     rates.push_back(flops * static_cast<double>(calls) / secs(w0) / 1e9);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "launch/exec_setup.h"
 #include "core/kernels/cpu/gemm_backends.h"
 #include "core/kernels/gemm.h"
 
@@ -172,8 +173,8 @@ int main(int argc, char** argv) {
   }
   std::printf("# threads %d, oneDNN native bf16 ISA: %s, default plan: %s (bf16 %s)\n",
               omp_get_max_threads(), braid::onednn_has_native_bf16() ? "yes" : "no",
-              braid::gemm_backend_name().c_str(),
-              braid::gemm_plan().bf16_mode == Bf16Mode::Native ? "native" : "widen");
+              braid::gemm_backend_name(braid::gemm_plan_from_env()).c_str(),
+              braid::gemm_plan_from_env().bf16_mode == Bf16Mode::Native ? "native" : "widen");
 
   const std::vector<Config> configs = {{GemmBackend::OneDnn, false, Bf16Mode::Native},
                                        {GemmBackend::OpenBlas, false, Bf16Mode::Native},
@@ -260,6 +261,6 @@ int main(int argc, char** argv) {
   for (const Config& cfg : {configs[0], configs[1]})
     std::printf("  after %-10s %.2f ms\n", cfg.label().c_str(), omp_loop_ms_after(cfg, buf));
   std::printf("\nmeasure_gemm_peak_f32(1.0): %.1f GFLOP/s\n",
-              braid::measure_gemm_peak_f32(1.0) / 1e9);
+              braid::measure_gemm_peak_f32(*braid::make_cpu_context(), 1.0) / 1e9);
   return 0;
 }

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 
+#include "launch/exec_setup.h"
 #include "core/kernels/gemm.h"
 #include "core/memory.h"
 #include "core/models/transformer.h"
@@ -47,12 +48,14 @@ int main(int argc, char** argv) {
   std::printf("bench_train: %s vocab %d ctx %d layers %d width %d heads %d, batch %d x %d, f32, "
               "AdamW, %d threads, gemm %s\n",
               cfg.family.c_str(), cfg.vocab_size, T, cfg.n_layer, cfg.n_embd, cfg.n_head, batch, T,
-              omp_get_max_threads(), gemm_backend_name().c_str());
+              omp_get_max_threads(), gemm_backend_name(gemm_plan_from_env()).c_str());
 
-  Transformer model(cfg);
+  const std::unique_ptr<ExecContext> ctx_owner = make_cpu_context();
+  ExecContext& ctx = *ctx_owner;
+  Transformer model(ctx, cfg);
   model.init_weights();
   OptimConfig ocfg;
-  AdamW opt(model.parameters(), ocfg);
+  AdamW opt(ctx, model.parameters(), ocfg);
   Tensor tokens = Tensor::empty({batch, T}, DType::I32), targets = Tensor::empty({batch, T}, DType::I32);
   for (int64_t i = 0; i < tokens.numel(); ++i) {
     tokens.i32()[i] = static_cast<int32_t>(mix64(i) % cfg.vocab_size);
@@ -60,10 +63,11 @@ int main(int argc, char** argv) {
   }
   const float scale = 1.0f / static_cast<float>(batch * T);
   auto step = [&] {
-    model.zero_grad();
-    LossSum l = model.forward_backward(tokens, targets, scale);
-    const double norm = global_grad_norm(model.parameters());
-    clip_grad_norm(model.parameters(), norm, 1.0f);
+    model.zero_grad(ctx);
+    MicroBatch mb(ctx);
+    LossSum l = model.forward_backward(mb, tokens, targets, scale);
+    const double norm = global_grad_norm(ctx, model.parameters());
+    clip_grad_norm(ctx, model.parameters(), norm, 1.0f);
     opt.step(1e-4f);
     return l.sum / l.count;
   };
@@ -74,7 +78,7 @@ int main(int argc, char** argv) {
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / steps;
 
   // The GEMM peak in the same run, so the ratio does not depend on how busy the machine was.
-  const double peak = measure_gemm_peak_f32(2.0);
+  const double peak = measure_gemm_peak_f32(ctx, 2.0);
   const double tokens_per_step = static_cast<double>(batch) * T;
   const double flops = cfg.flops_per_token(T) * tokens_per_step / sec;
   std::printf("\n%-28s %12s\n", "metric", "value");
@@ -85,7 +89,7 @@ int main(int argc, char** argv) {
   std::printf("%-28s %12.1f\n", "training GFLOP/s", flops / 1e9);
   std::printf("%-28s %12.1f\n", "f32 GEMM peak GFLOP/s", peak / 1e9);
   std::printf("%-28s %11.1f%%\n", "training / GEMM peak", 100.0 * flops / peak);
-  std::printf("%-28s %12.1f\n", "peak tensor memory (MiB)", host_memory_stats().peak_total / 1048576.0);
+  std::printf("%-28s %12.1f\n", "peak tensor memory (MiB)", ctx.allocator().stats().peak_total / 1048576.0);
   std::printf("%-28s %12.4f\n", "last loss", loss);
   return 0;
 }

@@ -5,7 +5,9 @@
 // first stage (embedding, then blocks), hidden -> hidden on the others. The last stage adds
 // the loss head: loss() runs the final norm, LM head and cross-entropy and keeps the input
 // gradient on the micro-batch, so backward(undefined, mb) on the last stage starts from it.
-// backward returns the gradient for the previous stage (undefined on the first).
+// backward returns the gradient for the previous stage (undefined on the first). A pipeline
+// executor runs loss() at the start of the last stage's backward action: the fused LM head
+// writes its weight gradient there, so gradients accumulate in backward order.
 #pragma once
 
 #include <memory>

@@ -61,7 +61,7 @@ TEST(KernelsEmbedding, BackwardAccumulatesScatteredRows) {
 TEST(KernelsEmbedding, BackwardDoesNotDependOnThreadCount) {
   const int64_t b = 4, t = 257, v = 50, c = 33;
   std::vector<int32_t> ids(b * t);
-  Rng rng(6);
+  kernel_test::Rng rng(6);
   for (auto& id : ids) id = static_cast<int32_t>(rng.next() % 7 == 0 ? 1 : rng.next() % v);
   Tensor tokens = Tensor::from_vector_i32(ids, {b, t});
   Tensor dout = random_tensor({b, t, c}, 7);

@@ -148,7 +148,7 @@ TEST(Model, InitIsSeededAndScaled) {
   g.init_std = 0.02f;
   g.n_embd = 64;
   g.n_head = 4;
-  Transformer a(test_ctx(), g), b(g);
+  Transformer a(test_ctx(), g), b(test_ctx(), g);
   a.init_weights();
   b.init_weights();
   for (size_t i = 0; i < a.parameters().size(); ++i)
