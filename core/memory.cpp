@@ -37,14 +37,22 @@ class PlainHostAllocator final : public Allocator {
 
 const char* mem_category_name(MemCategory c) {
   switch (c) {
-    case MemCategory::Weights: return "weights";
-    case MemCategory::MasterWeights: return "master_weights";
-    case MemCategory::Grads: return "grads";
-    case MemCategory::OptimizerState: return "optimizer";
-    case MemCategory::Activations: return "activations";
-    case MemCategory::Communication: return "communication";
-    case MemCategory::Workspace: return "workspace";
-    default: return "other";
+    case MemCategory::Weights:
+      return "weights";
+    case MemCategory::MasterWeights:
+      return "master_weights";
+    case MemCategory::Grads:
+      return "grads";
+    case MemCategory::OptimizerState:
+      return "optimizer";
+    case MemCategory::Activations:
+      return "activations";
+    case MemCategory::Communication:
+      return "communication";
+    case MemCategory::Workspace:
+      return "workspace";
+    default:
+      return "other";
   }
 }
 

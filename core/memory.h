@@ -38,9 +38,9 @@ const char* mem_category_name(MemCategory c);
 struct MemoryStats {
   std::array<int64_t, kMemCategories> live_bytes{};
   std::array<int64_t, kMemCategories> peak_bytes{};  // high-water mark per category
-  int64_t live_total = 0;    // bytes handed out now
-  int64_t peak_total = 0;    // high-water mark of live_total
-  int64_t cached_bytes = 0;  // bytes kept in the free lists
+  int64_t live_total = 0;                            // bytes handed out now
+  int64_t peak_total = 0;                            // high-water mark of live_total
+  int64_t cached_bytes = 0;                          // bytes kept in the free lists
 };
 
 class Allocator {

@@ -22,8 +22,8 @@ void ShardSpec::validate(const Shape& global, const std::string& what) const {
               total, dim, global[dim]);
   const std::vector<int64_t> bs = blocks.empty() ? std::vector<int64_t>{global[dim]} : blocks;
   for (int64_t b : bs)
-    BRAID_CHECK(b % parts == 0, "{}: a block of {} along dim {} does not split into {} parts",
-                what, b, dim, parts);
+    BRAID_CHECK(b % parts == 0, "{}: a block of {} along dim {} does not split into {} parts", what,
+                b, dim, parts);
 }
 
 std::vector<std::pair<int64_t, int64_t>> ShardSpec::ranges(const Shape& global, int part) const {
@@ -52,8 +52,10 @@ void copy_shard(const Tensor& full, const Tensor& shard, const ShardSpec& spec, 
   const Shape& g = full.shape();
   check_shape(shard, spec.local_shape(g), "shard");
   if (!spec.sharded()) {
-    if (to_shard) std::memcpy(shard.raw(), full.raw(), full.nbytes());
-    else std::memcpy(full.raw(), shard.raw(), full.nbytes());
+    if (to_shard)
+      std::memcpy(shard.raw(), full.raw(), full.nbytes());
+    else
+      std::memcpy(full.raw(), shard.raw(), full.nbytes());
     return;
   }
   const size_t es = dtype_size(full.dtype());
@@ -69,8 +71,10 @@ void copy_shard(const Tensor& full, const Tensor& shard, const ShardSpec& spec, 
       const size_t bytes = static_cast<size_t>((e - b) * inner) * es;
       char* fp = f + static_cast<size_t>((o * full_d + b) * inner) * es;
       char* sp = s + static_cast<size_t>((o * local_d + local) * inner) * es;
-      if (to_shard) std::memcpy(sp, fp, bytes);
-      else std::memcpy(fp, sp, bytes);
+      if (to_shard)
+        std::memcpy(sp, fp, bytes);
+      else
+        std::memcpy(fp, sp, bytes);
       local += e - b;
     }
   }

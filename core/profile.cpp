@@ -20,13 +20,20 @@ int64_t now_ns() {
 
 const char* kernel_group_name(KernelGroup g) {
   switch (g) {
-    case KernelGroup::Gemm: return "gemm";
-    case KernelGroup::Attention: return "attention";
-    case KernelGroup::LmHead: return "lm_head";
-    case KernelGroup::Elementwise: return "elementwise";
-    case KernelGroup::Activation: return "activation";
-    case KernelGroup::Optimizer: return "optimizer";
-    case KernelGroup::kCount: break;
+    case KernelGroup::Gemm:
+      return "gemm";
+    case KernelGroup::Attention:
+      return "attention";
+    case KernelGroup::LmHead:
+      return "lm_head";
+    case KernelGroup::Elementwise:
+      return "elementwise";
+    case KernelGroup::Activation:
+      return "activation";
+    case KernelGroup::Optimizer:
+      return "optimizer";
+    case KernelGroup::kCount:
+      break;
   }
   return "?";
 }

@@ -1,12 +1,12 @@
 // Wall time per kernel group, always on: where a training step's time goes, measured the same
 // way the planner (`braid plan`, launch/plan/cpu_model.h) predicts it.
 //
-// A KernelTimer charges the wall time of its scope to one group of a context's Profiler. Scopes nest and time is
-// exclusive: while an inner scope runs, the outer one is paused, so linear_forward's bias
-// write counts as element-wise and its GEMM as GEMM. Only calls made outside OpenMP parallel
-// regions are timed (inside one, the enclosing kernel's scope already covers the wall time),
-// and the cost is two clock reads per kernel call. A fused kernel that calls other kernels
-// (the LM head calls gemm_f32 per chunk) opens its scope with Nested::Absorb, so everything
+// A KernelTimer charges the wall time of its scope to one group of a context's Profiler. Scopes
+// nest and time is exclusive: while an inner scope runs, the outer one is paused, so
+// linear_forward's bias write counts as element-wise and its GEMM as GEMM. Only calls made outside
+// OpenMP parallel regions are timed (inside one, the enclosing kernel's scope already covers the
+// wall time), and the cost is two clock reads per kernel call. A fused kernel that calls other
+// kernels (the LM head calls gemm_f32 per chunk) opens its scope with Nested::Absorb, so everything
 // inside it counts as that kernel. The times are host wall time: a GPU backend (part 5) must
 // record events or synchronise at scope ends for them to mean kernel time.
 #pragma once

@@ -32,8 +32,10 @@ void AdamW::step(float lr) {
   KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
   ++t_;
   const float b1 = cfg_.beta1, b2 = cfg_.beta2;
-  const float bc1 = 1.0f - static_cast<float>(std::pow(static_cast<double>(b1), static_cast<double>(t_)));
-  const float bc2 = 1.0f - static_cast<float>(std::pow(static_cast<double>(b2), static_cast<double>(t_)));
+  const float bc1 =
+      1.0f - static_cast<float>(std::pow(static_cast<double>(b1), static_cast<double>(t_)));
+  const float bc2 =
+      1.0f - static_cast<float>(std::pow(static_cast<double>(b2), static_cast<double>(t_)));
   AdamWStep k{b1, b2, cfg_.eps, lr / bc1, 1.0f / std::sqrt(bc2), 0.0f};
   for (Slot& s : slots_) {
     k.decay = s.decay ? lr * cfg_.weight_decay : 0.0f;
@@ -59,13 +61,15 @@ void AdamW::load_state(const std::function<Tensor(const std::string&)>& get, int
 }
 
 float lr_at(const OptimConfig& cfg, int64_t step, int64_t total_steps) {
-  if (step < cfg.warmup_steps) return cfg.lr * static_cast<float>(step + 1) / static_cast<float>(cfg.warmup_steps);
+  if (step < cfg.warmup_steps)
+    return cfg.lr * static_cast<float>(step + 1) / static_cast<float>(cfg.warmup_steps);
   if (cfg.decay == "constant") return cfg.lr;
   const int64_t end = cfg.decay_steps > 0 ? cfg.decay_steps : total_steps;
   if (step >= end || end <= cfg.warmup_steps) return cfg.min_lr;
-  const double progress = static_cast<double>(step - cfg.warmup_steps) /
-                          static_cast<double>(end - cfg.warmup_steps);
-  const double coeff = cfg.decay == "cosine" ? 0.5 * (1.0 + std::cos(M_PI * progress)) : 1.0 - progress;
+  const double progress =
+      static_cast<double>(step - cfg.warmup_steps) / static_cast<double>(end - cfg.warmup_steps);
+  const double coeff =
+      cfg.decay == "cosine" ? 0.5 * (1.0 + std::cos(M_PI * progress)) : 1.0 - progress;
   return static_cast<float>(cfg.min_lr + coeff * (cfg.lr - cfg.min_lr));
 }
 

@@ -1,4 +1,5 @@
-// activation: argument checks and device dispatch of the public kernels (core/kernels/activation.h).
+// activation: argument checks and device dispatch of the public kernels
+// (core/kernels/activation.h).
 #include "core/kernels/activation.h"
 
 #include "core/kernels/cpu/cpu_kernels.h"
@@ -24,8 +25,10 @@ void swiglu_forward(ExecContext& ctx, Tensor& y, const Tensor& gate, const Tenso
   cpu::swiglu_forward(ctx, y, gate, up);
 }
 
-void swiglu_backward(ExecContext& ctx, Tensor& dgate, Tensor& dup, const Tensor& dy, const Tensor& gate, const Tensor& up) {
-  KernelArgs args(ctx, "swiglu_backward", {{&dgate, "dgate"}, {&dup, "dup"}, {&dy, "dy"}, {&gate, "gate"}, {&up, "up"}});
+void swiglu_backward(ExecContext& ctx, Tensor& dgate, Tensor& dup, const Tensor& dy,
+                     const Tensor& gate, const Tensor& up) {
+  KernelArgs args(ctx, "swiglu_backward",
+                  {{&dgate, "dgate"}, {&dup, "dup"}, {&dy, "dy"}, {&gate, "gate"}, {&up, "up"}});
   args.require_cpu();
   cpu::swiglu_backward(ctx, dgate, dup, dy, gate, up);
 }

@@ -13,7 +13,7 @@ void gelu_backward(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor&
 // y = silu(gate) * up, all (N, F).
 void swiglu_forward(ExecContext& ctx, Tensor& y, const Tensor& gate, const Tensor& up);
 // dgate, dup (N, F) overwritten.
-void swiglu_backward(ExecContext& ctx, Tensor& dgate, Tensor& dup, const Tensor& dy, const Tensor& gate,
-                     const Tensor& up);
+void swiglu_backward(ExecContext& ctx, Tensor& dgate, Tensor& dup, const Tensor& dy,
+                     const Tensor& gate, const Tensor& up);
 
 }  // namespace braid

@@ -6,14 +6,27 @@
 
 namespace braid {
 
-void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v) {
-  KernelArgs args(ctx, "attention_forward", {{&out, "out"}, {&lse, "lse"}, {&q, "q"}, {&k, "k"}, {&v, "v"}});
+void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
+                       const Tensor& v) {
+  KernelArgs args(ctx, "attention_forward",
+                  {{&out, "out"}, {&lse, "lse"}, {&q, "q"}, {&k, "k"}, {&v, "v"}});
   args.require_cpu();
   cpu::attention_forward(ctx, out, lse, q, k, v);
 }
 
-void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse) {
-  KernelArgs args(ctx, "attention_backward", {{&dq, "dq"}, {&dk, "dk"}, {&dv, "dv"}, {&dout, "dout"}, {&q, "q"}, {&k, "k"}, {&v, "v"}, {&out, "out"}, {&lse, "lse"}});
+void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
+                        const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                        const Tensor& lse) {
+  KernelArgs args(ctx, "attention_backward",
+                  {{&dq, "dq"},
+                   {&dk, "dk"},
+                   {&dv, "dv"},
+                   {&dout, "dout"},
+                   {&q, "q"},
+                   {&k, "k"},
+                   {&v, "v"},
+                   {&out, "out"},
+                   {&lse, "lse"}});
   args.require_cpu();
   cpu::attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse);
 }

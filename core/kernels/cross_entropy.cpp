@@ -1,4 +1,5 @@
-// cross_entropy: argument checks and device dispatch of the public kernels (core/kernels/cross_entropy.h).
+// cross_entropy: argument checks and device dispatch of the public kernels
+// (core/kernels/cross_entropy.h).
 #include "core/kernels/cross_entropy.h"
 
 #include "core/kernels/cpu/cpu_kernels.h"
@@ -6,8 +7,12 @@
 
 namespace braid {
 
-void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw, const Tensor& x, const Tensor& w, const Tensor& targets, float grad_scale) {
-  KernelArgs args(ctx, "lm_head_cross_entropy", {{&losses, "losses"}, {&dx, "dx"}, {&dw, "dw"}, {&x, "x"}, {&w, "w"}, {&targets, "targets"}});
+void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw,
+                           const Tensor& x, const Tensor& w, const Tensor& targets,
+                           float grad_scale) {
+  KernelArgs args(
+      ctx, "lm_head_cross_entropy",
+      {{&losses, "losses"}, {&dx, "dx"}, {&dw, "dw"}, {&x, "x"}, {&w, "w"}, {&targets, "targets"}});
   args.require_cpu();
   cpu::lm_head_cross_entropy(ctx, losses, dx, dw, x, w, targets, grad_scale);
 }

@@ -19,8 +19,9 @@ struct LossSum {
 // backward in one pass, since the loss is the end of the graph; undefined dw: a frozen head, no
 // weight-gradient GEMM). Ignored rows contribute nothing.
 // Throws on a target outside [-1, V).
-void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw, const Tensor& x,
-                           const Tensor& w, const Tensor& targets, float grad_scale);
+void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw,
+                           const Tensor& x, const Tensor& w, const Tensor& targets,
+                           float grad_scale);
 
 // The sum (in double, in row order) of losses (N) over rows whose target (N, i32) is not -1.
 LossSum loss_sum(ExecContext& ctx, const Tensor& losses, const Tensor& targets);

@@ -17,7 +17,8 @@ namespace braid {
 class KernelArgs {
  public:
   using Arg = std::pair<const Tensor*, const char*>;
-  KernelArgs(ExecContext& ctx, const char* op, std::initializer_list<Arg> args) : ctx_(ctx), op_(op) {
+  KernelArgs(ExecContext& ctx, const char* op, std::initializer_list<Arg> args)
+      : ctx_(ctx), op_(op) {
     for (const Arg& a : args) check(*a.first, a.second);
   }
   template <typename T>

@@ -1,4 +1,5 @@
-// elementwise: argument checks and device dispatch of the public kernels (core/kernels/elementwise.h).
+// elementwise: argument checks and device dispatch of the public kernels
+// (core/kernels/elementwise.h).
 #include "core/kernels/elementwise.h"
 
 #include "core/kernels/cpu/cpu_kernels.h"

@@ -6,14 +6,18 @@
 
 namespace braid {
 
-void embedding_forward(ExecContext& ctx, Tensor& out, const Tensor& tokens, const Tensor& wte, const Tensor& wpe, int64_t pos_offset) {
-  KernelArgs args(ctx, "embedding_forward", {{&out, "out"}, {&tokens, "tokens"}, {&wte, "wte"}, {&wpe, "wpe"}});
+void embedding_forward(ExecContext& ctx, Tensor& out, const Tensor& tokens, const Tensor& wte,
+                       const Tensor& wpe, int64_t pos_offset) {
+  KernelArgs args(ctx, "embedding_forward",
+                  {{&out, "out"}, {&tokens, "tokens"}, {&wte, "wte"}, {&wpe, "wpe"}});
   args.require_cpu();
   cpu::embedding_forward(ctx, out, tokens, wte, wpe, pos_offset);
 }
 
-void embedding_backward(ExecContext& ctx, Tensor& dwte, Tensor& dwpe, const Tensor& dout, const Tensor& tokens, int64_t pos_offset) {
-  KernelArgs args(ctx, "embedding_backward", {{&dwte, "dwte"}, {&dwpe, "dwpe"}, {&dout, "dout"}, {&tokens, "tokens"}});
+void embedding_backward(ExecContext& ctx, Tensor& dwte, Tensor& dwpe, const Tensor& dout,
+                        const Tensor& tokens, int64_t pos_offset) {
+  KernelArgs args(ctx, "embedding_backward",
+                  {{&dwte, "dwte"}, {&dwpe, "dwpe"}, {&dout, "dout"}, {&tokens, "tokens"}});
   args.require_cpu();
   cpu::embedding_backward(ctx, dwte, dwpe, dout, tokens, pos_offset);
 }

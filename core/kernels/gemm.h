@@ -16,14 +16,14 @@ namespace braid {
 // Multi-threaded over the process's OpenMP threads; when called from inside an OpenMP
 // parallel region it runs on the calling thread only.
 // The context's GEMM plan picks the library; the call is charged to its profiler.
-void gemm_f32(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-              const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-              int64_t ldc);
+void gemm_f32(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+              float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
+              float* C, int64_t ldc);
 
 // Same contract with bf16 inputs and f32 accumulation/output.
-void gemm_bf16(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-               const bf16* A, int64_t lda, const bf16* B, int64_t ldb, float beta, float* C,
-               int64_t ldc);
+void gemm_bf16(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+               float alpha, const bf16* A, int64_t lda, const bf16* B, int64_t ldb, float beta,
+               float* C, int64_t ldc);
 
 // Which implementation a plan runs ("onednn", "openblas", "reference"), for logs.
 std::string gemm_backend_name(const GemmPlan& plan);

@@ -8,9 +8,11 @@ namespace braid {
 // x: (N, IN); w: (OUT, IN) (PyTorch nn.Linear layout); b: (OUT) or undefined; y: (N, OUT).
 void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b);
 // dx (N, IN) = dy W, overwritten (accumulate=false) or added (accumulate=true).
-void linear_backward_input(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor& w, bool accumulate = false);
+void linear_backward_input(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor& w,
+                           bool accumulate = false);
 // dw (OUT, IN) += dy^T x; db (OUT) += column sums of dy (skipped when db is undefined).
 // Separate so that pipeline schedules can defer it.
-void linear_backward_weight(ExecContext& ctx, Tensor& dw, Tensor& db, const Tensor& dy, const Tensor& x);
+void linear_backward_weight(ExecContext& ctx, Tensor& dw, Tensor& db, const Tensor& dy,
+                            const Tensor& x);
 
 }  // namespace braid

@@ -6,7 +6,8 @@
 
 namespace braid {
 
-void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tensor& g, const AdamWStep& s) {
+void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tensor& g,
+                  const AdamWStep& s) {
   KernelArgs args(ctx, "adamw_update", {{&w, "w"}, {&m, "m"}, {&v, "v"}, {&g, "g"}});
   args.require_cpu();
   cpu::adamw_update(ctx, w, m, v, g, s);

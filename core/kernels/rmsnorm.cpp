@@ -6,14 +6,17 @@
 
 namespace braid {
 
-void rmsnorm_forward(ExecContext& ctx, Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& w, float eps) {
+void rmsnorm_forward(ExecContext& ctx, Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& w,
+                     float eps) {
   KernelArgs args(ctx, "rmsnorm_forward", {{&y, "y"}, {&rstd, "rstd"}, {&x, "x"}, {&w, "w"}});
   args.require_cpu();
   cpu::rmsnorm_forward(ctx, y, rstd, x, w, eps);
 }
 
-void rmsnorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd) {
-  KernelArgs args(ctx, "rmsnorm_backward", {{&dx, "dx"}, {&dw, "dw"}, {&dy, "dy"}, {&x, "x"}, {&w, "w"}, {&rstd, "rstd"}});
+void rmsnorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, const Tensor& dy, const Tensor& x,
+                      const Tensor& w, const Tensor& rstd) {
+  KernelArgs args(ctx, "rmsnorm_backward",
+                  {{&dx, "dx"}, {&dw, "dw"}, {&dy, "dy"}, {&x, "x"}, {&w, "w"}, {&rstd, "rstd"}});
   args.require_cpu();
   cpu::rmsnorm_backward(ctx, dx, dw, dy, x, w, rstd);
 }

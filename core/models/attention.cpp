@@ -34,7 +34,9 @@ SelfAttention::SelfAttention(ExecContext& ctx, const ModelConfig& cfg, const std
 void SelfAttention::project(ExecContext& ctx, const Tensor& x, MicroBatch* mb, InferState* st,
                             Tensor& q, Tensor& k, Tensor& v) {
   const int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2);
-  auto run = [&](size_t slot) { return mb ? child(slot).forward(x, *mb) : child(slot).infer(x, *st); };
+  auto run = [&](size_t slot) {
+    return mb ? child(slot).forward(x, *mb) : child(slot).infer(x, *st);
+  };
   const int64_t pos = st ? st->pos : 0;
   if (llama_) {
     q = run(0).view({B, T, n_head_, head_dim_});

@@ -9,16 +9,15 @@ std::string block_path(const ModelConfig& cfg, int layer) {
   return (cfg.is_llama() ? "model.layers." : "transformer.h.") + std::to_string(layer);
 }
 
-Block::Block(ExecContext& ctx, const ModelConfig& cfg, int layer)
-    : Module(block_path(cfg, layer)) {
+Block::Block(ExecContext& ctx, const ModelConfig& cfg, int layer) : Module(block_path(cfg, layer)) {
   const std::string& p = path();
   if (cfg.is_llama()) {
     add_slot("input_layernorm",
              std::make_unique<RMSNorm>(ctx, p + ".input_layernorm", cfg.n_embd, cfg.norm_eps));
     add_slot("self_attn", std::make_unique<SelfAttention>(ctx, cfg, p + ".self_attn", layer));
-    add_slot("post_attention_layernorm",
-             std::make_unique<RMSNorm>(ctx, p + ".post_attention_layernorm", cfg.n_embd,
-                                       cfg.norm_eps));
+    add_slot(
+        "post_attention_layernorm",
+        std::make_unique<RMSNorm>(ctx, p + ".post_attention_layernorm", cfg.n_embd, cfg.norm_eps));
   } else {
     add_slot("ln_1", std::make_unique<LayerNorm>(ctx, p + ".ln_1", cfg.n_embd, cfg.norm_eps));
     add_slot("attn", std::make_unique<SelfAttention>(ctx, cfg, p + ".attn", layer));

@@ -10,7 +10,8 @@
 namespace braid {
 
 int32_t sample_token(const float* logits, int64_t V, float temperature, int top_k, double u) {
-  if (temperature <= 0.0f) return static_cast<int32_t>(std::max_element(logits, logits + V) - logits);
+  if (temperature <= 0.0f)
+    return static_cast<int32_t>(std::max_element(logits, logits + V) - logits);
   std::vector<int32_t> idx(static_cast<size_t>(V));
   std::iota(idx.begin(), idx.end(), 0);
   int64_t k = (top_k > 0 && top_k < V) ? top_k : V;
@@ -34,8 +35,8 @@ int32_t sample_token(const float* logits, int64_t V, float temperature, int top_
   return idx[k - 1];
 }
 
-std::vector<int32_t> generate(ExecContext& ctx, Transformer& model, const std::vector<int32_t>& prompt,
-                              const SampleOptions& opt,
+std::vector<int32_t> generate(ExecContext& ctx, Transformer& model,
+                              const std::vector<int32_t>& prompt, const SampleOptions& opt,
                               const std::function<void(int32_t)>& on_token) {
   const ModelConfig& cfg = model.config();
   BRAID_USER_CHECK(!prompt.empty(), "the prompt encodes to no tokens; give a non-empty prompt");
@@ -45,16 +46,16 @@ std::vector<int32_t> generate(ExecContext& ctx, Transformer& model, const std::v
   for (int32_t t : prompt)
     BRAID_USER_CHECK(t >= 0 && t < cfg.vocab_size, "prompt token {} is outside the vocabulary ({})",
                      t, cfg.vocab_size);
-  const int64_t max_len =
-      std::min<int64_t>(cfg.context_length, static_cast<int64_t>(prompt.size()) + opt.max_new_tokens);
+  const int64_t max_len = std::min<int64_t>(
+      cfg.context_length, static_cast<int64_t>(prompt.size()) + opt.max_new_tokens);
   KVCache cache = model.make_cache(ctx, max_len);
   Tensor p = Tensor::from_vector_i32(prompt, {1, static_cast<int64_t>(prompt.size())});
   Tensor logits = model.decode(ctx, p, cache);
   Rng rng(opt.seed);
   std::vector<int32_t> out;
   for (int i = 0; i < opt.max_new_tokens; ++i) {
-    const int32_t next = sample_token(logits.f32(), cfg.vocab_size, opt.temperature, opt.top_k,
-                                      rng.next_double());
+    const int32_t next =
+        sample_token(logits.f32(), cfg.vocab_size, opt.temperature, opt.top_k, rng.next_double());
     out.push_back(next);
     if (on_token) on_token(next);
     if (i + 1 == opt.max_new_tokens || cache.len >= max_len) break;  // done, or context full

@@ -18,8 +18,8 @@ struct SampleOptions {
 
 // Samples up to max_new_tokens after the prompt (stops early at the context length).
 // on_token is called with each new token as it is produced (streaming output).
-std::vector<int32_t> generate(ExecContext& ctx, Transformer& model, const std::vector<int32_t>& prompt,
-                              const SampleOptions& opt,
+std::vector<int32_t> generate(ExecContext& ctx, Transformer& model,
+                              const std::vector<int32_t>& prompt, const SampleOptions& opt,
                               const std::function<void(int32_t)>& on_token = {});
 
 // Picks a token from logits (V) with temperature and top-k; u is a uniform draw in [0, 1).

@@ -20,7 +20,8 @@ struct KVCache {
           int64_t head_dim)
       : layers(static_cast<size_t>(n_layer)), max_len(max_len_) {
     for (int i = first; i < last; ++i)
-      layers[i] = {ctx.zeros({max_len_, kv_heads, head_dim}), ctx.zeros({max_len_, kv_heads, head_dim})};
+      layers[i] = {ctx.zeros({max_len_, kv_heads, head_dim}),
+                   ctx.zeros({max_len_, kv_heads, head_dim})};
   }
 };
 

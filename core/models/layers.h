@@ -15,7 +15,7 @@ class Linear : public Module {
   Linear(ExecContext& ctx, const std::string& path, int64_t in_features, int64_t out_features,
          bool bias);
 
-  Tensor forward(const Tensor& x, MicroBatch& mb) override;   // x: (..., in) -> (..., out)
+  Tensor forward(const Tensor& x, MicroBatch& mb) override;  // x: (..., in) -> (..., out)
   // dx now; the weight gradient inline or, when mb defers weight gradients, queued on mb.
   Tensor backward(const Tensor& dy, MicroBatch& mb) override;  // dy: (..., out) -> (..., in)
   Tensor infer(const Tensor& x, InferState& st) override;
@@ -67,8 +67,8 @@ class RMSNorm : public Module {
 // undefined tensor (nothing comes before it). infer starts at position st.pos.
 class Embedding : public Module {
  public:
-  Embedding(ExecContext& ctx, const std::string& path, const std::string& token_name,
-            int64_t vocab, int64_t dim, const std::string& position_name, int64_t positions);
+  Embedding(ExecContext& ctx, const std::string& path, const std::string& token_name, int64_t vocab,
+            int64_t dim, const std::string& position_name, int64_t positions);
   Tensor forward(const Tensor& tokens, MicroBatch& mb) override;
   Tensor backward(const Tensor& dx, MicroBatch& mb) override;
   Tensor infer(const Tensor& tokens, InferState& st) override;

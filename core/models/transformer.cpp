@@ -33,11 +33,14 @@ Transformer::Transformer(ExecContext& ctx, const ModelConfig& cfg, BlockRange ra
     add_slot(llama ? "embed_tokens" : "wte", std::move(e));
   }
   block_slot0_ = num_slots();
-  for (int l = first_; l < last_; ++l) add_slot(std::to_string(l), std::make_unique<Block>(ctx, cfg, l));
+  for (int l = first_; l < last_; ++l)
+    add_slot(std::to_string(l), std::make_unique<Block>(ctx, cfg, l));
   if (last_ == cfg.n_layer) {
     std::unique_ptr<Module> n;
-    if (llama) n = std::make_unique<RMSNorm>(ctx, "model.norm", cfg.n_embd, cfg.norm_eps);
-    else n = std::make_unique<LayerNorm>(ctx, "transformer.ln_f", cfg.n_embd, cfg.norm_eps);
+    if (llama)
+      n = std::make_unique<RMSNorm>(ctx, "model.norm", cfg.n_embd, cfg.norm_eps);
+    else
+      n = std::make_unique<LayerNorm>(ctx, "transformer.ln_f", cfg.n_embd, cfg.norm_eps);
     final_norm_ = n.get();
     add_slot(llama ? "norm" : "ln_f", std::move(n));
     if (!cfg.tied()) {
@@ -79,7 +82,8 @@ Parameter& Transformer::head_weight() {
 void Transformer::init_weights() {
   const float resid_std = cfg_.init_std / std::sqrt(2.0f * static_cast<float>(cfg_.n_layer));
   auto ends_with = [](const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return s.size() >= suffix.size() &&
+           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   for (Parameter* p : params_) {
     const std::string& n = p->name;
@@ -90,8 +94,8 @@ void Transformer::init_weights() {
       continue;
     }
     const bool residual_out = ends_with(n, "attn.c_proj.weight") ||
-                              ends_with(n, "mlp.c_proj.weight") ||
-                              ends_with(n, "o_proj.weight") || ends_with(n, "down_proj.weight");
+                              ends_with(n, "mlp.c_proj.weight") || ends_with(n, "o_proj.weight") ||
+                              ends_with(n, "down_proj.weight");
     fill_normal(p->value, residual_out ? resid_std : cfg_.init_std, cfg_.seed, hash_string(n));
   }
 }

@@ -88,7 +88,9 @@ TEST(Contract, TwoContextsInOneProcessDoNotInterfere) {
 class FakeCudaAllocator final : public Allocator {
  public:
   Device device() const override { return Device::cuda(0); }
-  void* allocate(size_t bytes, MemCategory) override { return std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64); }
+  void* allocate(size_t bytes, MemCategory) override {
+    return std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+  }
   void deallocate(void* p, size_t, MemCategory) override { std::free(p); }
   MemoryStats stats() const override { return {}; }
 };
@@ -102,7 +104,8 @@ TEST(Contract, CudaTensorsReachNoCudaKernelError) {
   EXPECT_EQ(x.device(), Device::cuda(0));
   kernel_test::expect_error_with([&] { linear_forward(cuda, y, x, w, Tensor()); },
                                  {"no CUDA kernel", "linear_forward"});
-  kernel_test::expect_error_with([&] { add_inplace(cuda, x, x); }, {"no CUDA kernel", "add_inplace"});
+  kernel_test::expect_error_with([&] { add_inplace(cuda, x, x); },
+                                 {"no CUDA kernel", "add_inplace"});
   // A device tensor given to a host context, and a host tensor given to a device context.
   Tensor hx = kernel_test::random_tensor({4, 3}, 1), hy = Tensor::empty({4, 2});
   kernel_test::expect_error_with([&] { linear_forward(test_ctx(), hy, hx, w, Tensor()); },
@@ -133,8 +136,8 @@ TEST_P(ContractFamily, DeferredWeightGradientsEqualInline) {
   // Really deferred: every linear queued its weight GEMM and no linear weight has a gradient.
   const size_t linears = cfg.n_layer * (cfg.is_llama() ? 7 : 4);
   EXPECT_EQ(b.deferred(), linears);
-  const std::string probe =
-      cfg.is_llama() ? "model.layers.0.self_attn.q_proj.weight" : "transformer.h.0.attn.c_attn.weight";
+  const std::string probe = cfg.is_llama() ? "model.layers.0.self_attn.q_proj.weight"
+                                           : "transformer.h.0.attn.c_attn.weight";
   EXPECT_FALSE(defer_m.find_parameter(probe)->has_grad());
   b.run_deferred();
   EXPECT_EQ(b.deferred(), 0u);
@@ -241,7 +244,8 @@ TEST_P(ContractFamily, PassWrapsEveryLinearForTrainingAndDecoding) {
   plain.init_weights();
   wrapped.init_weights();
   // Addressable by HF path, the wrapper first.
-  const std::string path = cfg.is_llama() ? "model.layers.1.self_attn.q_proj" : "transformer.h.1.attn.c_attn";
+  const std::string path =
+      cfg.is_llama() ? "model.layers.1.self_attn.q_proj" : "transformer.h.1.attn.c_attn";
   EXPECT_NE(dynamic_cast<Counting*>(wrapped.find(path)), nullptr);
   EXPECT_TRUE(is_linear(*plain.find(path)));
 
@@ -342,13 +346,15 @@ TEST_P(ContractFamily, PipelineStagesEqualTheWholeModel) {
     Parameter* replica = st[2]->tied_embedding();
     ASSERT_TRUE(first && replica && replica->replica && !first->replica);
     EXPECT_EQ(st[1]->tied_embedding(), nullptr);
-    EXPECT_TRUE(kernel_test::bitwise_equal(first->value, replica->value));  // same init from the same name
+    EXPECT_TRUE(
+        kernel_test::bitwise_equal(first->value, replica->value));  // same init from the same name
     replica->value = first->value;
     replica->bind_grad(first->grad());
   }
   LossSum whole_loss, stage_loss;
   for (int m = 0; m < 2; ++m) {
-    const Tensor tok = tokens_of(2, 6, cfg.vocab_size, 30 + m), tgt = tokens_of(2, 6, cfg.vocab_size, 40 + m);
+    const Tensor tok = tokens_of(2, 6, cfg.vocab_size, 30 + m),
+                 tgt = tokens_of(2, 6, cfg.vocab_size, 40 + m);
     MicroBatch w(ctx);
     whole_loss.sum += whole.forward_backward(w, tok, tgt, 0.05f).sum;
     MicroBatch m0(ctx), m1(ctx), m2(ctx);
@@ -358,7 +364,8 @@ TEST_P(ContractFamily, PipelineStagesEqualTheWholeModel) {
     // Evaluation on stages equals the whole model's.
     const LossSum we = whole.forward_loss(ctx, tok, tgt);
     const LossSum se = st[2]->loss_eval(
-        ctx, st[2]->forward_eval(ctx, st[1]->forward_eval(ctx, st[0]->forward_eval(ctx, tok))), tgt);
+        ctx, st[2]->forward_eval(ctx, st[1]->forward_eval(ctx, st[0]->forward_eval(ctx, tok))),
+        tgt);
     EXPECT_EQ(we.sum, se.sum);
   }
   EXPECT_EQ(whole_loss.sum, stage_loss.sum);
@@ -407,8 +414,10 @@ TEST(Contract, StageWithoutTheHeadRefusesTheLoss) {
   MicroBatch mb(test_ctx());
   const Tensor tok = tokens_of(1, 4, cfg.vocab_size, 1);
   Tensor h = s0.forward(tok, mb);
-  kernel_test::expect_error_with([&] { s0.loss(h, tok, 1.0f, mb); }, {"loss()", "without the LM head"});
-  kernel_test::expect_error_with([&] { s0.backward(Tensor(), mb); }, {"without an output gradient"});
+  kernel_test::expect_error_with([&] { s0.loss(h, tok, 1.0f, mb); },
+                                 {"loss()", "without the LM head"});
+  kernel_test::expect_error_with([&] { s0.backward(Tensor(), mb); },
+                                 {"without an output gradient"});
 }
 
 TEST(ShardSpec, FusedBlocksSplitWithinEachBlock) {
@@ -436,8 +445,11 @@ TEST(ShardSpec, FusedBlocksSplitWithinEachBlock) {
   EXPECT_EQ(c2.shape(), (Shape{2, 2}));
   EXPECT_EQ(c2.f32()[0], 4.0f);
   EXPECT_EQ(c2.f32()[2], 10.0f);
-  kernel_test::expect_error_with([&] { ShardSpec{0, 3, {4, 4, 4}}.validate(full.shape(), "c_attn"); },
-                                 {"c_attn", "does not split into 3"});
+  kernel_test::expect_error_with(
+      [&] {
+        ShardSpec{0, 3, {4, 4, 4}}.validate(full.shape(), "c_attn");
+      },
+      {"c_attn", "does not split into 3"});
 }
 
 }  // namespace

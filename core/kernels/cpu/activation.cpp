@@ -5,11 +5,10 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 
-#include "core/kernels/cpu/cpu_kernels.h"
-
 #include <algorithm>
 
 #include "core/kernels/cpu/cpu_checks.h"
+#include "core/kernels/cpu/cpu_kernels.h"
 #include "core/kernels/cpu/fast_math.h"
 #include "core/profile.h"
 
@@ -113,8 +112,8 @@ void swiglu_forward(ExecContext& ctx, Tensor& y, const Tensor& gate, const Tenso
     swiglu_forward_span(yp + s, g + s, u + s, std::min(kSpan, n - s));
 }
 
-void swiglu_backward(ExecContext& ctx, Tensor& dgate, Tensor& dup, const Tensor& dy, const Tensor& gate,
-                     const Tensor& up) {
+void swiglu_backward(ExecContext& ctx, Tensor& dgate, Tensor& dup, const Tensor& dy,
+                     const Tensor& gate, const Tensor& up) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Activation);
   cpu::check_f32(gate, "swiglu_backward", "gate");
   cpu::check_f32(up, "swiglu_backward", "up");

@@ -4,13 +4,12 @@
 // whose score block (rows x visible keys) lives in a per-thread scratch buffer. The block
 // products use cpu::small_gemm (single-threaded register-tiled), because oneDNN's sgemm ran
 // these small shapes at well under half its large-GEMM rate.
-#include "core/kernels/cpu/cpu_kernels.h"
-
 #include <cmath>
 #include <cstring>
 
-#include "core/kernels/cpu/vec_math.h"
+#include "core/kernels/cpu/cpu_kernels.h"
 #include "core/kernels/cpu/small_gemm.h"
+#include "core/kernels/cpu/vec_math.h"
 #include "core/profile.h"
 
 namespace braid {
@@ -46,8 +45,8 @@ AttnDims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tenso
   BRAID_CHECK(k.dim(0) == d.B && k.dim(3) == d.D, "{}: k {} does not match q {}", op,
               shape_str(k.shape()), shape_str(q.shape()));
   check_shape(v, k.shape(), "v");
-  BRAID_CHECK(d.Hkv > 0 && d.Hq % d.Hkv == 0, "{}: {} query heads are not a multiple of {} kv heads",
-              op, d.Hq, d.Hkv);
+  BRAID_CHECK(d.Hkv > 0 && d.Hq % d.Hkv == 0,
+              "{}: {} query heads are not a multiple of {} kv heads", op, d.Hq, d.Hkv);
   BRAID_CHECK(d.Tq <= d.Tk, "{}: {} query rows but only {} keys", op, d.Tq, d.Tk);
   return d;
 }
@@ -70,8 +69,8 @@ void transpose_head(float* kt, const float* k_head, int64_t Tk, int64_t D, int64
 constexpr int64_t kPanel = 6;
 
 // s (rows, *) = alpha * a (rows, D) @ bt (D, *), each panel only up to its visible keys.
-void causal_scores(int64_t rows, int64_t base, int64_t D, float alpha, const float* a,
-                   int64_t lda, const float* bt, int64_t ldbt, float* s, int64_t lds) {
+void causal_scores(int64_t rows, int64_t base, int64_t D, float alpha, const float* a, int64_t lda,
+                   const float* bt, int64_t ldbt, float* s, int64_t lds) {
   for (int64_t r0 = 0; r0 < rows; r0 += kPanel) {
     const int64_t pr = std::min(kPanel, rows - r0);
     cpu::small_gemm(pr, base + r0 + pr, D, alpha, a + r0 * lda, lda, 1, bt, ldbt, false,
@@ -84,8 +83,8 @@ void causal_rows_product(int64_t rows, int64_t base, int64_t D, const float* p, 
                          const float* x, int64_t ldx, float* c, int64_t ldc) {
   for (int64_t r0 = 0; r0 < rows; r0 += kPanel) {
     const int64_t pr = std::min(kPanel, rows - r0);
-    cpu::small_gemm(pr, D, base + r0 + pr, 1.0f, p + r0 * ldp, ldp, 1, x, ldx, false,
-                    c + r0 * ldc, ldc);
+    cpu::small_gemm(pr, D, base + r0 + pr, 1.0f, p + r0 * ldp, ldp, 1, x, ldx, false, c + r0 * ldc,
+                    ldc);
   }
 }
 
@@ -118,11 +117,11 @@ void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor&
   if (out.numel() == 0) return;
 
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.D));
-  const float* qp = q.f32();   // q: (B, Tq, Hq, D)
-  const float* kp = k.f32();   // k: (B, Tk, Hkv, D)
-  const float* vp = v.f32();   // v: (B, Tk, Hkv, D)
-  float* op_ = out.f32();      // out: (B, Tq, Hq, D)
-  float* lsep = lse.f32();     // lse: (B, Hq, Tq)
+  const float* qp = q.f32();  // q: (B, Tq, Hq, D)
+  const float* kp = k.f32();  // k: (B, Tk, Hkv, D)
+  const float* vp = v.f32();  // v: (B, Tk, Hkv, D)
+  float* op_ = out.f32();     // out: (B, Tq, Hq, D)
+  float* lsep = lse.f32();    // lse: (B, Hq, Tq)
   const int64_t pairs = d.B * d.Hq;
   const int64_t ldq = d.q_stride(), ldk = d.kv_stride();
 
@@ -158,8 +157,9 @@ void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor&
   }
 }
 
-void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout, const Tensor& q,
-                        const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse) {
+void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
+                        const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                        const Tensor& lse) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Attention);
   const char* op = "attention_backward";
   const AttnDims d = check_qkv(op, q, k, v);
@@ -182,15 +182,15 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
   }
 
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.D));
-  const float* qp = q.f32();       // q: (B, Tq, Hq, D)
-  const float* kp = k.f32();       // k: (B, Tk, Hkv, D)
-  const float* vp = v.f32();       // v: (B, Tk, Hkv, D)
-  const float* outp = out.f32();   // out: (B, Tq, Hq, D)
-  const float* doutp = dout.f32(); // dout: (B, Tq, Hq, D)
-  const float* lsep = lse.f32();   // lse: (B, Hq, Tq)
-  float* dqp = dq.f32();           // dq: (B, Tq, Hq, D)
-  float* dkp = dk.f32();           // dk: (B, Tk, Hkv, D)
-  float* dvp = dv.f32();           // dv: (B, Tk, Hkv, D)
+  const float* qp = q.f32();        // q: (B, Tq, Hq, D)
+  const float* kp = k.f32();        // k: (B, Tk, Hkv, D)
+  const float* vp = v.f32();        // v: (B, Tk, Hkv, D)
+  const float* outp = out.f32();    // out: (B, Tq, Hq, D)
+  const float* doutp = dout.f32();  // dout: (B, Tq, Hq, D)
+  const float* lsep = lse.f32();    // lse: (B, Hq, Tq)
+  float* dqp = dq.f32();            // dq: (B, Tq, Hq, D)
+  float* dkp = dk.f32();            // dk: (B, Tk, Hkv, D)
+  float* dvp = dv.f32();            // dv: (B, Tk, Hkv, D)
   // One task per (batch, kv head): it owns that slice of dk and dv and loops over the query
   // heads sharing it in a fixed order, so the sums need no atomics and are deterministic.
   const int64_t pairs = d.B * d.Hkv;
@@ -200,7 +200,8 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
   {
     // p, ds: (kQueryBlock, Tk) recomputed probabilities and score gradients of one block;
     // kt, vt: (D, Tk) transposed keys and values of the kv head.
-    Tensor scratch = ctx.empty({2 * (kQueryBlock + d.D) * d.Tk}, DType::F32, MemCategory::Workspace);
+    Tensor scratch =
+        ctx.empty({2 * (kQueryBlock + d.D) * d.Tk}, DType::F32, MemCategory::Workspace);
     float* p = scratch.f32();
     float* ds = p + kQueryBlock * d.Tk;
     float* kt = ds + kQueryBlock * d.Tk;

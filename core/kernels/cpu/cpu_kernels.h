@@ -9,19 +9,25 @@
 #include "core/kernels/embedding.h"
 #include "core/kernels/layernorm.h"
 #include "core/kernels/linear.h"
+#include "core/kernels/optimizer.h"
 #include "core/kernels/rmsnorm.h"
 #include "core/kernels/rope.h"
-#include "core/kernels/optimizer.h"
 
 namespace braid::cpu {
 
 void gelu_forward(ExecContext& ctx, Tensor& y, const Tensor& x);
 void gelu_backward(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor& x);
 void swiglu_forward(ExecContext& ctx, Tensor& y, const Tensor& gate, const Tensor& up);
-void swiglu_backward(ExecContext& ctx, Tensor& dgate, Tensor& dup, const Tensor& dy, const Tensor& gate, const Tensor& up);
-void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v);
-void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse);
-void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw, const Tensor& x, const Tensor& w, const Tensor& targets, float grad_scale);
+void swiglu_backward(ExecContext& ctx, Tensor& dgate, Tensor& dup, const Tensor& dy,
+                     const Tensor& gate, const Tensor& up);
+void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
+                       const Tensor& v);
+void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
+                        const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                        const Tensor& lse);
+void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw,
+                           const Tensor& x, const Tensor& w, const Tensor& targets,
+                           float grad_scale);
 LossSum loss_sum(ExecContext& ctx, const Tensor& losses, const Tensor& targets);
 void add(ExecContext& ctx, Tensor& y, const Tensor& a, const Tensor& b);
 void add_inplace(ExecContext& ctx, Tensor& y, const Tensor& x);
@@ -30,17 +36,26 @@ double sum_squares(ExecContext& ctx, const Tensor& x);
 void split_columns(ExecContext& ctx, const std::vector<Tensor*>& parts, const Tensor& src);
 void concat_columns(ExecContext& ctx, Tensor& dst, const std::vector<const Tensor*>& parts);
 void copy_rows(ExecContext& ctx, Tensor& dst, int64_t row, const Tensor& src);
-void embedding_forward(ExecContext& ctx, Tensor& out, const Tensor& tokens, const Tensor& wte, const Tensor& wpe, int64_t pos_offset);
-void embedding_backward(ExecContext& ctx, Tensor& dwte, Tensor& dwpe, const Tensor& dout, const Tensor& tokens, int64_t pos_offset);
-void layernorm_forward(ExecContext& ctx, Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w, const Tensor& b, float eps);
-void layernorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd);
+void embedding_forward(ExecContext& ctx, Tensor& out, const Tensor& tokens, const Tensor& wte,
+                       const Tensor& wpe, int64_t pos_offset);
+void embedding_backward(ExecContext& ctx, Tensor& dwte, Tensor& dwpe, const Tensor& dout,
+                        const Tensor& tokens, int64_t pos_offset);
+void layernorm_forward(ExecContext& ctx, Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x,
+                       const Tensor& w, const Tensor& b, float eps);
+void layernorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dy,
+                        const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd);
 void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b);
-void linear_backward_input(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor& w, bool accumulate);
-void linear_backward_weight(ExecContext& ctx, Tensor& dw, Tensor& db, const Tensor& dy, const Tensor& x);
-void rmsnorm_forward(ExecContext& ctx, Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& w, float eps);
-void rmsnorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd);
+void linear_backward_input(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor& w,
+                           bool accumulate);
+void linear_backward_weight(ExecContext& ctx, Tensor& dw, Tensor& db, const Tensor& dy,
+                            const Tensor& x);
+void rmsnorm_forward(ExecContext& ctx, Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& w,
+                     float eps);
+void rmsnorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, const Tensor& dy, const Tensor& x,
+                      const Tensor& w, const Tensor& rstd);
 void rope_forward(ExecContext& ctx, Tensor& x, int64_t pos_offset, float theta);
 void rope_backward(ExecContext& ctx, Tensor& dx, int64_t pos_offset, float theta);
-void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tensor& g, const AdamWStep& s);
+void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tensor& g,
+                  const AdamWStep& s);
 
 }  // namespace braid::cpu

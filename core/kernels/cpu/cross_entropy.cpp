@@ -1,9 +1,8 @@
 // CPU softmax cross-entropy fused with the LM head, in row chunks so the (N, V) logits are
 // never stored whole.
-#include "core/kernels/cpu/cpu_kernels.h"
-
 #include <algorithm>
 
+#include "core/kernels/cpu/cpu_kernels.h"
 #include "core/kernels/cpu/vec_math.h"
 #include "core/kernels/gemm.h"
 #include "core/profile.h"
@@ -25,16 +24,17 @@ void check_input(const Tensor& t, DType dtype, const char* name) {
 // all of dw each time, so chunks must be long; the (rows, V) logits scratch bounds them.
 int64_t chunk_rows(int64_t n, int64_t vocab) {
   const int64_t scratch_floats = int64_t{1} << 22;  // 16 MiB
-  return std::min(n, std::clamp(scratch_floats / std::max<int64_t>(vocab, 1), int64_t{64},
-                                int64_t{512}));
+  return std::min(
+      n, std::clamp(scratch_floats / std::max<int64_t>(vocab, 1), int64_t{64}, int64_t{512}));
 }
 
 }  // namespace
 
 namespace cpu {
 
-void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw, const Tensor& x,
-                           const Tensor& w, const Tensor& targets, float grad_scale) {
+void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw,
+                           const Tensor& x, const Tensor& w, const Tensor& targets,
+                           float grad_scale) {
   KernelTimer timer(ctx.profiler(), KernelGroup::LmHead, Nested::Absorb);
   check_input(x, DType::F32, "x");
   check_input(w, DType::F32, "w");
@@ -56,10 +56,10 @@ void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor&
     }
   }
 
-  const float* xp = x.f32();           // x: (N, C)
-  const float* wp = w.f32();           // w: (V, C)
-  const int32_t* tp = targets.i32();   // targets: (N)
-  float* lossp = losses.f32();         // losses: (N)
+  const float* xp = x.f32();          // x: (N, C)
+  const float* wp = w.f32();          // w: (V, C)
+  const int32_t* tp = targets.i32();  // targets: (N)
+  float* lossp = losses.f32();        // losses: (N)
   // Validate every target before writing anything, so a bad batch leaves dw untouched.
   for (int64_t i = 0; i < N; ++i)
     BRAID_CHECK(tp[i] >= -1 && tp[i] < V,

@@ -1,12 +1,11 @@
 // CPU elementwise glue ops: residual add, in-place add and scale, sum of squares, column
 // splits and row copies.
-#include "core/kernels/cpu/cpu_kernels.h"
-
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "core/kernels/cpu/cpu_checks.h"
+#include "core/kernels/cpu/cpu_kernels.h"
 #include "core/profile.h"
 
 namespace braid {
@@ -79,8 +78,8 @@ void split_columns(ExecContext& ctx, const std::vector<Tensor*>& parts, const Te
   int64_t total = 0;
   for (const Tensor* p : parts) {
     cpu::check_f32(*p, op, "part");
-    BRAID_CHECK(p->ndim() == 2 && p->dim(0) == N, "{}: part {} does not have {} rows", op,
-                p->str(), N);
+    BRAID_CHECK(p->ndim() == 2 && p->dim(0) == N, "{}: part {} does not have {} rows", op, p->str(),
+                N);
     total += p->dim(1);
   }
   BRAID_CHECK(total == W, "{}: parts have {} columns, src has {}", op, total, W);
@@ -105,8 +104,8 @@ void concat_columns(ExecContext& ctx, Tensor& dst, const std::vector<const Tenso
   int64_t total = 0;
   for (const Tensor* p : parts) {
     cpu::check_f32(*p, op, "part");
-    BRAID_CHECK(p->ndim() == 2 && p->dim(0) == N, "{}: part {} does not have {} rows", op,
-                p->str(), N);
+    BRAID_CHECK(p->ndim() == 2 && p->dim(0) == N, "{}: part {} does not have {} rows", op, p->str(),
+                N);
     total += p->dim(1);
   }
   BRAID_CHECK(total == W, "{}: parts have {} columns, dst has {}", op, total, W);
@@ -133,10 +132,9 @@ void copy_rows(ExecContext& ctx, Tensor& dst, int64_t row, const Tensor& src) {
               src.str());
   const int64_t rows = src.dim(0);
   const int64_t row_elems = dst.dim(0) == 0 ? 0 : dst.numel() / dst.dim(0);
-  BRAID_CHECK((rows == 0 || src.numel() / rows == row_elems) && row >= 0 &&
-                  row + rows <= dst.dim(0),
-              "{}: src {} does not fit rows [{}, {}) of dst {}", op, src.str(), row, row + rows,
-              dst.str());
+  BRAID_CHECK(
+      (rows == 0 || src.numel() / rows == row_elems) && row >= 0 && row + rows <= dst.dim(0),
+      "{}: src {} does not fit rows [{}, {}) of dst {}", op, src.str(), row, row + rows, dst.str());
   if (src.nbytes())
     std::memcpy(static_cast<char*>(dst.raw()) + row * row_elems * dtype_size(dst.dtype()),
                 src.raw(), src.nbytes());

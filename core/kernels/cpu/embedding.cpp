@@ -1,18 +1,17 @@
 // CPU token + learned position embedding: gather forward, deterministic scatter-add backward.
-#include "core/kernels/cpu/cpu_kernels.h"
-
 #include <algorithm>
 #include <vector>
 
 #include "core/kernels/cpu/cpu_checks.h"
+#include "core/kernels/cpu/cpu_kernels.h"
 #include "core/profile.h"
 
 namespace braid {
 
 namespace cpu {
 
-void embedding_forward(ExecContext& ctx, Tensor& out, const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
-                       int64_t pos_offset) {
+void embedding_forward(ExecContext& ctx, Tensor& out, const Tensor& tokens, const Tensor& wte,
+                       const Tensor& wpe, int64_t pos_offset) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "embedding_forward";
   cpu::check_f32(out, op, "out");
@@ -60,8 +59,8 @@ void embedding_forward(ExecContext& ctx, Tensor& out, const Tensor& tokens, cons
 // dwte: positions are sorted by (token id, position) and each distinct token's rows are added
 // in position order by one thread; dwpe: each position sums its batch rows in order. Neither
 // order depends on the thread count, and no two threads write the same row.
-void embedding_backward(ExecContext& ctx, Tensor& dwte, Tensor& dwpe, const Tensor& dout, const Tensor& tokens,
-                        int64_t pos_offset) {
+void embedding_backward(ExecContext& ctx, Tensor& dwte, Tensor& dwpe, const Tensor& dout,
+                        const Tensor& tokens, int64_t pos_offset) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "embedding_backward";
   if (dwte.defined()) cpu::check_f32(dwte, op, "dwte");

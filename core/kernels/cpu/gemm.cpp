@@ -123,8 +123,7 @@ void gemm_f32(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N
               float* C, int64_t ldc) {
   BRAID_CHECK(ctx.device().is_cpu(), "gemm_f32 on {}: no CUDA GEMM yet", ctx.device().str());
   KernelTimer timer(ctx.profiler(), KernelGroup::Gemm);
-  gemm_f32_with(ctx.gemm().backend, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C,
-                ldc);
+  gemm_f32_with(ctx.gemm().backend, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void gemm_bf16(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,

@@ -9,7 +9,6 @@
 
 namespace braid {
 
-
 // The contract of gemm_f32 / gemm_bf16 (core/kernels/gemm.h) on one chosen backend. Native
 // bf16 where native_bf16_available(b) is false widens instead.
 void gemm_f32_with(GemmBackend b, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,

@@ -1,20 +1,19 @@
 // CPU LayerNorm over the last dimension, forward and backward (rows in parallel).
-#include "core/kernels/cpu/cpu_kernels.h"
-
 #include <algorithm>
 #include <cmath>
 #include <utility>
 
 #include "core/kernels/cpu/chunked_sum.h"
 #include "core/kernels/cpu/cpu_checks.h"
+#include "core/kernels/cpu/cpu_kernels.h"
 #include "core/profile.h"
 
 namespace braid {
 
 namespace cpu {
 
-void layernorm_forward(ExecContext& ctx, Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
-                       const Tensor& b, float eps) {
+void layernorm_forward(ExecContext& ctx, Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x,
+                       const Tensor& w, const Tensor& b, float eps) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "layernorm_forward";
   for (auto [t, name] : {std::pair{&y, "y"}, {&mean, "mean"}, {&rstd, "rstd"}})
@@ -58,8 +57,8 @@ void layernorm_forward(ExecContext& ctx, Tensor& y, Tensor& mean, Tensor& rstd, 
 //   dx = rstd (g - mean_c(g) - xhat mean_c(g xhat)),  dw += sum_rows dy xhat,  db += sum_rows dy.
 // dw/db are summed per fixed chunk of rows, then the chunk partials are added in chunk order,
 // so the result does not depend on the thread count.
-void layernorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dy, const Tensor& x,
-                        const Tensor& w, const Tensor& mean, const Tensor& rstd) {
+void layernorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dy,
+                        const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "layernorm_backward";
   cpu::check_f32(dx, op, "dx");
@@ -83,14 +82,14 @@ void layernorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, Tensor& db, co
   const int64_t chunk_rows = cpu::rows_per_chunk(N);
   const int64_t chunks = (N + chunk_rows - 1) / chunk_rows;
   // per chunk: dw then db partial sums
-  Tensor partial = weight_grads ? ctx.empty({chunks, 2, C}, DType::F32, MemCategory::Workspace)
-                                : Tensor();
-  const float* dyp = dy.f32();                     // dy: (N, C)
-  const float* xp = x.f32();                       // x: (N, C)
-  const float* wp = w.f32();                       // w: (C)
-  const float* mp = mean.f32();                    // mean: (N)
-  const float* rp = rstd.f32();                    // rstd: (N)
-  float* dxp = dx.f32();                           // dx: (N, C)
+  Tensor partial =
+      weight_grads ? ctx.empty({chunks, 2, C}, DType::F32, MemCategory::Workspace) : Tensor();
+  const float* dyp = dy.f32();                         // dy: (N, C)
+  const float* xp = x.f32();                           // x: (N, C)
+  const float* wp = w.f32();                           // w: (C)
+  const float* mp = mean.f32();                        // mean: (N)
+  const float* rp = rstd.f32();                        // rstd: (N)
+  float* dxp = dx.f32();                               // dx: (N, C)
   float* pp = weight_grads ? partial.f32() : nullptr;  // partial: (chunks, 2, C)
   const float inv_c = 1.0f / static_cast<float>(C);
 

@@ -1,10 +1,9 @@
 // CPU linear layer y = x W^T + b on top of gemm_f32; backward split into input and weight parts.
-#include "core/kernels/cpu/cpu_kernels.h"
-
 #include <algorithm>
 
 #include "core/kernels/cpu/chunked_sum.h"
 #include "core/kernels/cpu/cpu_checks.h"
+#include "core/kernels/cpu/cpu_kernels.h"
 #include "core/kernels/gemm.h"
 #include "core/profile.h"
 
@@ -12,7 +11,8 @@ namespace braid {
 
 namespace cpu {
 
-void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b) {
+void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& w,
+                    const Tensor& b) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "linear_forward";
   cpu::check_f32(y, op, "y");
@@ -42,7 +42,8 @@ void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& 
   gemm_f32(ctx, false, true, N, OUT, IN, 1.0f, x.f32(), IN, w.f32(), IN, beta, yp, OUT);
 }
 
-void linear_backward_input(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor& w, bool accumulate) {
+void linear_backward_input(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor& w,
+                           bool accumulate) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "linear_backward_input";
   cpu::check_f32(dx, op, "dx");
@@ -57,13 +58,14 @@ void linear_backward_input(ExecContext& ctx, Tensor& dx, const Tensor& dy, const
     if (!accumulate) dx.zero_();
     return;
   }
-  gemm_f32(ctx, false, false, N, IN, OUT, 1.0f, dy.f32(), OUT, w.f32(), IN, accumulate ? 1.0f : 0.0f,
-           dx.f32(), IN);
+  gemm_f32(ctx, false, false, N, IN, OUT, 1.0f, dy.f32(), OUT, w.f32(), IN,
+           accumulate ? 1.0f : 0.0f, dx.f32(), IN);
 }
 
 // db's column sums use fixed row chunks (thread-count independent) so that all rows are
 // spread over all threads even when OUT is small.
-void linear_backward_weight(ExecContext& ctx, Tensor& dw, Tensor& db, const Tensor& dy, const Tensor& x) {
+void linear_backward_weight(ExecContext& ctx, Tensor& dw, Tensor& db, const Tensor& dy,
+                            const Tensor& x) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "linear_backward_weight";
   if (dw.defined()) cpu::check_f32(dw, op, "dw");

@@ -11,8 +11,8 @@ void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tenso
                   const AdamWStep& s) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Optimizer);
   const char* op = "adamw_update";
-  for (auto [t, name] : {std::pair<const Tensor*, const char*>{&w, "w"}, {&m, "m"}, {&v, "v"},
-                         {&g, "g"}})
+  for (auto [t, name] :
+       {std::pair<const Tensor*, const char*>{&w, "w"}, {&m, "m"}, {&v, "v"}, {&g, "g"}})
     check_f32(*t, op, name);
   check_shape(m, w.shape(), "adamw_update m");
   check_shape(v, w.shape(), "adamw_update v");

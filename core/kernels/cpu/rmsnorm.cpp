@@ -1,19 +1,19 @@
 // CPU RMSNorm over the last dimension, forward and backward (rows in parallel).
-#include "core/kernels/cpu/cpu_kernels.h"
-
 #include <algorithm>
 #include <cmath>
 #include <utility>
 
 #include "core/kernels/cpu/chunked_sum.h"
 #include "core/kernels/cpu/cpu_checks.h"
+#include "core/kernels/cpu/cpu_kernels.h"
 #include "core/profile.h"
 
 namespace braid {
 
 namespace cpu {
 
-void rmsnorm_forward(ExecContext& ctx, Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& w, float eps) {
+void rmsnorm_forward(ExecContext& ctx, Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& w,
+                     float eps) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "rmsnorm_forward";
   cpu::check_f32(y, op, "y");
@@ -47,8 +47,8 @@ void rmsnorm_forward(ExecContext& ctx, Tensor& y, Tensor& rstd, const Tensor& x,
 // With xhat = x rstd and g = dy w:  dx = rstd (g - xhat mean_c(g xhat)),  dw += sum_rows dy xhat.
 // dw is summed per fixed chunk of rows and the partials added in chunk order (thread-count
 // independent).
-void rmsnorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, const Tensor& dy, const Tensor& x, const Tensor& w,
-                      const Tensor& rstd) {
+void rmsnorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, const Tensor& dy, const Tensor& x,
+                      const Tensor& w, const Tensor& rstd) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "rmsnorm_backward";
   cpu::check_f32(dx, op, "dx");
@@ -70,11 +70,11 @@ void rmsnorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, const Tensor& dy
   // per chunk: dw partial sums
   Tensor partial =
       weight_grad ? ctx.empty({chunks, C}, DType::F32, MemCategory::Workspace) : Tensor();
-  const float* dyp = dy.f32();                  // dy: (N, C)
-  const float* xp = x.f32();                    // x: (N, C)
-  const float* wp = w.f32();                    // w: (C)
-  const float* rp = rstd.f32();                 // rstd: (N)
-  float* dxp = dx.f32();                        // dx: (N, C)
+  const float* dyp = dy.f32();                        // dy: (N, C)
+  const float* xp = x.f32();                          // x: (N, C)
+  const float* wp = w.f32();                          // w: (C)
+  const float* rp = rstd.f32();                       // rstd: (N)
+  float* dxp = dx.f32();                              // dx: (N, C)
   float* pp = weight_grad ? partial.f32() : nullptr;  // partial: (chunks, C)
   const float inv_c = 1.0f / static_cast<float>(C);
 

@@ -1,10 +1,9 @@
 // CPU rotary position embedding (HF Llama "rotate half"), applied in place, and its inverse.
-#include "core/kernels/cpu/cpu_kernels.h"
-
 #include <cmath>
 #include <vector>
 
 #include "core/kernels/cpu/cpu_checks.h"
+#include "core/kernels/cpu/cpu_kernels.h"
 #include "core/profile.h"
 
 namespace braid {
@@ -15,7 +14,8 @@ namespace {
 // The cos/sin table (T, D/2) is built once per call in double, so that the angle of a long
 // position keeps its precision (a float product loses ~1e-3 rad at position 1e5), then shared
 // by all batch rows and heads.
-void rope_rotate(ExecContext& ctx, Tensor& x, int64_t pos_offset, float theta, float sign, const char* op) {
+void rope_rotate(ExecContext& ctx, Tensor& x, int64_t pos_offset, float theta, float sign,
+                 const char* op) {
   cpu::check_f32(x, op, "x");
   BRAID_CHECK(x.ndim() == 4, "{}: x must be (B, T, H, D), got {}", op, x.str());
   const int64_t B = x.dim(0), T = x.dim(1), H = x.dim(2), D = x.dim(3);
@@ -25,7 +25,8 @@ void rope_rotate(ExecContext& ctx, Tensor& x, int64_t pos_offset, float theta, f
   const int64_t half = D / 2;
   if (x.numel() == 0) return;
 
-  Tensor table = ctx.empty({T, 2, half}, DType::F32, MemCategory::Workspace);  // per position: cos then sign * sin
+  Tensor table = ctx.empty({T, 2, half}, DType::F32,
+                           MemCategory::Workspace);  // per position: cos then sign * sin
   float* tab = table.f32();
   std::vector<double> freq(static_cast<size_t>(half));  // theta^(-2i/D)
   for (int64_t i = 0; i < half; ++i) {
