@@ -223,7 +223,9 @@ TEST(GemmTest, BackendNamesAndPlan) {
     EXPECT_TRUE(parse_gemm_backend(gemm_backend_name(plan), &running)) << gemm_backend_name(plan);
     EXPECT_EQ(running, backend);
     // Native bf16 is planned only where the library has it (else gemm_bf16 would widen anyway).
-    if (plan.bf16_mode == Bf16Mode::Native) EXPECT_TRUE(native_bf16_available(running));
+    if (plan.bf16_mode == Bf16Mode::Native) {
+      EXPECT_TRUE(native_bf16_available(running));
+    }
   }
 }
 
