@@ -4,6 +4,8 @@
 
 #include "core/error.h"
 #include "launch/commands.h"
+#include "launch/plan/plan_command.h"
+#include "tools/calibrate/calibrate.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"braid: train GPT-2 and Llama style language models", "braid"};
@@ -15,7 +17,7 @@ int main(int argc, char** argv) {
   braid::add_generate_command(app);
   braid::add_export_command(app);
   braid::add_import_command(app);
-  braid::add_plan_command(app);
+  braid::add_plan_command(app, braid::plan::calibrate_machine);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

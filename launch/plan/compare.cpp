@@ -1,10 +1,10 @@
 #include "launch/plan/compare.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 #include "launch/config_json.h"
@@ -42,18 +42,20 @@ double error_pct(double predicted, double measured) {
   return measured > 0 ? 100.0 * (predicted - measured) / measured : 0.0;
 }
 
-void check_same_keys(const std::vector<RatePoint>& a, const std::vector<RatePoint>& b, const char* what) {
+void check_same_keys(const std::vector<RatePoint>& a, const std::vector<RatePoint>& b,
+                     const char* what) {
   bool same = a.size() == b.size();
   for (size_t i = 0; same && i < a.size(); ++i) same = a[i].key == b[i].key;
   if (!same)
-    user_error("device profiles to average have different {} tables; calibrate them with the same braid", what);
+    user_error(
+        "device profiles to average have different {} tables; calibrate them with the same braid",
+        what);
 }
-
 
 }  // namespace
 
-void check_same_step(const ConfigPlanInput& run, const ConfigPlanInput& given, const std::string& run_path,
-                     const std::string& given_path) {
+void check_same_step(const ConfigPlanInput& run, const ConfigPlanInput& given,
+                     const std::string& run_path, const std::string& given_path) {
   std::vector<std::string> diffs;
   const nlohmann::json a = fields_to_json(run.model), b = fields_to_json(given.model);
   for (auto it = a.begin(); it != a.end(); ++it)
@@ -69,15 +71,19 @@ void check_same_step(const ConfigPlanInput& run, const ConfigPlanInput& given, c
   if (diffs.empty()) return;
   std::string list;
   for (const std::string& d : diffs) list += (list.empty() ? "" : "; ") + d;
-  user_error("--compare: the run was trained with another step than {} describes ({} vs {}: {}); drop "
-             "--config to use the run's own", given_path, run_path, given_path, list);
+  user_error(
+      "--compare: the run was trained with another step than {} describes ({} vs {}: {}); drop "
+      "--config to use the run's own",
+      given_path, run_path, given_path, list);
 }
 
 MeasuredRun read_run_metrics(const std::string& run_dir) {
   MeasuredRun run;
   run.metrics_path = (std::filesystem::path(run_dir) / "metrics.jsonl").string();
   std::ifstream in(run.metrics_path);
-  if (!in) user_error("--compare: cannot open '{}'; give the directory of a braid train run", run.metrics_path);
+  if (!in)
+    user_error("--compare: cannot open '{}'; give the directory of a braid train run",
+               run.metrics_path);
   std::vector<Window> windows;
   int64_t prev_step = 0;
   std::string line;
@@ -111,7 +117,8 @@ MeasuredRun read_run_metrics(const std::string& run_dir) {
     if (w.steps > 0) windows.push_back(std::move(w));
   }
   if (windows.empty())
-    user_error("--compare: '{}' has no timed log windows; train a few log intervals first", run.metrics_path);
+    user_error("--compare: '{}' has no timed log windows; train a few log intervals first",
+               run.metrics_path);
   const size_t first = windows.size() > 1 ? 1 : 0;
   run.skipped_windows = static_cast<int>(first);
   double time = 0;
@@ -128,69 +135,79 @@ MeasuredRun read_run_metrics(const std::string& run_dir) {
 }
 
 // The rates of a profile that average_profiles combines: scalars and tables, by member.
-constexpr double GpuSpec::*kScalarRates[] = {
-    &GpuSpec::tflops_fp32,  &GpuSpec::tflops_bf16,     &GpuSpec::tflops_fp16,
-    &GpuSpec::mem_bw_gbs,   &GpuSpec::intra_bw_gbs,    &GpuSpec::inter_bw_gbs,
-    &GpuSpec::elementwise_gbs, &GpuSpec::gelu_gelems,  &GpuSpec::swiglu_gelems};
-const std::pair<const char*, std::vector<RatePoint> GpuSpec::*> kRateTables[] = {
-    {"GEMM", &GpuSpec::gemm_by_width},
-    {"Llama GEMM", &GpuSpec::gemm_llama_by_width},
-    {"GEMM-by-tokens", &GpuSpec::gemm_by_tokens},
-    {"attention", &GpuSpec::attention_by_head_dim},
-    {"GQA attention", &GpuSpec::attention_gqa_by_head_dim},
-    {"attention-by-T", &GpuSpec::attention_by_seq},
-    {"attention-by-width", &GpuSpec::attention_by_width},
-    {"LM head", &GpuSpec::lm_head_by_width},
-    {"LM-head-by-vocab", &GpuSpec::lm_head_by_vocab},
-    {"block element-wise", &GpuSpec::block_elementwise_by_width},
-    {"Llama block element-wise", &GpuSpec::block_elementwise_llama_by_width},
-    {"optimizer", &GpuSpec::optimizer_by_params}};
+constexpr double GpuSpec::*kGpuRates[] = {&GpuSpec::tflops_fp32,  &GpuSpec::tflops_bf16,
+                                          &GpuSpec::tflops_fp16,  &GpuSpec::mem_bw_gbs,
+                                          &GpuSpec::intra_bw_gbs, &GpuSpec::inter_bw_gbs};
+constexpr double CpuProfile::*kCpuRates[] = {&CpuProfile::elementwise_gbs, &CpuProfile::gelu_gelems,
+                                             &CpuProfile::swiglu_gelems};
+const std::pair<const char*, std::vector<RatePoint> CpuProfile::*> kRateTables[] = {
+    {"GEMM", &CpuProfile::gemm_by_width},
+    {"Llama GEMM", &CpuProfile::gemm_llama_by_width},
+    {"GEMM-by-tokens", &CpuProfile::gemm_by_tokens},
+    {"attention", &CpuProfile::attention_by_head_dim},
+    {"GQA attention", &CpuProfile::attention_gqa_by_head_dim},
+    {"attention-by-T", &CpuProfile::attention_by_seq},
+    {"attention-by-width", &CpuProfile::attention_by_width},
+    {"LM head", &CpuProfile::lm_head_by_width},
+    {"LM-head-by-vocab", &CpuProfile::lm_head_by_vocab},
+    {"block element-wise", &CpuProfile::block_elementwise_by_width},
+    {"Llama block element-wise", &CpuProfile::block_elementwise_llama_by_width},
+    {"optimizer", &CpuProfile::optimizer_by_params}};
 
-GpuSpec average_profiles(const std::vector<GpuSpec>& profiles) {
+DeviceProfile average_profiles(const std::vector<DeviceProfile>& profiles) {
   BRAID_CHECK(!profiles.empty(), "average_profiles of nothing");
   if (profiles.size() == 1) return profiles.front();
-  const GpuSpec& first = profiles.front();
-  for (const GpuSpec& p : profiles) {
+  const CpuProfile& first = profiles.front().cpu;
+  for (const DeviceProfile& d : profiles) {
+    const CpuProfile& p = d.cpu;
     for (const auto& [name, table] : kRateTables) check_same_keys(first.*table, p.*table, name);
-    if (p.attention_ref_seq != first.attention_ref_seq || p.attention_ref_width != first.attention_ref_width ||
-        p.gemm_ref_tokens != first.gemm_ref_tokens || p.lm_head_ref_vocab != first.lm_head_ref_vocab)
+    if (p.attention_ref_seq != first.attention_ref_seq ||
+        p.attention_ref_width != first.attention_ref_width ||
+        p.gemm_ref_tokens != first.gemm_ref_tokens ||
+        p.lm_head_ref_vocab != first.lm_head_ref_vocab)
       user_error("device profiles to average were measured at different reference shapes");
   }
   // Rates average harmonically (the mean of the times per unit of work); a time arithmetically.
   const double n = static_cast<double>(profiles.size());
   auto harmonic = [&](auto&& rate_of) {
     double inv = 0;
-    for (const GpuSpec& p : profiles) {
+    for (const DeviceProfile& p : profiles) {
       const double r = rate_of(p);
       if (!(r > 0)) return 0.0;  // not measured in one of them
       inv += 1.0 / r;
     }
     return n / inv;
   };
-  GpuSpec g = first;
-  for (double GpuSpec::*s : kScalarRates) g.*s = harmonic([&](const GpuSpec& p) { return p.*s; });
+  DeviceProfile out = profiles.front();
+  for (double GpuSpec::*s : kGpuRates)
+    out.gpu.*s = harmonic([&](const DeviceProfile& p) { return p.gpu.*s; });
+  for (double CpuProfile::*s : kCpuRates)
+    out.cpu.*s = harmonic([&](const DeviceProfile& p) { return p.cpu.*s; });
   for (const auto& [name, table] : kRateTables)
-    for (size_t i = 0; i < (g.*table).size(); ++i)
-      (g.*table)[i].rate = harmonic([&](const GpuSpec& p) { return (p.*table)[i].rate; });
-  g.kernel_call_us = 0;
-  for (const GpuSpec& p : profiles) {
-    g.kernel_call_us += p.kernel_call_us / n;
-    g.memory_gib = std::min(g.memory_gib, p.memory_gib);
+    for (size_t i = 0; i < (out.cpu.*table).size(); ++i)
+      (out.cpu.*table)[i].rate =
+          harmonic([&](const DeviceProfile& p) { return (p.cpu.*table)[i].rate; });
+  out.cpu.kernel_call_us = 0;
+  for (const DeviceProfile& p : profiles) {
+    out.cpu.kernel_call_us += p.cpu.kernel_call_us / n;
+    out.gpu.memory_gib = std::min(out.gpu.memory_gib, p.gpu.memory_gib);
   }
-  g.description = fmt::format("mean of {} device profiles", profiles.size());
-  return g;
+  out.gpu.description = fmt::format("mean of {} device profiles", profiles.size());
+  return out;
 }
 
 std::string compare_text(const PlanResult& r, const MeasuredRun& run) {
   std::string o = fmt::format(
-      "\npredicted vs measured ({}: mean of {} steps in {} log windows, {} warm-up window left out)\n",
+      "\npredicted vs measured ({}: mean of {} steps in {} log windows, {} warm-up window left "
+      "out)\n",
       run.metrics_path, run.steps, run.windows, run.skipped_windows);
   o += fmt::format("  {:<14}{:>12}{:>12}{:>10}\n", "group", "predicted s", "measured s", "error");
   for (const auto& [name, pred] : predicted_groups(r)) {
     const bool has = run.kernel_s.count(name) > 0;
     const double meas = measured_group(run, name);
-    o += fmt::format("  {:<14}{:>12.4f}{:>12}{:>10}\n", name, pred, has ? fmt::format("{:.4f}", meas) : "-",
-                     has && meas > 0 && pred > 0 ? fmt::format("{:+.1f}%", error_pct(pred, meas)) : "");
+    o += fmt::format(
+        "  {:<14}{:>12.4f}{:>12}{:>10}\n", name, pred, has ? fmt::format("{:.4f}", meas) : "-",
+        has && meas > 0 && pred > 0 ? fmt::format("{:+.1f}%", error_pct(pred, meas)) : "");
   }
   const double pred = r.time.step();
   o += fmt::format("  {:<14}{:>12.4f}{:>12.4f}{:>10}\n", "step", pred, run.step_s,

@@ -4,10 +4,9 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "launch/plan/config_input.h"
 #include "launch/plan/plan_types.h"
@@ -16,10 +15,10 @@ namespace braid::plan {
 
 struct MeasuredRun {
   std::string metrics_path;
-  int64_t steps = 0;       // steps averaged over (the log windows after the first)
-  int windows = 0;         // log windows averaged over
-  int skipped_windows = 0;  // warm-up windows left out
-  double step_s = 0;       // mean seconds per step over those windows
+  int64_t steps = 0;                       // steps averaged over (the log windows after the first)
+  int windows = 0;                         // log windows averaged over
+  int skipped_windows = 0;                 // warm-up windows left out
+  double step_s = 0;                       // mean seconds per step over those windows
   std::map<std::string, double> kernel_s;  // mean seconds per step by group ("other" included)
 };
 
@@ -31,13 +30,13 @@ MeasuredRun read_run_metrics(const std::string& run_dir);
 // Throws UserError, naming both files and every differing key, when `given` (from
 // given_path, with its --set overrides) describes another model or step shape than the run's
 // own resolved config (run_path): the comparison would be meaningless.
-void check_same_step(const ConfigPlanInput& run, const ConfigPlanInput& given, const std::string& run_path,
-                     const std::string& given_path);
+void check_same_step(const ConfigPlanInput& run, const ConfigPlanInput& given,
+                     const std::string& run_path, const std::string& given_path);
 
 // Profiles measured at different times, as one: each rate is the harmonic mean of the
 // profiles' rates (so predicted times are the mean of the times each profile predicts).
 // Throws UserError when their rate tables do not have the same keys.
-GpuSpec average_profiles(const std::vector<GpuSpec>& profiles);
+DeviceProfile average_profiles(const std::vector<DeviceProfile>& profiles);
 
 // Rows group | predicted | measured | error, with the total.
 std::string compare_text(const PlanResult& r, const MeasuredRun& run);

@@ -13,7 +13,7 @@ namespace {
 constexpr double kF32 = 4.0;
 }  // namespace
 
-bool has_kernel_rates(const GpuSpec& g) {
+bool has_kernel_rates(const CpuProfile& g) {
   return !g.gemm_by_width.empty() && !g.attention_by_head_dim.empty() &&
          !g.lm_head_by_width.empty() && g.elementwise_gbs > 0 && g.gelu_gelems > 0 &&
          g.swiglu_gelems > 0;
@@ -23,7 +23,8 @@ double rate_at(const std::vector<RatePoint>& table, double key) {
   BRAID_CHECK(!table.empty(), "rate_at on an empty rate table");
   BRAID_CHECK(key > 0, "rate_at key {}", key);
   std::vector<RatePoint> pts = table;
-  std::sort(pts.begin(), pts.end(), [](const RatePoint& a, const RatePoint& b) { return a.key < b.key; });
+  std::sort(pts.begin(), pts.end(),
+            [](const RatePoint& a, const RatePoint& b) { return a.key < b.key; });
   if (key <= pts.front().key) return pts.front().rate;
   if (key >= pts.back().key) return pts.back().rate;
   for (size_t i = 1; i < pts.size(); ++i) {
@@ -65,9 +66,10 @@ double block_elementwise_bytes_per_token(const ModelConfig& m) {
   return elems * kF32;
 }
 
-double block_activation_seconds_per_token(const ModelConfig& m, const GpuSpec& g) {
+double block_activation_seconds_per_token(const ModelConfig& m, const CpuProfile& g) {
   const double rate = m.is_llama() ? g.swiglu_gelems : g.gelu_gelems;
-  BRAID_CHECK(rate > 0, "no calibrated {} rate in {}", m.is_llama() ? "SwiGLU" : "GELU", g.name);
+  BRAID_CHECK(rate > 0, "no calibrated {} rate in the CPU profile",
+              m.is_llama() ? "SwiGLU" : "GELU");
   return static_cast<double>(m.ffn()) / (rate * 1e9);
 }
 
@@ -92,9 +94,9 @@ double parameter_tensors(const ModelConfig& m) {
   return 12.0 * m.n_layer + 4.0;
 }
 
-CpuStepTime cpu_microbatch_time(const ModelConfig& m, const TrainOptions& t, const GpuSpec& g,
+CpuStepTime cpu_microbatch_time(const ModelConfig& m, const TrainOptions& t, const CpuProfile& g,
                                 double layers, bool with_head, int tp) {
-  BRAID_CHECK(has_kernel_rates(g), "cpu_microbatch_time needs a calibrated profile ({})", g.name);
+  BRAID_CHECK(has_kernel_rates(g), "cpu_microbatch_time needs a calibrated CPU profile");
   const int64_t s = t.seq > 0 ? t.seq : m.context_length;
   const double tokens = static_cast<double>(s) * t.micro_batch;
   // Matmul FLOPs of the block: hardware FLOPs less the attention core (counted separately).
@@ -112,11 +114,13 @@ CpuStepTime cpu_microbatch_time(const ModelConfig& m, const TrainOptions& t, con
       m.is_llama() && !g.gemm_llama_by_width.empty() ? g.gemm_llama_by_width : g.gemm_by_width;
   const std::vector<RatePoint>& attn_rates =
       m.kv_heads() < m.n_head && !g.attention_gqa_by_head_dim.empty() ? g.attention_gqa_by_head_dim
-                                                                    : g.attention_by_head_dim;
-  const double gemm_rate = rate_at(gemm_rates, m.n_embd) * side_factor(g.gemm_by_tokens, tokens, g.gemm_ref_tokens);
-  const double attn_rate = rate_at(attn_rates, m.head_dim()) *
-                           side_factor(g.attention_by_seq, static_cast<double>(s), g.attention_ref_seq) *
-                           side_factor(g.attention_by_width, m.n_embd, g.attention_ref_width);
+                                                                      : g.attention_by_head_dim;
+  const double gemm_rate =
+      rate_at(gemm_rates, m.n_embd) * side_factor(g.gemm_by_tokens, tokens, g.gemm_ref_tokens);
+  const double attn_rate =
+      rate_at(attn_rates, m.head_dim()) *
+      side_factor(g.attention_by_seq, static_cast<double>(s), g.attention_ref_seq) *
+      side_factor(g.attention_by_width, m.n_embd, g.attention_ref_width);
   r.gemm = layers * matmul * tokens / tp / (gemm_rate * 1e12);
   r.attention = layers * attn * tokens / tp / (attn_rate * 1e12);
   // A block's element-wise kernels at the rate measured inside a real block of this family
@@ -124,7 +128,8 @@ CpuStepTime cpu_microbatch_time(const ModelConfig& m, const TrainOptions& t, con
   const std::vector<RatePoint>& block_ew =
       m.is_llama() ? g.block_elementwise_llama_by_width : g.block_elementwise_by_width;
   const double block_gbs = block_ew.empty() ? g.elementwise_gbs : rate_at(block_ew, m.n_embd);
-  r.elementwise = layers * passes * block_elementwise_bytes_per_token(m) * tokens / (block_gbs * 1e9);
+  r.elementwise =
+      layers * passes * block_elementwise_bytes_per_token(m) * tokens / (block_gbs * 1e9);
   if (with_head) {
     const double lm_rate = rate_at(g.lm_head_by_width, m.n_embd) *
                            side_factor(g.lm_head_by_vocab, m.vocab_size, g.lm_head_ref_vocab);

@@ -11,7 +11,7 @@
 namespace braid::plan {
 
 // True when `g` carries calibrated kernel rates (a profile written by --calibrate).
-bool has_kernel_rates(const GpuSpec& g);
+bool has_kernel_rates(const CpuProfile& g);
 
 // TFLOP/s at `key`: linear in log(key) between the two nearest points (sorted or not), the end
 // value beyond either end. Throws Error on an empty table or a non-positive key.
@@ -32,7 +32,7 @@ double attention_kernel_flops_per_token(const ModelConfig& m, int64_t s);
 double block_elementwise_bytes_per_token(const ModelConfig& m);
 // Seconds per token of one block for GELU (gpt2) or SwiGLU (llama) forward + backward over the
 // MLP width, at the calibrated element rate (they are compute-bound on CPUs: tanh, exp).
-double block_activation_seconds_per_token(const ModelConfig& m, const GpuSpec& g);
+double block_activation_seconds_per_token(const ModelConfig& m, const CpuProfile& g);
 // The same for the embedding lookup/scatter and the final norm (once per token, not per block).
 double edge_elementwise_bytes_per_token(const ModelConfig& m);
 
@@ -43,14 +43,14 @@ double optimizer_step_bytes(double params, const std::string& optimizer);
 
 // Parallel kernel calls (OpenMP regions: each element-wise kernel and each GEMM) of one block,
 // forward + backward, counted from core/models: gpt2 35 (15 forward, 20 backward), llama 42
-// (16 + 26). Each costs GpuSpec::kernel_call_us on top of its work.
+// (16 + 26). Each costs CpuProfile::kernel_call_us on top of its work.
 double block_kernel_calls(const ModelConfig& m);
 // Parameter tensors of the model; each gets a zero_grad, norm, clip and optimizer call per step.
 double parameter_tensors(const ModelConfig& m);
 
 // One micro-batch of `tokens` tokens (micro_batch x seq) through `layers` blocks, plus the LM
 // head when `with_head`, with matmul work split `tp` ways. optimizer is left 0.
-CpuStepTime cpu_microbatch_time(const ModelConfig& m, const TrainOptions& t, const GpuSpec& g,
+CpuStepTime cpu_microbatch_time(const ModelConfig& m, const TrainOptions& t, const CpuProfile& g,
                                 double layers, bool with_head, int tp);
 
 }  // namespace braid::plan

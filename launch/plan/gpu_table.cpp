@@ -1,13 +1,12 @@
 // Built-in accelerator table. Sources and the choice of each efficiency are in docs/plan.md.
-#include "core/atomic_file.h"
 #include "launch/plan/gpu_table.h"
 
 #include <algorithm>
 #include <cctype>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace braid::plan {
@@ -38,8 +37,11 @@ std::string lower(std::string s) {
   return s;
 }
 
-// Memory is the marketed capacity in GB expressed in GiB (80 GB parts expose ~79.2 GiB).
-constexpr double kGB = 1e9 / (1024.0 * 1024.0 * 1024.0);
+// Memory is the total the driver reports (nvidia-smi / NVML "MiB", rocm-smi bytes), in GiB:
+// an "80 GB" H100 reports 81,559 MiB (79.65 GiB), not 80e9 bytes (74.5 GiB). The part of it the
+// runtime itself takes (CUDA context, library workspaces) is GpuSpec::overhead_gib, the
+// "framework overhead" row of every plan. Sources per card in docs/plan.md.
+constexpr double mib(double m) { return m / 1024.0; }
 
 }  // namespace
 
@@ -47,56 +49,63 @@ const std::vector<GpuSpec>& gpu_table() {
   // Columns: memory GiB, fp32, bf16, fp16 dense TFLOP/s, HBM GB/s, intra-node GB/s per
   // direction, inter-node GB/s per GPU, large-GEMM efficiency, GPUs per node.
   static const std::vector<GpuSpec> table = {
-      gpu("v100", "NVIDIA V100 SXM2 32GB, NVLink2", 32 * kGB, 15.7, 0, 125, 900, 150, 12.5, 0.75, 8,
-          "NVIDIA V100 datasheet"),
-      gpu("a100-40gb", "NVIDIA A100 SXM4 40GB, NVLink3", 40 * kGB, 19.5, 312, 312, 1555, 300, 25,
+      gpu("v100", "NVIDIA V100 SXM2 32GB, NVLink2", mib(32510), 15.7, 0, 125, 900, 150, 12.5, 0.75,
+          8, "NVIDIA V100 datasheet"),
+      gpu("a100-40gb", "NVIDIA A100 SXM4 40GB, NVLink3", mib(40960), 19.5, 312, 312, 1555, 300, 25,
           0.72, 8, "NVIDIA A100 datasheet"),
-      gpu("a100-80gb", "NVIDIA A100 SXM4 80GB, NVLink3", 80 * kGB, 19.5, 312, 312, 2039, 300, 25,
+      gpu("a100-80gb", "NVIDIA A100 SXM4 80GB, NVLink3", mib(81920), 19.5, 312, 312, 2039, 300, 25,
           0.72, 8, "NVIDIA A100 datasheet"),
-      gpu("h100-sxm", "NVIDIA H100 SXM5 80GB, NVLink4", 80 * kGB, 66.9, 989.4, 989.4, 3350, 450, 50,
-          0.70, 8, "NVIDIA H100 datasheet"),
-      gpu("h100-pcie", "NVIDIA H100 PCIe 80GB, PCIe Gen5", 80 * kGB, 51.2, 756.5, 756.5, 2000, 64,
+      gpu("h100-sxm", "NVIDIA H100 SXM5 80GB, NVLink4", mib(81559), 66.9, 989.4, 989.4, 3350, 450,
           50, 0.70, 8, "NVIDIA H100 datasheet"),
-      gpu("h200", "NVIDIA H200 SXM 141GB, NVLink4", 141 * kGB, 66.9, 989.4, 989.4, 4800, 450, 50,
+      gpu("h100-pcie", "NVIDIA H100 PCIe 80GB, PCIe Gen5", mib(81559), 51.2, 756.5, 756.5, 2000, 64,
+          50, 0.70, 8, "NVIDIA H100 datasheet"),
+      gpu("h200", "NVIDIA H200 SXM 141GB, NVLink4", mib(143771), 66.9, 989.4, 989.4, 4800, 450, 50,
           0.72, 8, "NVIDIA H200 datasheet"),
-      gpu("b200", "NVIDIA B200 180GB (HGX), NVLink5", 180 * kGB, 75, 2250, 2250, 8000, 900, 50,
+      gpu("b200", "NVIDIA B200 180GB (HGX), NVLink5", mib(183359), 75, 2250, 2250, 8000, 900, 50,
           0.70, 8, "NVIDIA HGX B200 datasheet (dense = half the sparse figure)"),
-      gpu("l40s", "NVIDIA L40S 48GB, PCIe Gen4", 48 * kGB, 91.6, 362, 362, 864, 32, 12.5, 0.65, 8,
+      gpu("l40s", "NVIDIA L40S 48GB, PCIe Gen4", mib(46068), 91.6, 362, 362, 864, 32, 12.5, 0.65, 8,
           "NVIDIA L40S datasheet"),
-      gpu("rtx3090", "NVIDIA GeForce RTX 3090 24GB, PCIe Gen4", 24 * kGB, 35.6, 71, 71, 936, 32,
+      gpu("rtx3090", "NVIDIA GeForce RTX 3090 24GB, PCIe Gen4", mib(24576), 35.6, 71, 71, 936, 32,
           12.5, 0.80, 4, "NVIDIA Ampere GA102 whitepaper (fp32 accumulate)"),
-      gpu("rtx4090", "NVIDIA GeForce RTX 4090 24GB, PCIe Gen4 (no P2P)", 24 * kGB, 82.6, 165.2,
+      gpu("rtx4090", "NVIDIA GeForce RTX 4090 24GB, PCIe Gen4 (no P2P)", mib(24564), 82.6, 165.2,
           165.2, 1008, 25, 12.5, 0.80, 4, "NVIDIA Ada AD102 whitepaper (fp32 accumulate)"),
-      gpu("mi250x", "AMD Instinct MI250X, one GCD (64GB) as frameworks see it", 64 * kGB, 47.9,
+      gpu("mi250x", "AMD Instinct MI250X, one GCD (64GB) as frameworks see it", mib(65520), 47.9,
           191.5, 191.5, 1638, 50, 12.5, 0.55, 8, "AMD MI250X datasheet (package figures / 2)"),
-      gpu("mi300x", "AMD Instinct MI300X 192GB, Infinity Fabric", 192 * kGB, 163.4, 1307.4, 1307.4,
-          5300, 448, 50, 0.50, 8, "AMD MI300X datasheet"),
-      gpu("k100", "Hygon DCU K100 64GB", 64 * kGB, 49, 196, 196, 896, 32, 25, 0.55, 8,
+      gpu("mi300x", "AMD Instinct MI300X 192GB, Infinity Fabric", mib(196288), 163.4, 1307.4,
+          1307.4, 5300, 448, 50, 0.50, 8, "AMD MI300X datasheet"),
+      gpu("k100", "Hygon DCU K100 64GB", mib(65536), 49, 196, 196, 896, 32, 25, 0.55, 8,
           "press reports of the K100 AI; approximate"),
   };
   return table;
 }
 
-GpuSpec find_gpu(const std::string& name) {
+DeviceProfile find_device(const std::string& name) {
   if (name.size() > 5 && name.ends_with(".json")) return load_device_profile(name);
   std::string n = lower(name);
   if (n == "a100") n = "a100-80gb";
   if (n == "h100") n = "h100-sxm";
   for (const GpuSpec& g : gpu_table())
-    if (g.name == n) return g;
+    if (g.name == n) return {g, CpuProfile{}};
   std::string names;
   for (const GpuSpec& g : gpu_table()) names += (names.empty() ? "" : ", ") + g.name;
-  user_error("unknown GPU '{}'; expected one of: {} (or a device profile .json from "
-             "`braid plan --calibrate`)",
-             name, names);
+  user_error(
+      "unknown GPU '{}'; expected one of: {} (or a device profile .json from "
+      "`braid plan --calibrate`)",
+      name, names);
 }
+
+GpuSpec find_gpu(const std::string& name) { return find_device(name).gpu; }
 
 double peak_tflops(const GpuSpec& gpu, const std::string& precision) {
   double t = 0;
-  if (precision == "bf16") t = gpu.tflops_bf16;
-  else if (precision == "fp16") t = gpu.tflops_fp16;
-  else if (precision == "fp32") t = gpu.tflops_fp32;
-  else user_error("precision '{}' is unknown; expected bf16, fp16 or fp32", precision);
+  if (precision == "bf16")
+    t = gpu.tflops_bf16;
+  else if (precision == "fp16")
+    t = gpu.tflops_fp16;
+  else if (precision == "fp32")
+    t = gpu.tflops_fp32;
+  else
+    user_error("precision '{}' is unknown; expected bf16, fp16 or fp32", precision);
   if (!(t > 0))
     user_error("{} has no {} rate in the table; use another --precision", gpu.name, precision);
   return t;
@@ -114,7 +123,8 @@ nlohmann::json rates_json(const std::vector<RatePoint>& pts, const char* key_nam
 }
 
 void read_rates(const nlohmann::json& j, const char* field, const char* key_name,
-                std::vector<RatePoint>& out, const std::string& path, const char* value_name = "tflops") {
+                std::vector<RatePoint>& out, const std::string& path,
+                const char* value_name = "tflops") {
   if (!j.contains(field)) return;
   try {
     for (const auto& e : j.at(field)) {
@@ -125,29 +135,32 @@ void read_rates(const nlohmann::json& j, const char* field, const char* key_name
       out.push_back(p);
     }
   } catch (const nlohmann::json::exception&) {
-    user_error("device profile '{}': {} must be a list of {{\"{}\": number, \"{}\": number}}",
-               path, field, key_name, value_name);
+    user_error("device profile '{}': {} must be a list of {{\"{}\": number, \"{}\": number}}", path,
+               field, key_name, value_name);
   }
 }
 
 // The side tables: a rate table measured around one reference shape, stored with it.
 struct SideTable {
-  const char* field;      // JSON key of the table
-  const char* key_name;   // JSON key of each point's shape
-  std::vector<RatePoint> GpuSpec::*table;
+  const char* field;     // JSON key of the table
+  const char* key_name;  // JSON key of each point's shape
+  std::vector<RatePoint> CpuProfile::*table;
   const char* ref_field;  // JSON key of the reference shape
-  double GpuSpec::*ref;
+  double CpuProfile::*ref;
 };
 constexpr SideTable kSideTables[] = {
-    {"attention_seq_tflops", "seq", &GpuSpec::attention_by_seq, "attention_ref_seq", &GpuSpec::attention_ref_seq},
-    {"attention_width_tflops", "n_embd", &GpuSpec::attention_by_width, "attention_ref_width",
-     &GpuSpec::attention_ref_width},
-    {"gemm_f32_train_tokens_tflops", "tokens", &GpuSpec::gemm_by_tokens, "gemm_ref_tokens", &GpuSpec::gemm_ref_tokens},
-    {"lm_head_vocab_tflops", "vocab", &GpuSpec::lm_head_by_vocab, "lm_head_ref_vocab", &GpuSpec::lm_head_ref_vocab}};
+    {"attention_seq_tflops", "seq", &CpuProfile::attention_by_seq, "attention_ref_seq",
+     &CpuProfile::attention_ref_seq},
+    {"attention_width_tflops", "n_embd", &CpuProfile::attention_by_width, "attention_ref_width",
+     &CpuProfile::attention_ref_width},
+    {"gemm_f32_train_tokens_tflops", "tokens", &CpuProfile::gemm_by_tokens, "gemm_ref_tokens",
+     &CpuProfile::gemm_ref_tokens},
+    {"lm_head_vocab_tflops", "vocab", &CpuProfile::lm_head_by_vocab, "lm_head_ref_vocab",
+     &CpuProfile::lm_head_ref_vocab}};
 
 }  // namespace
 
-GpuSpec load_device_profile(const std::string& path) {
+DeviceProfile load_device_profile(const std::string& path) {
   std::ifstream in(path);
   if (!in) user_error("cannot open device profile '{}'", path);
   nlohmann::json j;
@@ -156,7 +169,9 @@ GpuSpec load_device_profile(const std::string& path) {
   } catch (const std::exception& e) {
     user_error("device profile '{}' is not valid JSON: {}", path, e.what());
   }
-  GpuSpec g;
+  DeviceProfile profile;
+  GpuSpec& g = profile.gpu;
+  CpuProfile& k = profile.cpu;
   auto get = [&](const char* key, auto& field, bool required) {
     if (!j.contains(key)) {
       if (required) user_error("device profile '{}' lacks the key '{}'", path, key);
@@ -181,33 +196,36 @@ GpuSpec load_device_profile(const std::string& path) {
   get("overhead_gib", g.overhead_gib, false);
   get("gpus_per_node", g.gpus_per_node, false);
   get("source", g.source, false);
-  read_rates(j, "gemm_f32_train_tflops", "n_embd", g.gemm_by_width, path);
-  read_rates(j, "gemm_f32_train_llama_tflops", "n_embd", g.gemm_llama_by_width, path);
-  read_rates(j, "attention_gqa4_tflops", "head_dim", g.attention_gqa_by_head_dim, path);
-  read_rates(j, "attention_tflops", "head_dim", g.attention_by_head_dim, path);
-  read_rates(j, "lm_head_ce_tflops", "n_embd", g.lm_head_by_width, path);
+  read_rates(j, "gemm_f32_train_tflops", "n_embd", k.gemm_by_width, path);
+  read_rates(j, "gemm_f32_train_llama_tflops", "n_embd", k.gemm_llama_by_width, path);
+  read_rates(j, "attention_gqa4_tflops", "head_dim", k.attention_gqa_by_head_dim, path);
+  read_rates(j, "attention_tflops", "head_dim", k.attention_by_head_dim, path);
+  read_rates(j, "lm_head_ce_tflops", "n_embd", k.lm_head_by_width, path);
   for (const SideTable& s : kSideTables) {
-    read_rates(j, s.field, s.key_name, g.*s.table, path);
-    get(s.ref_field, g.*s.ref, false);
-    if (!(g.*s.table).empty() && !(g.*s.ref > 0))
+    read_rates(j, s.field, s.key_name, k.*s.table, path);
+    get(s.ref_field, k.*s.ref, false);
+    if (!(k.*s.table).empty() && !(k.*s.ref > 0))
       user_error("device profile '{}': {} needs {} > 0", path, s.field, s.ref_field);
   }
-  read_rates(j, "optimizer_gbs", "params", g.optimizer_by_params, path, "gbs");
-  read_rates(j, "block_elementwise_gbs", "n_embd", g.block_elementwise_by_width, path, "gbs");
-  read_rates(j, "block_elementwise_llama_gbs", "n_embd", g.block_elementwise_llama_by_width, path, "gbs");
-  get("elementwise_gbs", g.elementwise_gbs, false);
-  get("gelu_gelems", g.gelu_gelems, false);
-  get("swiglu_gelems", g.swiglu_gelems, false);
-  get("kernel_call_us", g.kernel_call_us, false);
+  read_rates(j, "optimizer_gbs", "params", k.optimizer_by_params, path, "gbs");
+  read_rates(j, "block_elementwise_gbs", "n_embd", k.block_elementwise_by_width, path, "gbs");
+  read_rates(j, "block_elementwise_llama_gbs", "n_embd", k.block_elementwise_llama_by_width, path,
+             "gbs");
+  get("elementwise_gbs", k.elementwise_gbs, false);
+  get("gelu_gelems", k.gelu_gelems, false);
+  get("swiglu_gelems", k.swiglu_gelems, false);
+  get("kernel_call_us", k.kernel_call_us, false);
   if (!(g.memory_gib > 0 && g.tflops_fp32 > 0 && g.mem_bw_gbs > 0))
     user_error("device profile '{}': memory_gib, tflops_fp32 and mem_bw_gbs must be > 0", path);
   if (!(g.matmul_efficiency > 0 && g.matmul_efficiency <= 1))
     user_error("device profile '{}': matmul_efficiency is {}; expected in (0, 1]", path,
                g.matmul_efficiency);
-  return g;
+  return profile;
 }
 
-void save_device_profile(const GpuSpec& g, const std::string& path) {
+void save_device_profile(const DeviceProfile& profile, const std::string& path) {
+  const GpuSpec& g = profile.gpu;
+  const CpuProfile& k = profile.cpu;
   nlohmann::json j = {{"name", g.name},
                       {"description", g.description},
                       {"memory_gib", g.memory_gib},
@@ -221,28 +239,31 @@ void save_device_profile(const GpuSpec& g, const std::string& path) {
                       {"overhead_gib", g.overhead_gib},
                       {"gpus_per_node", g.gpus_per_node},
                       {"source", g.source}};
-  if (!g.gemm_by_width.empty()) j["gemm_f32_train_tflops"] = rates_json(g.gemm_by_width, "n_embd");
-  if (!g.gemm_llama_by_width.empty())
-    j["gemm_f32_train_llama_tflops"] = rates_json(g.gemm_llama_by_width, "n_embd");
-  if (!g.attention_gqa_by_head_dim.empty())
-    j["attention_gqa4_tflops"] = rates_json(g.attention_gqa_by_head_dim, "head_dim");
-  if (!g.attention_by_head_dim.empty())
-    j["attention_tflops"] = rates_json(g.attention_by_head_dim, "head_dim");
-  if (!g.lm_head_by_width.empty()) j["lm_head_ce_tflops"] = rates_json(g.lm_head_by_width, "n_embd");
+  if (!k.gemm_by_width.empty()) j["gemm_f32_train_tflops"] = rates_json(k.gemm_by_width, "n_embd");
+  if (!k.gemm_llama_by_width.empty())
+    j["gemm_f32_train_llama_tflops"] = rates_json(k.gemm_llama_by_width, "n_embd");
+  if (!k.attention_gqa_by_head_dim.empty())
+    j["attention_gqa4_tflops"] = rates_json(k.attention_gqa_by_head_dim, "head_dim");
+  if (!k.attention_by_head_dim.empty())
+    j["attention_tflops"] = rates_json(k.attention_by_head_dim, "head_dim");
+  if (!k.lm_head_by_width.empty())
+    j["lm_head_ce_tflops"] = rates_json(k.lm_head_by_width, "n_embd");
   for (const SideTable& s : kSideTables) {
-    if ((g.*s.table).empty()) continue;
-    j[s.field] = rates_json(g.*s.table, s.key_name);
-    j[s.ref_field] = g.*s.ref;
+    if ((k.*s.table).empty()) continue;
+    j[s.field] = rates_json(k.*s.table, s.key_name);
+    j[s.ref_field] = k.*s.ref;
   }
-  if (!g.optimizer_by_params.empty()) j["optimizer_gbs"] = rates_json(g.optimizer_by_params, "params", "gbs");
-  if (!g.block_elementwise_by_width.empty())
-    j["block_elementwise_gbs"] = rates_json(g.block_elementwise_by_width, "n_embd", "gbs");
-  if (!g.block_elementwise_llama_by_width.empty())
-    j["block_elementwise_llama_gbs"] = rates_json(g.block_elementwise_llama_by_width, "n_embd", "gbs");
-  if (g.elementwise_gbs > 0) j["elementwise_gbs"] = g.elementwise_gbs;
-  if (g.gelu_gelems > 0) j["gelu_gelems"] = g.gelu_gelems;
-  if (g.swiglu_gelems > 0) j["swiglu_gelems"] = g.swiglu_gelems;
-  if (g.kernel_call_us > 0) j["kernel_call_us"] = g.kernel_call_us;
+  if (!k.optimizer_by_params.empty())
+    j["optimizer_gbs"] = rates_json(k.optimizer_by_params, "params", "gbs");
+  if (!k.block_elementwise_by_width.empty())
+    j["block_elementwise_gbs"] = rates_json(k.block_elementwise_by_width, "n_embd", "gbs");
+  if (!k.block_elementwise_llama_by_width.empty())
+    j["block_elementwise_llama_gbs"] =
+        rates_json(k.block_elementwise_llama_by_width, "n_embd", "gbs");
+  if (k.elementwise_gbs > 0) j["elementwise_gbs"] = k.elementwise_gbs;
+  if (k.gelu_gelems > 0) j["gelu_gelems"] = k.gelu_gelems;
+  if (k.swiglu_gelems > 0) j["swiglu_gelems"] = k.swiglu_gelems;
+  if (k.kernel_call_us > 0) j["kernel_call_us"] = k.kernel_call_us;
   write_file_atomic(path, j.dump(2) + "\n");
 }
 

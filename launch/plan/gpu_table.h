@@ -12,15 +12,18 @@ namespace braid::plan {
 const std::vector<GpuSpec>& gpu_table();
 
 // A built-in kind by name (case-insensitive; "a100" means the 80 GB part), or a device
-// profile when `name` ends in .json. Throws UserError listing the valid names.
+// profile when `name` ends in .json (then with its CPU kernel rates). Throws UserError listing
+// the valid names.
+DeviceProfile find_device(const std::string& name);
+// The accelerator part of find_device.
 GpuSpec find_gpu(const std::string& name);
 
 // Peak dense TFLOP/s of `gpu` for a compute precision (bf16, fp16, fp32). Throws UserError
 // when the GPU lacks it (V100 has no bf16).
 double peak_tflops(const GpuSpec& gpu, const std::string& precision);
 
-// Device profile JSON <-> GpuSpec (the fields of GpuSpec by name).
-GpuSpec load_device_profile(const std::string& path);
-void save_device_profile(const GpuSpec& gpu, const std::string& path);
+// Device profile JSON <-> DeviceProfile (the fields of GpuSpec by name, then the CPU tables).
+DeviceProfile load_device_profile(const std::string& path);
+void save_device_profile(const DeviceProfile& profile, const std::string& path);
 
 }  // namespace braid::plan

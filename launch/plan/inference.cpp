@@ -28,8 +28,7 @@ InferenceResult predict_inference(const ModelConfig& m, const GpuSpec& gpu, int 
                                   const std::string& weight_dtype, int64_t context, int64_t batch) {
   if (tp < 1 || m.kv_heads() % tp != 0)
     user_error("--tp {} must be >= 1 and divide the kv heads ({})", tp, m.kv_heads());
-  if (context < 1 || batch < 1)
-    user_error("context {} and batch {} must be >= 1", context, batch);
+  if (context < 1 || batch < 1) user_error("context {} and batch {} must be >= 1", context, batch);
   InferenceResult r;
   r.weight_dtype = weight_dtype;
   r.tp = tp;
@@ -40,12 +39,28 @@ InferenceResult predict_inference(const ModelConfig& m, const GpuSpec& gpu, int 
   r.fits = r.weight_bytes + r.kv_bytes + r.overhead_bytes <= r.capacity_bytes;
   const double mem_s = (r.weight_bytes + r.kv_bytes) / (gpu.mem_bw_gbs * 1e9);
   const double peak = (gpu.tflops_fp16 > 0 ? gpu.tflops_fp16 : gpu.tflops_fp32) * 1e12;
-  const double flop_s =
-      2.0 * static_cast<double>(m.num_matmul_params()) * batch / tp / (peak * gpu.matmul_efficiency);
+  const double flop_s = 2.0 * static_cast<double>(m.num_matmul_params()) * batch / tp /
+                        (peak * gpu.matmul_efficiency);
   r.memory_bound = mem_s >= flop_s;
   r.decode_step_s = std::max(mem_s, flop_s);
   r.tokens_per_s_per_seq = 1.0 / r.decode_step_s;
   r.tokens_per_s = static_cast<double>(batch) / r.decode_step_s;
+  r.context = context;
+  r.model_context = m.context_length;
+  r.context_exceeds_model = context > m.context_length;
+  if (!r.fits) {
+    // The least tensor-parallel degree (a power of two dividing the KV heads) at which weights
+    // and KV cache fit, each GPU keeping its own runtime overhead.
+    for (int t = tp * 2; t <= 64 && m.kv_heads() % t == 0; t *= 2) {
+      const double need =
+          static_cast<double>(m.num_params()) * serving_weight_bytes(weight_dtype) / t +
+          kv_cache_bytes(m, context, batch, 2.0) / t + r.overhead_bytes;
+      if (need <= r.capacity_bytes) {
+        r.smallest_fitting_tp = t;
+        break;
+      }
+    }
+  }
   return r;
 }
 

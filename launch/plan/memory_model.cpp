@@ -63,8 +63,11 @@ int micro_batches_per_step(const TrainOptions& t, const Layout& layout) {
 
 MemoryBreakdown stage_memory(const ModelConfig& m, const TrainOptions& t, const Layout& layout,
                              const GpuSpec& gpu, int stage) {
-  const int p = layout.pp, tp = layout.tp;
+  const int p = layout.pp, tp = layout.tp, cp = layout.cp;
   const int64_t s = t.seq > 0 ? t.seq : m.context_length;
+  // ZeRO shards over every rank that holds the same parameters: dp, and cp (context-parallel
+  // ranks hold the same weights and reduce gradients together, as in Megatron-LM).
+  const double shard = static_cast<double>(layout.dp) * cp;
   const int64_t b = t.micro_batch;
   const double e = precision_bytes(t.precision);
   const double layers = std::ceil(static_cast<double>(m.n_layer) / p);
@@ -81,19 +84,30 @@ MemoryBreakdown stage_memory(const ModelConfig& m, const TrainOptions& t, const 
     if (m.tied() && p > 1) edge += static_cast<double>(m.vocab_size) * m.n_embd / tp;
   }
   const double lora_p =
-      lora ? layers * static_cast<double>(lora_params_per_block(m, t.lora_rank, t.lora_targets)) / tp
-           : 0.0;
+      lora
+          ? layers * static_cast<double>(lora_params_per_block(m, t.lora_rank, t.lora_targets)) / tp
+          : 0.0;
 
   MemoryBreakdown mem;
   mem.stage = stage;
   const double trainable = lora ? lora_p : blocks + edge;
   // Frozen LoRA bases quantise the block matmuls; embeddings and head stay in 16 bits.
-  mem.weights = lora ? blocks * lora_base_bytes(t.lora_base) + edge * 2.0 + lora_p * e
-                     : (blocks + edge) * e;
+  mem.weights =
+      lora ? blocks * lora_base_bytes(t.lora_base) + edge * 2.0 + lora_p * e : (blocks + edge) * e;
+  mem.trainable_weights = trainable * e;
+  mem.weight_bytes_full = mem.weights;
   const double grad_b = (t.precision == "fp32" || t.grad_precision == "fp32") ? 4.0 : 2.0;
-  mem.grads = trainable * grad_b;
+  mem.grad_bytes_full = trainable * grad_b;
+  mem.grads = mem.grad_bytes_full / (t.zero >= 2 ? shard : 1.0);
   const double state_b = (t.optimizer == "adamw" ? 8.0 : 4.0) + (t.precision == "fp32" ? 0.0 : 4.0);
-  mem.optimizer = trainable * state_b / (t.zero >= 1 ? layout.dp : 1);
+  mem.optimizer = trainable * state_b / (t.zero >= 1 ? shard : 1.0);
+  if (t.zero >= 3) {
+    // Each rank keeps 1/shard of the weights, plus the gathered weights of the layer being run
+    // and of the next one (prefetch).
+    const double layer_w = static_cast<double>(block_params(m)) / tp * e;
+    mem.weights = mem.weights / shard + 2.0 * layer_w;
+    mem.trainable_weights /= shard;
+  }
 
   const int mbs = micro_batches_per_step(t, layout);
   // Stage k of 1F1B holds p - k micro-batches; the last stage holds one.
@@ -101,15 +115,17 @@ MemoryBreakdown stage_memory(const ModelConfig& m, const TrainOptions& t, const 
   if (!first) inflight = std::max(1.0, std::min<double>(inflight, p - stage));
   if (layout.schedule == "gpipe") inflight = mbs;
   const double rep_div = t.sequence_parallel ? tp : 1.0;
-  const double per_layer = layer_activation_bytes(m, t, s, b, tp);
+  // Context parallelism splits every sequence over cp ranks: each holds 1/cp of the tokens
+  // (and of the score rows with standard attention).
+  const double per_layer = layer_activation_bytes(m, t, s, b, tp) / cp;
   double act = layers * inflight * per_layer;
   if (t.checkpointing == Checkpointing::Full) {
     // Recomputing one block needs its full activations once.
     TrainOptions full = t;
     full.checkpointing = Checkpointing::None;
-    act += layer_activation_bytes(m, full, s, b, tp);
+    act += layer_activation_bytes(m, full, s, b, tp) / cp;
   }
-  const double tokens = static_cast<double>(s) * b;
+  const double tokens = static_cast<double>(s) * b / cp;
   if (first) act += inflight * tokens * e * m.n_embd / rep_div;  // embedding output
   if (last)  // final norm input, head input, fp32 logits for the loss (4sbv/t)
     act += tokens * (2.0 * e * m.n_embd / rep_div + 4.0 * m.vocab_size / tp);
@@ -117,8 +133,10 @@ MemoryBreakdown stage_memory(const ModelConfig& m, const TrainOptions& t, const 
 
   double comm = 0;
   if (layout.dp > 1) comm += 2 * kBucketBytes;
-  if (tp > 1) comm += tokens * e * m.n_embd;  // all-reduce / all-gather scratch
+  if (tp > 1) comm += tokens * e * m.n_embd;          // all-reduce / all-gather scratch
   if (p > 1) comm += 4 * tokens * e * m.n_embd / tp;  // send/recv of both directions
+  if (cp > 1)  // ring attention: the K, V chunk being received and the one being sent
+    comm += 2.0 * 2.0 * tokens * e * static_cast<double>(m.kv_heads()) * m.head_dim() / tp;
   mem.comm = comm;
   // Fixed runtime overhead plus allocator fragmentation (5% of the dynamic memory).
   mem.overhead = gpu.overhead_gib * kGiB + 0.05 * (mem.activations + mem.comm);

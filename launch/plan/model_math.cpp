@@ -5,28 +5,37 @@
 
 namespace braid::plan {
 
+// The per-part counts are differences of ModelConfig's own totals (num_params,
+// num_matmul_params), so the planner has no second copy of the model's parameter shapes: a
+// change to what a block holds changes both at once.
+namespace {
+ModelConfig with_layers(const ModelConfig& m, int layers) {
+  ModelConfig c = m;
+  c.n_layer = layers;
+  return c;
+}
+}  // namespace
+
 int64_t block_params(const ModelConfig& m) {
-  const int64_t C = m.n_embd, F = m.ffn();
-  const int64_t kv = static_cast<int64_t>(m.kv_heads()) * m.head_dim();
-  if (m.is_llama()) return 2 * C * C + 2 * C * kv + 3 * C * F + 2 * C;
-  return C * 3 * C + 3 * C + C * C + C + C * F + F + F * C + C + 4 * C;
+  return with_layers(m, 1).num_params() - with_layers(m, 0).num_params();
 }
 
 int64_t block_matmul_params(const ModelConfig& m) {
-  const int64_t C = m.n_embd, F = m.ffn();
-  const int64_t kv = static_cast<int64_t>(m.kv_heads()) * m.head_dim();
-  return m.is_llama() ? 2 * C * C + 2 * C * kv + 3 * C * F : 4 * C * C + 2 * C * F;
+  return with_layers(m, 1).num_matmul_params() - with_layers(m, 0).num_matmul_params();
 }
 
 int64_t embedding_params(const ModelConfig& m) {
-  int64_t p = static_cast<int64_t>(m.vocab_size) * m.n_embd;
-  if (!m.is_llama()) p += static_cast<int64_t>(m.context_length) * m.n_embd;
-  return p;
+  // Token embedding: with no blocks, the matmul parameters are the vocabulary projection (V x C).
+  const ModelConfig none = with_layers(m, 0);
+  ModelConfig no_positions = none;
+  no_positions.context_length =
+      0;  // gpt2's learned position table is the only part that scales with it
+  return none.num_matmul_params() + (none.num_params() - no_positions.num_params());
 }
 
 int64_t head_params(const ModelConfig& m) {
-  const int64_t norm = m.is_llama() ? m.n_embd : 2 * m.n_embd;
-  return (m.tied() ? 0 : static_cast<int64_t>(m.vocab_size) * m.n_embd) + norm;
+  // What a block-less model holds beyond its embedding: the untied head and the final norm.
+  return with_layers(m, 0).num_params() - embedding_params(m);
 }
 
 int64_t lora_params_per_block(const ModelConfig& m, int rank,
@@ -40,14 +49,19 @@ int64_t lora_params_per_block(const ModelConfig& m, int rank,
   }
   int64_t p = 0;
   for (const std::string& t : list) {
-    if (t == "q" || t == "o") p += r * (C + C);
-    else if (t == "k" || t == "v") p += r * (C + kv);
-    else if (t == "up" || t == "down") p += r * (C + F);
-    else if (t == "gate" && m.is_llama()) p += r * (C + F);
+    if (t == "q" || t == "o")
+      p += r * (C + C);
+    else if (t == "k" || t == "v")
+      p += r * (C + kv);
+    else if (t == "up" || t == "down")
+      p += r * (C + F);
+    else if (t == "gate" && m.is_llama())
+      p += r * (C + F);
     else
-      user_error("LoRA target '{}' is unknown for family {}; expected q, k, v, o, up, down{}, "
-                 "or all",
-                 t, m.family, m.is_llama() ? ", gate" : "");
+      user_error(
+          "LoRA target '{}' is unknown for family {}; expected q, k, v, o, up, down{}, "
+          "or all",
+          t, m.family, m.is_llama() ? ", gate" : "");
   }
   return p;
 }
@@ -64,8 +78,9 @@ bool uses_dropout(const ModelConfig& m, const TrainOptions& t) {
 
 namespace {
 double lora_block(const ModelConfig& m, const TrainOptions& t) {
-  return t.lora_rank > 0 ? static_cast<double>(lora_params_per_block(m, t.lora_rank, t.lora_targets))
-                         : 0.0;
+  return t.lora_rank > 0
+             ? static_cast<double>(lora_params_per_block(m, t.lora_rank, t.lora_targets))
+             : 0.0;
 }
 }  // namespace
 
@@ -80,8 +95,10 @@ double block_hw_flops_per_token(const ModelConfig& m, const TrainOptions& t, int
   const double f = block_model_flops_per_token(m, t, s);
   const double attn_fwd = 4.0 * m.n_embd * static_cast<double>(s);
   switch (t.checkpointing) {
-    case Checkpointing::None: return f;
-    case Checkpointing::Selective: return f + attn_fwd;
+    case Checkpointing::None:
+      return f;
+    case Checkpointing::Selective:
+      return f + attn_fwd;
     case Checkpointing::Full:
       return f + 2.0 * (static_cast<double>(block_matmul_params(m)) + lora_block(m, t)) + attn_fwd;
   }

@@ -1,12 +1,13 @@
 // `braid plan`: memory, time and layout planning from the command line.
+#include "launch/plan/plan_command.h"
+
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include "core/error.h"
-#include "launch/commands.h"
-#include "launch/plan/calibrate.h"
+#include "launch/plan/calibrate_report.h"
 #include "launch/plan/compare.h"
 #include "launch/plan/config_input.h"
 #include "launch/plan/gpu_table.h"
@@ -21,6 +22,7 @@ namespace braid {
 namespace {
 
 struct PlanArgs {
+  plan::Calibrator calibrator;
   std::string preset, config, family = "llama";
   std::vector<std::string> overrides;  // --set, applied to --config
   // Training options typed on the command line win over the ones a --config implies.
@@ -30,6 +32,10 @@ struct PlanArgs {
   plan::TrainOptions train;
   std::string checkpointing = "none", attention = "flash", dropout = "auto";
   bool no_sp = false, no_dp_overlap = false;
+  std::string dp_overlap = "on", tp_overlap = "off", param_gather_overlap = "on", tie = "auto";
+  bool check = false;
+  CLI::Option *opt_nodes = nullptr, *opt_gpus_per_node = nullptr;
+  std::string currency = "USD", price_source;
   std::string lora_targets = "q,v";
   std::string gpu = "h100-sxm", device_profile;
   int gpus_per_node = 0, nodes = 1;
@@ -52,7 +58,8 @@ std::vector<std::string> split_commas(const std::string& s) {
   size_t start = 0;
   while (start <= s.size()) {
     const size_t end = s.find(',', start);
-    const std::string item = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const std::string item =
+        s.substr(start, end == std::string::npos ? std::string::npos : end - start);
     if (!item.empty()) out.push_back(item);
     if (end == std::string::npos) break;
     start = end + 1;
@@ -64,13 +71,15 @@ ModelConfig resolve_model(const PlanArgs& a, const plan::ConfigPlanInput* from_c
   const bool explicit_sizes = a.layers > 0 || a.hidden > 0 || a.heads > 0;
   const int sources = !a.preset.empty() + !a.config.empty() + explicit_sizes;
   if (sources == 0)
-    user_error("no model given; use --model <preset>, --config <file.yaml>, or --layers "
-               "--hidden --heads (see `braid plan --help`)");
-  if (sources > 1)
-    user_error("give the model one way only: --model, --config, or explicit sizes");
+    user_error(
+        "no model given; use --model <preset>, --config <file.yaml>, or --layers "
+        "--hidden --heads (see `braid plan --help`)");
+  if (sources > 1) user_error("give the model one way only: --model, --config, or explicit sizes");
   ModelConfig m;
-  if (!a.preset.empty()) m = plan::find_preset(a.preset);
-  else if (from_config) m = from_config->model;
+  if (!a.preset.empty())
+    m = plan::find_preset(a.preset);
+  else if (from_config)
+    m = from_config->model;
   else {
     if (a.layers <= 0 || a.hidden <= 0 || a.heads <= 0)
       user_error("explicit sizes need --layers, --hidden and --heads (all > 0)");
@@ -82,6 +91,12 @@ ModelConfig resolve_model(const PlanArgs& a, const plan::ConfigPlanInput* from_c
     m.ffn_hidden = a.ffn;
     if (a.vocab > 0) m.vocab_size = a.vocab;
   }
+  if (a.tie == "on")
+    m.tie_embeddings = 1;
+  else if (a.tie == "off")
+    m.tie_embeddings = 0;
+  else if (a.tie != "auto")
+    user_error("--tie-embeddings '{}' is unknown; expected auto, on or off", a.tie);
   if (from_config) {
     // --seq with a config sets the training length (below), like data.seq_len.
   } else if (a.seq > 0 && (m.is_llama() || a.seq <= m.context_length || explicit_sizes))
@@ -109,41 +124,68 @@ plan::TrainOptions resolve_train(const PlanArgs& a, const plan::ConfigPlanInput*
     if (!given(a.opt_optimizer)) t.optimizer = f.optimizer;
     t.seq = given(a.opt_seq) ? a.seq : f.seq;
   }
-  if (a.checkpointing == "none") t.checkpointing = plan::Checkpointing::None;
-  else if (a.checkpointing == "selective") t.checkpointing = plan::Checkpointing::Selective;
-  else if (a.checkpointing == "full") t.checkpointing = plan::Checkpointing::Full;
-  else user_error("--checkpointing '{}' is unknown; expected none, selective or full", a.checkpointing);
+  if (a.checkpointing == "none")
+    t.checkpointing = plan::Checkpointing::None;
+  else if (a.checkpointing == "selective")
+    t.checkpointing = plan::Checkpointing::Selective;
+  else if (a.checkpointing == "full")
+    t.checkpointing = plan::Checkpointing::Full;
+  else
+    user_error("--checkpointing '{}' is unknown; expected none, selective or full",
+               a.checkpointing);
   if (a.attention != "flash" && a.attention != "standard")
     user_error("--attention '{}' is unknown; expected flash or standard", a.attention);
   t.flash_attention = a.attention == "flash";
-  if (a.dropout == "auto") t.dropout = -1;
-  else if (a.dropout == "on") t.dropout = 1;
-  else if (a.dropout == "off") t.dropout = 0;
-  else user_error("--dropout '{}' is unknown; expected auto, on or off", a.dropout);
+  if (a.dropout == "auto")
+    t.dropout = -1;
+  else if (a.dropout == "on")
+    t.dropout = 1;
+  else if (a.dropout == "off")
+    t.dropout = 0;
+  else
+    user_error("--dropout '{}' is unknown; expected auto, on or off", a.dropout);
   if (from_config && a.dropout == "auto") t.dropout = 0;  // braid's models have no dropout
   t.sequence_parallel = !a.no_sp;
-  t.dp_overlap = !a.no_dp_overlap;
+  auto on_off = [](const std::string& v, const char* opt) {
+    if (v == "on") return true;
+    if (v == "off") return false;
+    user_error("{} '{}' is unknown; expected on or off", opt, v);
+  };
+  t.dp_overlap = on_off(a.dp_overlap, "--dp-overlap") && !a.no_dp_overlap;
+  t.tp_overlap = on_off(a.tp_overlap, "--tp-overlap");
+  t.param_gather_overlap = on_off(a.param_gather_overlap, "--param-gather-overlap");
   t.lora_targets = split_commas(a.lora_targets);
   if (t.lora_rank < 0) user_error("--lora-rank is {}; expected >= 0", t.lora_rank);
   if (t.global_batch < 1) user_error("--global-batch is {}; expected >= 1", t.global_batch);
   return t;
 }
 
-plan::Cluster resolve_cluster(const PlanArgs& a) {
+plan::Cluster resolve_cluster(const PlanArgs& a, bool from_config) {
   plan::Cluster c;
+  plan::DeviceProfile d;
   if (a.device_profile.find(',') != std::string::npos) {
-    std::vector<plan::GpuSpec> profiles;
-    for (const std::string& p : split_commas(a.device_profile)) profiles.push_back(plan::load_device_profile(p));
-    c.gpu = plan::average_profiles(profiles);
+    std::vector<plan::DeviceProfile> profiles;
+    for (const std::string& p : split_commas(a.device_profile))
+      profiles.push_back(plan::load_device_profile(p));
+    d = plan::average_profiles(profiles);
   } else {
-    c.gpu = plan::find_gpu(a.device_profile.empty() ? a.gpu : a.device_profile);
+    d = plan::find_device(a.device_profile.empty() ? a.gpu : a.device_profile);
   }
+  c.gpu = d.gpu;
+  c.cpu = d.cpu;
   c.gpus_per_node = a.gpus_per_node > 0 ? a.gpus_per_node : c.gpu.gpus_per_node;
+  // A braid run config describes one process: unless the cluster is given, plan it on one GPU.
+  const bool cluster_given = (a.opt_nodes && a.opt_nodes->count() > 0) ||
+                             (a.opt_gpus_per_node && a.opt_gpus_per_node->count() > 0);
+  if (from_config && !cluster_given) c.gpus_per_node = 1;
   if (a.nodes < 1) user_error("--nodes is {}; expected >= 1", a.nodes);
   c.nodes = a.nodes;
   c.intra_bw_gbs = a.intra_bw > 0 ? a.intra_bw : c.gpu.intra_bw_gbs;
   c.inter_bw_gbs = a.inter_bw > 0 ? a.inter_bw : c.gpu.inter_bw_gbs;
   c.price_per_gpu_hour = a.price;
+  c.currency = a.currency;
+  c.price_source = a.price_source;
+  if (a.price < 0) user_error("--price is {}; expected >= 0", a.price);
   return c;
 }
 
@@ -154,89 +196,68 @@ void run_plan(const PlanArgs& given) {
       a.compare.empty() ? "" : (std::filesystem::path(a.compare) / "config.yaml").string();
   const bool explicit_sizes = a.layers > 0 || a.hidden > 0 || a.heads > 0;
   if (!a.compare.empty() && (a.inference || a.layout == "auto"))
-    user_error("--compare sets a prediction beside a braid train run as it ran; it does not combine with {}",
-               a.inference ? "--inference" : "--layout auto");
+    user_error(
+        "--compare sets a prediction beside a braid train run as it ran; it does not combine with "
+        "{}",
+        a.inference ? "--inference" : "--layout auto");
   if (!a.compare.empty() && a.config.empty() && a.preset.empty() && !explicit_sizes) {
     if (!std::filesystem::exists(run_config))
-      user_error("--compare: '{}' is missing; give the run directory of a braid train run, or --config", run_config);
+      user_error(
+          "--compare: '{}' is missing; give the run directory of a braid train run, or --config",
+          run_config);
     a.config = run_config;
   }
   if (a.calibrate) {
+    if (!a.calibrator)
+      user_error("--calibrate is not available in this program (it is part of the braid binary)");
     plan::CalibrateOptions copt;
-    if (a.calibrate_seconds > 0) copt.seconds_per_probe = a.calibrate_seconds;
+    if (a.calibrate_seconds > 0) copt.total_seconds = a.calibrate_seconds;
     if (a.calibrate_rounds > 0) copt.rounds = a.calibrate_rounds;
-    const plan::GpuSpec g = plan::calibrate_machine(copt);
-    plan::save_device_profile(g, a.out);
-    if (a.json) {
-      std::cout << plan::load_device_profile(a.out).name << "\n";
-    } else {
-      std::printf("measured: f32 GEMM %.1f GFLOP/s, bf16 GEMM %.1f GFLOP/s (%d^3), copy %.1f GB/s\n",
-                  g.tflops_fp32 * 1e3, g.tflops_bf16 * 1e3, copt.gemm_size, g.mem_bw_gbs);
-      auto rates = [](const char* what, const char* key, const std::vector<plan::RatePoint>& v) {
-        std::printf("  %-40s", what);
-        for (const plan::RatePoint& p : v) std::printf(" %s %g: %.1f", key, p.key, p.rate * 1e3);
-        std::printf("  GFLOP/s\n");
-      };
-      rates("GEMMs in a GPT-2 block (fwd + bwd)", "n_embd", g.gemm_by_width);
-      rates("GEMMs in a Llama block (fwd + bwd)", "n_embd", g.gemm_llama_by_width);
-      rates(fmt::format("same, GPT-2 n_embd {}", copt.gemm_tokens_width).c_str(), "tokens", g.gemm_by_tokens);
-      rates(fmt::format("causal attention fwd+bwd, T {}, n_embd {}", copt.attention_seq, copt.attention_width).c_str(), "head_dim",
-            g.attention_by_head_dim);
-      rates("same, 4 query heads per KV head", "head_dim", g.attention_gqa_by_head_dim);
-      rates(fmt::format("same, head_dim {}", copt.attention_sides_head_dim).c_str(), "T", g.attention_by_seq);
-      rates(fmt::format("same, head_dim {}, T {}", copt.attention_sides_head_dim, copt.attention_seq).c_str(),
-            "n_embd", g.attention_by_width);
-      rates(fmt::format("LM head + cross-entropy fwd+bwd, V {}", copt.lm_head_ref_vocab).c_str(), "n_embd",
-            g.lm_head_by_width);
-      rates(fmt::format("same, n_embd {}", copt.lm_head_vocabs_width).c_str(), "V", g.lm_head_by_vocab);
-      auto gbs = [](const char* what, const std::vector<plan::RatePoint>& v) {
-        std::printf("  %-40s", what);
-        for (const plan::RatePoint& p : v) std::printf(" n_embd %g: %.1f", p.key, p.rate);
-        std::printf("  GB/s\n");
-      };
-      gbs("element-wise kernels in a GPT-2 block", g.block_elementwise_by_width);
-      gbs("element-wise kernels in a Llama block", g.block_elementwise_llama_by_width);
-      std::printf("  %-40s", "optimizer passes (norm, clip, AdamW)");
-      for (const plan::RatePoint& p : g.optimizer_by_params) std::printf(" %.3gM params: %.1f", p.key / 1e6, p.rate);
-      std::printf("  GB/s\n");
-      std::printf("  %-40s %.1f GB/s\n", "norms and adds (memory-bound)", g.elementwise_gbs);
-      std::printf("  %-40s GELU %.2f, SwiGLU %.2f  G elements/s\n", "activations fwd+bwd", g.gelu_gelems,
-                  g.swiglu_gelems);
-      std::printf("  %-40s %.1f us\n", "fixed cost per parallel kernel call", g.kernel_call_us);
-      std::printf("(communication bandwidth = copy bandwidth on this one node)\nwrote %s\n",
-                  a.out.c_str());
-    }
+    const plan::CalibrationRun run = a.calibrator(copt);
+    plan::save_device_profile(run.profile, a.out);
+    if (a.json)
+      std::cout << plan::load_device_profile(a.out).gpu.name << "\n";
+    else
+      std::cout << plan::calibration_text(run, copt, a.out);
     return;
   }
   if (!a.overrides.empty() && a.config.empty())
     user_error("--set applies to a --config file; give --config <file.yaml> too");
   std::unique_ptr<plan::ConfigPlanInput> from_config;
   if (!a.config.empty())
-    from_config = std::make_unique<plan::ConfigPlanInput>(plan::load_plan_config(a.config, a.overrides));
+    from_config =
+        std::make_unique<plan::ConfigPlanInput>(plan::load_plan_config(a.config, a.overrides));
   const ModelConfig m = resolve_model(a, from_config.get());
-  const plan::Cluster c = resolve_cluster(a);
+  const plan::Cluster c = resolve_cluster(a, from_config != nullptr);
   if (a.inference) {
     const int64_t ctx = a.context > 0 ? a.context : m.context_length;
     const plan::InferenceResult r =
         plan::predict_inference(m, c.gpu, a.lay.tp, a.serve_dtype, ctx, a.batch);
-    if (a.json) std::cout << plan::inference_json(r).dump(2) << "\n";
-    else std::cout << plan::inference_text(m, c, r);
+    if (a.json)
+      std::cout << plan::inference_json(r).dump(2) << "\n";
+    else
+      std::cout << plan::inference_text(m, c, r);
+    if (a.check && !r.fits)
+      user_error("--check: the model does not fit for serving on {}", c.gpu.name);
     return;
   }
   plan::TrainOptions t = resolve_train(a, from_config.get());
   if (a.layout == "auto") {
     const plan::SearchResult s = plan::search_layouts(m, t, c);
-    if (a.json) std::cout << plan::search_json(s).dump(2) << "\n";
+    if (a.json)
+      std::cout << plan::search_json(s).dump(2) << "\n";
     else {
       if (!s.best.empty()) std::cout << plan::plan_text(m, c, s.best.front().plan) << "\n";
       std::cout << plan::search_text(s);
     }
+    if (a.check && s.best.empty()) user_error("--check: no layout fits");
     return;
   }
-  if (a.layout != "manual") user_error("--layout '{}' is unknown; expected auto or manual", a.layout);
+  if (a.layout != "manual")
+    user_error("--layout '{}' is unknown; expected auto or manual", a.layout);
   plan::Layout l = a.lay;
   if (l.dp == 0) {  // fill the cluster
-    const int rest = c.total_gpus() / (l.tp * l.pp);
+    const int rest = c.total_gpus() / (l.tp * l.pp * l.cp);
     l.dp = rest > 0 ? rest : 1;
   }
   if (l.vp > 1 && l.schedule == "1f1b") l.schedule = "interleaved";
@@ -244,12 +265,17 @@ void run_plan(const PlanArgs& given) {
   if (!r.fits) r.fit_hints = plan::fit_hints(m, t, l, c);
   if (!a.compare.empty()) {
     if (!from_config)
-      user_error("--compare predicts a braid train run: give its config with --config (or nothing: the run's "
-                 "config.yaml is used), not --model or explicit sizes");
+      user_error(
+          "--compare predicts a braid train run: give its config with --config (or nothing: the "
+          "run's "
+          "config.yaml is used), not --model or explicit sizes");
     if (a.config != run_config && std::filesystem::exists(run_config))
-      plan::check_same_step(plan::load_plan_config(run_config, {}), *from_config, run_config, a.config);
+      plan::check_same_step(plan::load_plan_config(run_config, {}), *from_config, run_config,
+                            a.config);
     if (!r.kernel_model)
-      user_error("--compare needs a calibrated profile: add --device-profile <file from braid plan --calibrate>");
+      user_error(
+          "--compare needs a calibrated profile: add --device-profile <file from braid plan "
+          "--calibrate>");
     const plan::MeasuredRun run = plan::read_run_metrics(a.compare);
     if (a.json) {
       nlohmann::json j = plan::plan_json(r);
@@ -260,22 +286,30 @@ void run_plan(const PlanArgs& given) {
     }
     return;
   }
-  if (a.json) std::cout << plan::plan_json(r).dump(2) << "\n";
-  else std::cout << plan::plan_text(m, c, r);
+  if (a.json)
+    std::cout << plan::plan_json(r).dump(2) << "\n";
+  else
+    std::cout << plan::plan_text(m, c, r);
+  if (a.check && !r.fits)
+    user_error("--check: the plan does not fit ({:.2f} GiB per GPU needed, {:.2f} GiB available)",
+               r.memory.total() / (1024.0 * 1024 * 1024),
+               r.capacity_bytes / (1024.0 * 1024 * 1024));
 }
 
 }  // namespace
 
-void add_plan_command(CLI::App& app) {
+void add_plan_command(CLI::App& app, plan::Calibrator calibrate) {
   auto args = std::make_shared<PlanArgs>();
   PlanArgs& a = *args;
+  a.calibrator = std::move(calibrate);
   a.lay.dp = 0;
   auto* c = app.add_subcommand("plan", "Plan memory, time, layout and cost of a training run");
   c->add_option("--model", a.preset, "Model preset (gpt2-124m ... llama-70b, qwen-72b, gpt3-175b)");
-  c->add_option("--config", a.config,
-                 "A braid run config (YAML): its model and the step `braid train` runs on one process\n"
-                 "(data.micro_batch x data.grad_accum sequences of data.seq_len, fp32, AdamW);\n"
-                 "training options typed here win");
+  c->add_option(
+      "--config", a.config,
+      "A braid run config (YAML): its model and the step `braid train` runs on one process\n"
+      "(data.micro_batch x data.grad_accum sequences of data.seq_len, fp32, AdamW);\n"
+      "training options typed here win");
   c->add_option("--set", a.overrides, "Override a --config key, section.key=value (repeatable)")
       ->type_name("KEY=VALUE");
   c->add_option("--family", a.family, "Family of explicit sizes: gpt2 or llama");
@@ -285,49 +319,85 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--kv-heads", a.kv_heads, "Explicit size: key/value heads (0: heads)");
   c->add_option("--ffn", a.ffn, "Explicit size: MLP width (0: family default)");
   c->add_option("--vocab", a.vocab, "Explicit size: vocabulary");
-  a.opt_seq = c->add_option("--seq", a.seq, "Training sequence length (default: data.seq_len of --config, else the model's context)");
-  a.opt_global_batch = c->add_option("--global-batch", a.train.global_batch, "Sequences per optimizer step");
-  a.opt_micro_batch = c->add_option("--micro-batch", a.train.micro_batch, "Sequences per micro-batch");
-  a.opt_precision = c->add_option("--precision", a.train.precision, "Compute precision: bf16, fp16, fp32");
-  a.opt_grad_precision = c->add_option("--grad-precision", a.train.grad_precision, "Gradient dtype: fp32 (braid) or bf16");
+  a.opt_seq = c->add_option(
+      "--seq", a.seq,
+      "Training sequence length (default: data.seq_len of --config, else the model's context)");
+  a.opt_global_batch =
+      c->add_option("--global-batch", a.train.global_batch, "Sequences per optimizer step");
+  a.opt_micro_batch =
+      c->add_option("--micro-batch", a.train.micro_batch, "Sequences per micro-batch");
+  a.opt_precision =
+      c->add_option("--precision", a.train.precision, "Compute precision: bf16, fp16, fp32");
+  a.opt_grad_precision = c->add_option("--grad-precision", a.train.grad_precision,
+                                       "Gradient dtype: fp32 (braid) or bf16");
   a.opt_optimizer = c->add_option("--optimizer", a.train.optimizer, "adamw or sgd");
-  c->add_option("--zero", a.train.zero, "ZeRO stage: 0 or 1");
+  c->add_option(
+      "--zero", a.train.zero,
+      "ZeRO stage: 0, 1 (optimizer state), 2 (+ gradients), 3 (+ weights) sharded over dp x cp");
   c->add_option("--checkpointing", a.checkpointing, "none, selective or full");
   c->add_option("--attention", a.attention, "flash (no s^2 activations) or standard");
   c->add_option("--dropout", a.dropout, "auto (gpt2 on, llama off), on, off");
   c->add_flag("--no-sequence-parallel", a.no_sp, "Keep norm/dropout activations whole on TP ranks");
-  c->add_flag("--no-dp-overlap", a.no_dp_overlap, "Data-parallel all-reduce not overlapped");
+  c->add_flag("--no-dp-overlap", a.no_dp_overlap, "Same as --dp-overlap off");
+  c->add_option(
+      "--dp-overlap", a.dp_overlap,
+      "on (default, as torch DDP): gradient reduction hidden behind the last backward; off");
+  c->add_option(
+      "--tp-overlap", a.tp_overlap,
+      "on: TP collectives hidden behind the layer's GEMMs; off (default, as Megatron-LM)");
+  c->add_option("--param-gather-overlap", a.param_gather_overlap,
+                "on (default, as FSDP's prefetch): ZeRO-2/3 parameter all-gathers hidden behind "
+                "compute; off");
+  c->add_option("--tie-embeddings", a.tie,
+                "auto (family default: gpt2 tied, llama untied), on, off (separate LM head)");
+  c->add_option(
+      "--mfu", a.train.stated_mfu,
+      "Also time 6*N*D FLOPs at this fraction of peak (e.g. 0.4), without the efficiency model");
   c->add_option("--lora-rank", a.train.lora_rank, "LoRA rank (0: full training)");
   c->add_option("--lora-targets", a.lora_targets, "LoRA targets: q,k,v,o,gate,up,down or all");
   c->add_option("--lora-base", a.train.lora_base, "Frozen base weights: bf16, int8, 4bit");
   c->add_option("--train-tokens", a.train.train_tokens, "Tokens to train for time and cost");
-  c->add_option("--gpu", a.gpu, "GPU kind (v100, a100-40gb, a100-80gb, h100-sxm, ...) or profile.json");
+  c->add_option("--gpu", a.gpu,
+                "GPU kind (v100, a100-40gb, a100-80gb, h100-sxm, ...) or profile.json");
   c->add_option("--device-profile", a.device_profile,
                 "Device profile JSON from --calibrate; its kernel rates time braid's CPU step.\n"
                 "Several, comma-separated (calibrated before and after a run): their mean");
-  c->add_option("--compare", a.compare,
-                "A braid train run directory: predict its step (from its config.yaml, or --config)\n"
-                "and set its measured step and kernel-group times (metrics.jsonl) beside the\n"
-                "prediction (needs a --device-profile from --calibrate)");
-  c->add_option("--gpus-per-node", a.gpus_per_node, "GPUs per node (default: per GPU kind)");
-  c->add_option("--nodes", a.nodes, "Nodes");
+  c->add_option(
+      "--compare", a.compare,
+      "A braid train run directory: predict its step (from its config.yaml, or --config)\n"
+      "and set its measured step and kernel-group times (metrics.jsonl) beside the\n"
+      "prediction (needs a --device-profile from --calibrate)");
+  a.opt_gpus_per_node = c->add_option("--gpus-per-node", a.gpus_per_node,
+                                      "GPUs per node (default: per GPU kind; 1 with --config)");
+  a.opt_nodes = c->add_option("--nodes", a.nodes, "Nodes");
   c->add_option("--intra-bw", a.intra_bw, "Override intra-node GB/s per GPU and direction");
   c->add_option("--inter-bw", a.inter_bw, "Override inter-node GB/s per GPU");
-  c->add_option("--price", a.price, "Price per GPU-hour for the cost estimate");
+  c->add_option("--price", a.price, "Price per GPU-hour for the cost estimate (in --currency)");
+  c->add_option("--currency", a.currency, "Currency of --price (default USD)");
+  c->add_option("--price-source", a.price_source,
+                "Where --price comes from (printed beside the cost)");
+  c->add_flag("--check", a.check,
+              "Exit non-zero (1) when the plan does not fit (for scripts and CI)");
   c->add_option("--layout", a.layout, "manual (use --dp/--tp/--pp) or auto (search)");
   c->add_option("--dp", a.lay.dp, "Data-parallel degree (default: fill the cluster)");
   c->add_option("--tp", a.lay.tp, "Tensor-parallel degree");
   c->add_option("--pp", a.lay.pp, "Pipeline stages");
+  c->add_option("--cp", a.lay.cp,
+                "Context-parallel degree: each sequence split over cp ranks (ring attention)");
   c->add_option("--vp", a.lay.vp, "Virtual stages per pipeline rank (interleaved schedule)");
   c->add_option("--schedule", a.lay.schedule, "gpipe, 1f1b or interleaved");
   c->add_flag("--inference", a.inference, "Serving memory and decode rate instead of training");
   c->add_option("--serve-dtype", a.serve_dtype, "Serving weights: fp16, bf16, int8, int4");
   c->add_option("--context", a.context, "Serving context length (default: model context)");
   c->add_option("--batch", a.batch, "Serving batch (concurrent sequences)");
-  c->add_flag("--calibrate", a.calibrate, "Measure this machine (GEMM, attention, LM head, element-wise and memory rates) and write a device profile");
+  c->add_flag("--calibrate", a.calibrate,
+              "Measure this machine (GEMM, attention, LM head, element-wise and memory rates) and "
+              "write a device profile");
   c->add_option("--out", a.out, "Where --calibrate writes the profile");
-  c->add_option("--calibrate-seconds", a.calibrate_seconds,
-                "Seconds each --calibrate probe runs in all (default 0.6; about 30 probes)")
+  c->add_option(
+       "--calibrate-seconds", a.calibrate_seconds,
+       "Wall-clock seconds the whole --calibrate may take (default 40); below this machine's\n"
+       "floor (one warm-up and one timed call of every probe) it takes the floor and says so")
       ->check(CLI::PositiveNumber);
   c->add_option("--calibrate-rounds", a.calibrate_rounds,
                 "Interleaved rounds the probe time is split into (default 6)")

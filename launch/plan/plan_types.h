@@ -22,21 +22,26 @@ struct RatePoint {
 struct GpuSpec {
   std::string name;
   std::string description;
-  double memory_gib = 0;       // usable device memory
-  double tflops_fp32 = 0;      // plain fp32 (no TF32)
-  double tflops_bf16 = 0;      // 0: not supported
+  double memory_gib = 0;   // usable device memory
+  double tflops_fp32 = 0;  // plain fp32 (no TF32)
+  double tflops_bf16 = 0;  // 0: not supported
   double tflops_fp16 = 0;
-  double mem_bw_gbs = 0;       // device memory bandwidth, GB/s
-  double intra_bw_gbs = 0;     // GPU-to-GPU inside a node (NVLink/xGMI/PCIe), GB/s
-  double inter_bw_gbs = 0;     // per GPU between nodes (its share of the NICs), GB/s
+  double mem_bw_gbs = 0;           // device memory bandwidth, GB/s
+  double intra_bw_gbs = 0;         // GPU-to-GPU inside a node (NVLink/xGMI/PCIe), GB/s
+  double inter_bw_gbs = 0;         // per GPU between nodes (its share of the NICs), GB/s
   double matmul_efficiency = 0.7;  // achievable fraction of peak for large GEMMs
-  double overhead_gib = 1.0;   // runtime context, library workspaces, collective buffers
+  double overhead_gib = 1.0;       // runtime context, library workspaces, collective buffers
   int gpus_per_node = 8;
-  std::string source;          // where the numbers come from
-  // Kernel rates of braid's own CPU kernels, measured by --calibrate (empty: not measured, and the
-  // generic roofline above is used). See launch/plan/cpu_model.h for what each counts.
-  std::vector<RatePoint> gemm_by_width;       // f32 linear-layer GEMMs (fwd, dx, dW), by n_embd
-  std::vector<RatePoint> gemm_llama_by_width;  // the same on Llama block shapes (GQA 4, SwiGLU)
+  std::string source;  // where the numbers come from
+};
+
+// Per-CPU rates of braid's own kernels, measured by `braid plan --calibrate` (tools/calibrate/);
+// empty for the built-in GPUs. Only the CPU step model (launch/plan/cpu_model.h) reads them:
+// a GpuSpec describes any accelerator, this describes how braid's CPU trainer runs on one.
+struct CpuProfile {
+  // Empty tables: not measured (the generic roofline is used). cpu_model.h says what each counts.
+  std::vector<RatePoint> gemm_by_width;          // f32 linear-layer GEMMs (fwd, dx, dW), by n_embd
+  std::vector<RatePoint> gemm_llama_by_width;    // the same on Llama block shapes (GQA 4, SwiGLU)
   std::vector<RatePoint> attention_by_head_dim;  // causal attention fwd+bwd, by head_dim
   std::vector<RatePoint> attention_gqa_by_head_dim;  // the same with 4 query heads per KV head
   // Sequence-length and token-count dependence, as separable factors: a rate measured at seq s
@@ -47,33 +52,43 @@ struct GpuSpec {
   double attention_ref_seq = 0;
   std::vector<RatePoint> attention_by_width;  // the same at T attention_ref_seq, by n_embd
   double attention_ref_width = 0;
-  std::vector<RatePoint> gemm_by_tokens;    // GPT-2 block GEMMs at n_embd 512, by tokens
+  std::vector<RatePoint> gemm_by_tokens;  // GPT-2 block GEMMs at n_embd 512, by tokens
   double gemm_ref_tokens = 0;
   std::vector<RatePoint> lm_head_by_vocab;  // LM head + CE at n_embd 256, by vocabulary
   double lm_head_ref_vocab = 0;
-  // The element-wise kernels of one real block (norms, bias writes and sums, QKV copies, RoPE,
-  // residual adds), timed inside a block forward + backward: GB/s of the bytes
-  // block_elementwise_bytes_per_token counts, by n_embd. Empty: elementwise_gbs is used.
   // The optimizer's passes (gradient norm, clipping, AdamW) as the trainer runs them: GB/s of
   // their fp32 arrays, by parameter count (small models stay in cache).
   std::vector<RatePoint> optimizer_by_params;
+  // The element-wise kernels of one real block (norms, bias writes and sums, QKV copies, RoPE,
+  // residual adds), timed inside a block forward + backward: GB/s of the bytes
+  // block_elementwise_bytes_per_token counts, by n_embd. Empty: elementwise_gbs is used.
   std::vector<RatePoint> block_elementwise_by_width;
   std::vector<RatePoint> block_elementwise_llama_by_width;
-  std::vector<RatePoint> lm_head_by_width;    // fused LM head + cross-entropy fwd+bwd, by n_embd
+  std::vector<RatePoint> lm_head_by_width;  // fused LM head + cross-entropy fwd+bwd, by n_embd
   double elementwise_gbs = 0;  // memory-bound kernels on activations (norms, adds), GB/s
   double gelu_gelems = 0;      // GELU forward + backward, 1e9 elements of its (N, F) input per s
   double swiglu_gelems = 0;    // SwiGLU forward + backward, 1e9 elements of its (N, F) output per s
   double kernel_call_us = 0;   // fixed cost of one parallel kernel call (fork/join), microseconds
 };
 
+// What a device profile file holds (and what --calibrate measures): the accelerator-level
+// figures and, for a calibrated CPU, its kernel rates.
+struct DeviceProfile {
+  GpuSpec gpu;
+  CpuProfile cpu;
+};
+
 // The cluster the plan is for.
 struct Cluster {
   GpuSpec gpu;
+  CpuProfile cpu;  // kernel rates of a calibrated CPU (empty for GPUs)
   int gpus_per_node = 8;
   int nodes = 1;
   double intra_bw_gbs = 0;  // effective values after overrides
   double inter_bw_gbs = 0;
   double price_per_gpu_hour = 0;  // 0: no cost estimate
+  std::string currency = "USD";   // of price_per_gpu_hour and the cost
+  std::string price_source;       // where the price comes from (printed beside the cost)
   int total_gpus() const { return gpus_per_node * nodes; }
 };
 
@@ -81,43 +96,59 @@ enum class Checkpointing { None, Selective, Full };
 
 // How the model is trained (independent of the layout).
 struct TrainOptions {
-  int64_t global_batch = 512;   // sequences per optimizer step
-  int micro_batch = 1;          // sequences per micro-batch
-  int seq = 0;                  // sequence length; 0: model context_length
+  int64_t global_batch = 512;           // sequences per optimizer step
+  int micro_batch = 1;                  // sequences per micro-batch
+  int seq = 0;                          // sequence length; 0: model context_length
   std::string precision = "bf16";       // compute dtype: bf16, fp16, fp32
   std::string grad_precision = "fp32";  // gradient accumulation/all-reduce dtype: fp32, bf16
   std::string optimizer = "adamw";      // adamw or sgd (with momentum)
-  int zero = 0;                         // 0 or 1 (optimizer state sharded over dp)
+  // ZeRO stage (Rajbhandari et al. 2020): 1 shards optimizer state over dp, 2 also the
+  // gradients (reduce-scatter per micro-batch), 3 also the weights (all-gathered per layer in
+  // forward and again in backward).
+  int zero = 0;
   Checkpointing checkpointing = Checkpointing::None;
-  bool sequence_parallel = true;        // shard norm/dropout activations over tp
-  bool flash_attention = true;          // attention scores never stored (s^2 terms vanish)
-  int dropout = -1;                     // -1: family default (gpt2 yes, llama no)
-  bool dp_overlap = true;               // DP all-reduce overlaps the last backward
-  int lora_rank = 0;                    // 0: full training
+  bool sequence_parallel = true;  // shard norm/dropout activations over tp
+  bool flash_attention = true;    // attention scores never stored (s^2 terms vanish)
+  int dropout = -1;               // -1: family default (gpt2 yes, llama no)
+  // Overlap (defaults as the common frameworks ship: DDP overlaps gradient reduction with
+  // backward; Megatron's TP communication overlap is opt-in; FSDP prefetches parameters):
+  bool dp_overlap = true;            // gradient reduction hidden behind the last backward
+  bool tp_overlap = false;           // TP collectives hidden behind the layer's GEMMs
+  bool param_gather_overlap = true;  // ZeRO parameter all-gathers hidden behind compute
+  int lora_rank = 0;                 // 0: full training
   std::vector<std::string> lora_targets = {"q", "v"};
-  std::string lora_base = "bf16";       // frozen base: bf16, int8, 4bit
-  double train_tokens = 0;              // 0: no time/cost estimate
+  std::string lora_base = "bf16";  // frozen base: bf16, int8, 4bit
+  double train_tokens = 0;         // 0: no time/cost estimate
+  double stated_mfu = 0;           // > 0: also time 6*N*D FLOPs at this fraction of peak
 };
 
-// Parallel layout. dp*tp*pp must equal the GPUs used.
+// Parallel layout. dp*tp*pp*cp must equal the GPUs used; ranks are ordered tp fastest, then cp,
+// then pp, then dp.
 struct Layout {
   int dp = 1, tp = 1, pp = 1;
-  int vp = 1;                        // virtual stages per pipeline rank (interleaved 1F1B)
-  std::string schedule = "1f1b";     // gpipe, 1f1b, interleaved
-  int gpus() const { return dp * tp * pp; }
+  int vp = 1;                     // virtual stages per pipeline rank (interleaved 1F1B)
+  std::string schedule = "1f1b";  // gpipe, 1f1b, interleaved
+  int cp = 1;  // context parallel: the sequence split over cp ranks (ring attention)
+  int gpus() const { return dp * tp * pp * cp; }
 };
 
 // Bytes per GPU (the worst pipeline stage).
 struct MemoryBreakdown {
   double weights = 0, grads = 0, optimizer = 0, activations = 0, comm = 0, overhead = 0;
+  // Not added to total(): the part of `weights` the optimizer updates, and the un-sharded bytes
+  // of this stage's weights and gradients (what ZeRO's collectives move).
+  double trainable_weights = 0, weight_bytes_full = 0, grad_bytes_full = 0;
   double total() const { return weights + grads + optimizer + activations + comm + overhead; }
   int stage = 0;  // which pipeline stage this is (0 or pp-1)
 };
 
 // Seconds per optimizer step.
 struct TimeBreakdown {
-  double compute = 0, tp_comm = 0, bubble = 0, p2p = 0, dp_exposed = 0, optimizer = 0;
-  double step() const { return compute + tp_comm + bubble + p2p + dp_exposed + optimizer; }
+  double compute = 0, tp_comm = 0, cp_comm = 0, bubble = 0, p2p = 0, dp_exposed = 0,
+         param_gather = 0, optimizer = 0;
+  double step() const {
+    return compute + tp_comm + cp_comm + bubble + p2p + dp_exposed + param_gather + optimizer;
+  }
 };
 
 // Seconds per optimizer step by kernel group (the calibrated CPU model, launch/plan/cpu_model.h).
@@ -145,6 +176,12 @@ struct PlanResult {
   CpuStepTime cpu_kernels;
   double tokens_per_s = 0, tflops_per_gpu = 0, hw_tflops_per_gpu = 0, mfu = 0, hfu = 0;
   double train_seconds = 0, train_cost = 0;
+  double price_per_gpu_hour = 0;  // the cluster's, with its currency and source
+  std::string currency, price_source;
+  int64_t seq = 0;  // the sequence length assumed
+  // With TrainOptions::stated_mfu: 6*N FLOPs per token at that fraction of peak, without the
+  // planner's efficiency model.
+  double stated_step_s = 0, stated_train_seconds = 0, stated_train_cost = 0;
 };
 
 // Serving estimate.
@@ -153,6 +190,10 @@ struct InferenceResult {
   double weight_bytes = 0, kv_bytes = 0, overhead_bytes = 0, capacity_bytes = 0;
   bool fits = false;
   int tp = 1;
+  int smallest_fitting_tp = 0;  // when it does not fit: the least tp that would (0: none up to 64)
+  bool context_exceeds_model =
+      false;  // the context asked for is longer than the model was trained on
+  int64_t context = 0, model_context = 0;
   double decode_step_s = 0, tokens_per_s = 0, tokens_per_s_per_seq = 0;
   bool memory_bound = true;
 };

@@ -16,6 +16,7 @@ const char* ck_name(Checkpointing c) {
 std::string layout_str(const PlanResult& r) {
   const Layout& l = r.layout;
   std::string s = fmt::format("dp={} tp={} pp={}", l.dp, l.tp, l.pp);
+  if (l.cp > 1) s += fmt::format(" cp={}", l.cp);
   if (l.vp > 1) s += fmt::format(" vp={}", l.vp);
   return s + fmt::format(" {} mb={} ckpt={} zero={}", l.schedule, r.train.micro_batch,
                          ck_name(r.train.checkpointing), r.train.zero);
@@ -34,30 +35,66 @@ nlohmann::json plan_json(const PlanResult& r) {
   const MemoryBreakdown& m = r.memory;
   const TimeBreakdown& t = r.time;
   const CpuStepTime& k = r.cpu_kernels;
-  nlohmann::json j = {{"layout",
-           {{"dp", r.layout.dp}, {"tp", r.layout.tp}, {"pp", r.layout.pp}, {"vp", r.layout.vp},
-            {"schedule", r.layout.schedule}, {"micro_batch", r.train.micro_batch},
-            {"micro_batches", r.micro_batches}, {"checkpointing", ck_name(r.train.checkpointing)},
-            {"zero", r.train.zero}}},
-          {"params", r.params},
-          {"trainable_params", r.trainable},
-          {"memory_bytes",
-           {{"weights", m.weights}, {"grads", m.grads}, {"optimizer", m.optimizer},
-            {"activations", m.activations}, {"comm", m.comm}, {"overhead", m.overhead},
-            {"total", m.total()}, {"capacity", r.capacity_bytes}, {"stage", m.stage}}},
-          {"fits", r.fits},
-          {"fit_hints", r.fit_hints},
-          {"flops_per_step", {{"model", r.model_flops_step}, {"hardware", r.hw_flops_step}}},
-          {"step_seconds",
-           {{"compute", t.compute}, {"tp_comm", t.tp_comm}, {"bubble", t.bubble}, {"p2p", t.p2p},
-            {"dp_exposed", t.dp_exposed}, {"optimizer", t.optimizer}, {"total", t.step()}}},
-          {"tokens_per_s", r.tokens_per_s},
-          {"tflops_per_gpu", r.tflops_per_gpu},
-          {"hw_tflops_per_gpu", r.hw_tflops_per_gpu},
-          {"mfu", r.mfu},
-          {"hfu", r.hfu},
-          {"train_seconds", r.train_seconds},
-          {"train_cost", r.train_cost}};
+  nlohmann::json j = {
+      {"layout",
+       {{"dp", r.layout.dp},
+        {"tp", r.layout.tp},
+        {"pp", r.layout.pp},
+        {"cp", r.layout.cp},
+        {"vp", r.layout.vp},
+        {"schedule", r.layout.schedule},
+        {"micro_batch", r.train.micro_batch},
+        {"micro_batches", r.micro_batches},
+        {"checkpointing", ck_name(r.train.checkpointing)},
+        {"zero", r.train.zero},
+        {"seq", r.seq},
+        {"global_batch", r.train.global_batch},
+        {"grad_precision", r.train.grad_precision},
+        {"overlap",
+         {{"dp", r.train.dp_overlap},
+          {"tp", r.train.tp_overlap},
+          {"param_gather", r.train.param_gather_overlap}}}}},
+      {"params", r.params},
+      {"trainable_params", r.trainable},
+      {"memory_bytes",
+       {{"weights", m.weights},
+        {"grads", m.grads},
+        {"optimizer", m.optimizer},
+        {"activations", m.activations},
+        {"comm", m.comm},
+        {"overhead", m.overhead},
+        {"total", m.total()},
+        {"capacity", r.capacity_bytes},
+        {"stage", m.stage}}},
+      {"fits", r.fits},
+      {"fit_hints", r.fit_hints},
+      {"flops_per_step", {{"model", r.model_flops_step}, {"hardware", r.hw_flops_step}}},
+      {"step_seconds",
+       {{"compute", t.compute},
+        {"tp_comm", t.tp_comm},
+        {"cp_comm", t.cp_comm},
+        {"bubble", t.bubble},
+        {"p2p", t.p2p},
+        {"dp_exposed", t.dp_exposed},
+        {"param_gather", t.param_gather},
+        {"optimizer", t.optimizer},
+        {"total", t.step()}}},
+      {"tokens_per_s", r.tokens_per_s},
+      {"tflops_per_gpu", r.tflops_per_gpu},
+      {"hw_tflops_per_gpu", r.hw_tflops_per_gpu},
+      {"mfu", r.mfu},
+      {"hfu", r.hfu},
+      {"train_seconds", r.train_seconds},
+      {"train_cost", r.train_cost},
+      {"price",
+       {{"per_gpu_hour", r.price_per_gpu_hour},
+        {"currency", r.currency},
+        {"source", r.price_source}}}};
+  if (r.train.stated_mfu > 0)
+    j["stated_mfu"] = {{"mfu", r.train.stated_mfu},
+                       {"step_seconds", r.stated_step_s},
+                       {"train_seconds", r.stated_train_seconds},
+                       {"train_cost", r.stated_train_cost}};
   if (r.kernel_model)
     j["cpu_kernel_seconds"] = {{"gemm", k.gemm},
                                {"attention", k.attention},
@@ -77,30 +114,50 @@ nlohmann::json search_json(const SearchResult& s) {
     j["reason"] = p.reason;
     best.push_back(j);
   }
-  return {{"tried", s.tried}, {"rejected_memory", s.rejected_memory}, {"best", best}};
+  return {{"tried", s.tried},
+          {"rejected_memory", s.rejected_memory},
+          {"rejected_invalid", s.rejected_invalid},
+          {"best", best}};
 }
 
 nlohmann::json inference_json(const InferenceResult& r) {
-  return {{"weight_dtype", r.weight_dtype}, {"tp", r.tp},
-          {"weight_bytes", r.weight_bytes}, {"kv_cache_bytes", r.kv_bytes},
-          {"overhead_bytes", r.overhead_bytes}, {"capacity_bytes", r.capacity_bytes},
-          {"fits", r.fits}, {"decode_step_s", r.decode_step_s},
-          {"tokens_per_s", r.tokens_per_s}, {"tokens_per_s_per_seq", r.tokens_per_s_per_seq},
-          {"memory_bound", r.memory_bound}};
+  return {{"weight_dtype", r.weight_dtype},
+          {"tp", r.tp},
+          {"weight_bytes", r.weight_bytes},
+          {"kv_cache_bytes", r.kv_bytes},
+          {"overhead_bytes", r.overhead_bytes},
+          {"capacity_bytes", r.capacity_bytes},
+          {"fits", r.fits},
+          {"decode_step_s", r.decode_step_s},
+          {"tokens_per_s", r.tokens_per_s},
+          {"tokens_per_s_per_seq", r.tokens_per_s_per_seq},
+          {"memory_bound", r.memory_bound},
+          {"smallest_fitting_tp", r.smallest_fitting_tp},
+          {"context", r.context},
+          {"model_context", r.model_context},
+          {"context_exceeds_model", r.context_exceeds_model}};
 }
 
 std::string plan_text(const ModelConfig& m, const Cluster& c, const PlanResult& r) {
   std::string o;
-  o += fmt::format("model     {} L={} h={} heads={}/{} ffn={} vocab={}  params {:.3f} B",
-                   m.family, m.n_layer, m.n_embd, m.n_head, m.kv_heads(), m.ffn(), m.vocab_size,
+  o += fmt::format("model     {} L={} h={} heads={}/{} ffn={} vocab={}  params {:.3f} B", m.family,
+                   m.n_layer, m.n_embd, m.n_head, m.kv_heads(), m.ffn(), m.vocab_size,
                    r.params / 1e9);
   if (r.trainable != r.params) o += fmt::format(" (trainable {:.2f} M)", r.trainable / 1e6);
-  o += fmt::format("\ncluster   {} x {} {} ({:.0f} GiB, {:.0f} TFLOP/s {}), intra {:.0f} GB/s, "
-                   "inter {:.1f} GB/s\n",
-                   c.nodes, c.gpus_per_node, c.gpu.name, c.gpu.memory_gib,
-                   r.train.precision == "fp32" ? c.gpu.tflops_fp32 : c.gpu.tflops_bf16,
-                   r.train.precision, c.intra_bw_gbs, c.inter_bw_gbs);
-  o += fmt::format("layout    {}  ({} micro-batches per step)\n\n", layout_str(r), r.micro_batches);
+  o += fmt::format(
+      "\ncluster   {} x {} {} ({:.0f} GiB, {:.0f} TFLOP/s {}), intra {:.0f} GB/s, "
+      "inter {:.1f} GB/s\n",
+      c.nodes, c.gpus_per_node, c.gpu.name, c.gpu.memory_gib,
+      r.train.precision == "fp32" ? c.gpu.tflops_fp32 : c.gpu.tflops_bf16, r.train.precision,
+      c.intra_bw_gbs, c.inter_bw_gbs);
+  o += fmt::format("layout    {}  ({} micro-batches per step)\n", layout_str(r), r.micro_batches);
+  o += fmt::format(
+      "step      global batch {} sequences x seq {} = {} tokens; {} compute, {} gradients\n",
+      r.train.global_batch, r.seq, r.train.global_batch * r.seq, r.train.precision,
+      r.train.precision == "fp32" ? "fp32" : r.train.grad_precision);
+  o += fmt::format("overlap   dp gradients {}, tp comm {}, ZeRO param gathers {}\n\n",
+                   r.train.dp_overlap ? "on" : "off", r.train.tp_overlap ? "on" : "off",
+                   r.train.param_gather_overlap ? "on" : "off");
   const MemoryBreakdown& mm = r.memory;
   o += fmt::format("memory per GPU (stage {})          GiB\n", mm.stage);
   auto row = [&](const char* k, double v) { o += fmt::format("  {:<32}{:>8.2f}\n", k, v / kGiB); };
@@ -129,8 +186,10 @@ std::string plan_text(const ModelConfig& m, const Cluster& c, const PlanResult& 
   trow("compute", t.compute);
   trow("tensor-parallel comm", t.tp_comm);
   trow("pipeline bubble", t.bubble);
+  trow("context-parallel comm (exposed)", t.cp_comm);
   trow("pipeline p2p", t.p2p);
   trow("exposed data-parallel comm", t.dp_exposed);
+  trow("exposed ZeRO param all-gathers", t.param_gather);
   trow("optimizer step", t.optimizer);
   trow("total", t.step());
   if (r.kernel_model) {
@@ -142,22 +201,41 @@ std::string plan_text(const ModelConfig& m, const Cluster& c, const PlanResult& 
     trow("  activations (GELU / SwiGLU)", r.cpu_kernels.activation);
     trow("  kernel-call overhead", r.cpu_kernels.calls);
   }
-  o += fmt::format("\ntokens/s {:.0f}   TFLOP/s per GPU {:.4g} (hardware {:.4g})   MFU {:.1f}%  "
-                   "HFU {:.1f}%\n",
-                   r.tokens_per_s, r.tflops_per_gpu, r.hw_tflops_per_gpu, 100 * r.mfu, 100 * r.hfu);
+  o += fmt::format(
+      "\ntokens/s {:.0f}   TFLOP/s per GPU {:.4g} (hardware {:.4g})   MFU {:.1f}%  "
+      "HFU {:.1f}%\n",
+      r.tokens_per_s, r.tflops_per_gpu, r.hw_tflops_per_gpu, 100 * r.mfu, 100 * r.hfu);
   if (r.train_seconds > 0) {
     o += fmt::format("training {:.3g} tokens: {}", r.train.train_tokens, duration(r.train_seconds));
-    if (r.train_cost > 0)
-      o += fmt::format(", {:.0f} GPU-hours, cost {:.0f}", r.train_seconds / 3600 * r.layout.gpus(),
-                       r.train_cost);
+    o += fmt::format(", {:.0f} GPU-hours", r.train_seconds / 3600 * r.layout.gpus());
+    if (r.train_cost > 0) o += fmt::format(", cost {:.0f} {}", r.train_cost, r.currency);
     o += "\n";
   }
+  if (r.train.stated_mfu > 0) {
+    o += fmt::format(
+        "at a stated MFU of {:.1f}% (6·N FLOPs per token; the planner's efficiency model not "
+        "used): "
+        "{:.4g} s per step",
+        100 * r.train.stated_mfu, r.stated_step_s);
+    if (r.stated_train_seconds > 0) {
+      o += fmt::format(", {:.3g} tokens in {}, {:.0f} GPU-hours", r.train.train_tokens,
+                       duration(r.stated_train_seconds),
+                       r.stated_train_seconds / 3600 * r.layout.gpus());
+      if (r.stated_train_cost > 0)
+        o += fmt::format(", cost {:.0f} {}", r.stated_train_cost, r.currency);
+    }
+    o += "\n";
+  }
+  if (r.price_per_gpu_hour > 0 && (r.train_cost > 0 || r.stated_train_cost > 0))
+    o += fmt::format("price     {:.2f} {} per GPU-hour ({})\n", r.price_per_gpu_hour, r.currency,
+                     r.price_source.empty() ? "as given by --price" : r.price_source);
   return o;
 }
 
 std::string search_text(const SearchResult& s) {
-  std::string o = fmt::format("searched {} layouts, {} did not fit in memory\n", s.tried,
-                              s.rejected_memory);
+  std::string o =
+      fmt::format("searched {} layouts, {} did not fit in memory, {} cannot run their schedule\n",
+                  s.tried, s.rejected_memory, s.rejected_invalid);
   if (s.best.empty()) return o + "no layout fits; add GPUs, use LoRA, or a smaller micro-batch\n";
   o += fmt::format("  {:<60}{:>9}{:>10}{:>7}{:>9}\n", "layout", "GiB", "tok/s", "MFU", "step s");
   for (const RankedPlan& p : s.best) {
@@ -176,10 +254,24 @@ std::string inference_text(const ModelConfig& m, const Cluster& c, const Inferen
   o += fmt::format("  overhead     {:>8.2f} GiB\n", r.overhead_bytes / kGiB);
   o += fmt::format("  capacity     {:>8.2f} GiB  -> {}\n", r.capacity_bytes / kGiB,
                    r.fits ? "fits" : "DOES NOT FIT");
-  o += fmt::format("  decode step  {:.2f} ms ({}), {:.1f} tokens/s per sequence, {:.0f} tokens/s "
-                   "total\n",
-                   1e3 * r.decode_step_s, r.memory_bound ? "memory-bandwidth bound" : "compute bound",
-                   r.tokens_per_s_per_seq, r.tokens_per_s);
+  if (!r.fits)
+    o += r.smallest_fitting_tp > 0
+             ? fmt::format("  smallest tensor-parallel degree that fits: --tp {}\n",
+                           r.smallest_fitting_tp)
+             : std::string(
+                   "  no tensor-parallel degree dividing the KV heads fits; try a smaller "
+                   "--serve-dtype\n");
+  if (r.context_exceeds_model)
+    o += fmt::format(
+        "  warning: context {} exceeds the {} tokens the model was trained on; quality beyond it "
+        "is not "
+        "assured (RoPE scaling or a long-context variant is needed)\n",
+        r.context, r.model_context);
+  o += fmt::format(
+      "  decode step  {:.2f} ms ({}), {:.1f} tokens/s per sequence, {:.0f} tokens/s "
+      "total\n",
+      1e3 * r.decode_step_s, r.memory_bound ? "memory-bandwidth bound" : "compute bound",
+      r.tokens_per_s_per_seq, r.tokens_per_s);
   return o;
 }
 

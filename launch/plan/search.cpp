@@ -1,9 +1,9 @@
 // Exhaustive layout search over a small grid (a few thousand predictions at most).
 #include "launch/plan/search.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/error.h"
 #include "launch/plan/memory_model.h"
@@ -28,6 +28,8 @@ std::string loss_reason(const PlanResult& p, const PlanResult& best) {
                {"tensor-parallel communication", p.time.tp_comm - best.time.tp_comm},
                {"pipeline bubble", p.time.bubble - best.time.bubble},
                {"pipeline p2p", p.time.p2p - best.time.p2p},
+               {"context-parallel communication", p.time.cp_comm - best.time.cp_comm},
+               {"exposed ZeRO parameter all-gathers", p.time.param_gather - best.time.param_gather},
                {"exposed data-parallel communication", p.time.dp_exposed - best.time.dp_exposed},
                {"optimizer step", p.time.optimizer - best.time.optimizer}};
   const Part* worst = &parts[0];
@@ -54,16 +56,24 @@ SearchResult search_layouts(const ModelConfig& m, const TrainOptions& t, const C
         if (vp > 1 && (pp == 1 || m.n_layer % (pp * vp) != 0)) continue;
         for (int mb : {1, 2, 4, 8, 16}) {
           if (t.global_batch % (static_cast<int64_t>(dp) * mb) != 0) continue;
-          for (Checkpointing ck : {Checkpointing::None, Checkpointing::Selective, Checkpointing::Full}) {
-            for (int zero : {0, 1}) {
-              if (zero == 1 && dp == 1) continue;
+          for (Checkpointing ck :
+               {Checkpointing::None, Checkpointing::Selective, Checkpointing::Full}) {
+            for (int zero : {0, 1, 2, 3}) {
+              if (zero >= 1 && dp == 1) continue;
               Layout l{dp, tp, pp, vp, vp > 1 ? "interleaved" : "1f1b"};
               TrainOptions o = t;
               o.micro_batch = mb;
               o.checkpointing = ck;
               o.zero = zero;
               ++out.tried;
-              PlanResult r = predict(m, o, l, c);
+              PlanResult r;
+              try {
+                r = predict(m, o, l, c);
+              } catch (const UserError&) {
+                ++out.rejected_invalid;  // e.g. interleaving with fewer micro-batches than a
+                                         // multiple of pp
+                continue;
+              }
               if (!r.fits) {
                 ++out.rejected_memory;
                 continue;
@@ -75,9 +85,8 @@ SearchResult search_layouts(const ModelConfig& m, const TrainOptions& t, const C
       }
     }
   }
-  std::sort(fitting.begin(), fitting.end(), [](const PlanResult& a, const PlanResult& b) {
-    return a.time.step() < b.time.step();
-  });
+  std::sort(fitting.begin(), fitting.end(),
+            [](const PlanResult& a, const PlanResult& b) { return a.time.step() < b.time.step(); });
   for (size_t i = 0; i < fitting.size() && static_cast<int>(i) < keep; ++i) {
     RankedPlan rp{fitting[i], ""};
     if (i == 0) {
@@ -114,10 +123,10 @@ std::vector<std::string> fit_hints(const ModelConfig& m, const TrainOptions& t, 
     o.checkpointing = ck;
     try_change(fmt::format("--checkpointing {}", ck_name(ck)), o, l);
   }
-  if (t.zero == 0 && l.dp > 1) {
+  for (int z = t.zero + 1; z <= 3 && l.dp * l.cp > 1; ++z) {
     TrainOptions o = t;
-    o.zero = 1;
-    try_change("--zero 1", o, l);
+    o.zero = z;
+    try_change(fmt::format("--zero {}", z), o, l);
   }
   if (t.micro_batch > 1) {
     TrainOptions o = t;

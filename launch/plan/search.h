@@ -16,7 +16,8 @@ struct RankedPlan {
 
 struct SearchResult {
   std::vector<RankedPlan> best;  // fastest first, at most `keep`
-  int tried = 0, rejected_memory = 0;
+  int tried = 0, rejected_memory = 0,
+      rejected_invalid = 0;  // invalid: a schedule the layout cannot run
 };
 
 // Searches tp (divisors of GPUs per node that divide the heads), pp, virtual stages,

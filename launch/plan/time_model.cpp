@@ -30,46 +30,83 @@ double ring_allreduce_s(double bytes, int n, double bw_gbs) {
          2.0 * (n - 1) * kLinkLatencyS;
 }
 
+double ring_gather_s(double bytes, int n, double bw_gbs) {
+  if (n <= 1 || bytes <= 0) return 0.0;
+  return static_cast<double>(n - 1) / n * bytes / (bw_gbs * 1e9 * kCollectiveEfficiency) +
+         (n - 1) * kLinkLatencyS;
+}
+
 double tp_bandwidth(const Cluster& c, const Layout& l) {
   return l.tp <= c.gpus_per_node ? c.intra_bw_gbs : c.inter_bw_gbs;
 }
+double cp_bandwidth(const Cluster& c, const Layout& l) {
+  return l.tp * l.cp <= c.gpus_per_node ? c.intra_bw_gbs : c.inter_bw_gbs;
+}
 double pp_bandwidth(const Cluster& c, const Layout& l) {
-  return l.tp * l.pp <= c.gpus_per_node ? c.intra_bw_gbs : c.inter_bw_gbs;
+  return l.tp * l.cp * l.pp <= c.gpus_per_node ? c.intra_bw_gbs : c.inter_bw_gbs;
 }
 double dp_bandwidth(const Cluster& c, const Layout& l) {
   return l.gpus() <= c.gpus_per_node ? c.intra_bw_gbs : c.inter_bw_gbs;
 }
 
 void check_layout(const ModelConfig& m, const TrainOptions& t, const Layout& l, const Cluster& c) {
-  if (l.dp < 1 || l.tp < 1 || l.pp < 1 || l.vp < 1)
-    user_error("layout dp={} tp={} pp={} vp={}: every degree must be >= 1", l.dp, l.tp, l.pp, l.vp);
+  if (l.dp < 1 || l.tp < 1 || l.pp < 1 || l.vp < 1 || l.cp < 1)
+    user_error("layout dp={} tp={} pp={} vp={} cp={}: every degree must be >= 1", l.dp, l.tp, l.pp,
+               l.vp, l.cp);
   if (l.gpus() != c.total_gpus())
-    user_error("layout dp={} x tp={} x pp={} = {} GPUs, but the cluster has {} ({} nodes x {})",
-               l.dp, l.tp, l.pp, l.gpus(), c.total_gpus(), c.nodes, c.gpus_per_node);
+    user_error(
+        "layout dp={} x tp={} x pp={} x cp={} = {} GPUs, but the cluster has {} ({} nodes x {})",
+        l.dp, l.tp, l.pp, l.cp, l.gpus(), c.total_gpus(), c.nodes, c.gpus_per_node);
+  const int64_t s = t.seq > 0 ? t.seq : m.context_length;
+  if (l.cp > 1 && s % (2 * l.cp) != 0)
+    user_error(
+        "cp={} needs the sequence length ({}) divisible by 2 x cp (each rank takes two chunks so "
+        "the "
+        "causal work is balanced)",
+        l.cp, s);
   if (m.n_head % l.tp != 0 || m.kv_heads() % l.tp != 0)
     user_error("tp={} must divide the heads ({}) and kv heads ({})", l.tp, m.n_head, m.kv_heads());
   if (l.pp * l.vp > m.n_layer)
     user_error("pp={} x vp={} exceeds the {} layers", l.pp, l.vp, m.n_layer);
+  // The largest stage (ceil(L/p) layers, the one the time model runs) must split into vp equal
+  // chunks; smaller first or last stages, as Llama 3 used, are allowed.
+  const int stage_layers = (m.n_layer + l.pp - 1) / l.pp;
+  if (l.vp > 1 && stage_layers % l.vp != 0)
+    user_error(
+        "vp={}: a stage of {} layers ({} layers over pp={}) does not split into {} equal virtual "
+        "stages; "
+        "choose a vp that divides {}",
+        l.vp, stage_layers, m.n_layer, l.pp, l.vp, stage_layers);
   if (l.schedule != "gpipe" && l.schedule != "1f1b" && l.schedule != "interleaved")
     user_error("schedule '{}' is unknown; expected gpipe, 1f1b or interleaved", l.schedule);
   if (l.vp > 1 && l.schedule != "interleaved")
     user_error("vp={} needs --schedule interleaved", l.vp);
   if (t.micro_batch < 1) user_error("micro-batch is {}; expected >= 1", t.micro_batch);
-  if (t.zero != 0 && t.zero != 1) user_error("zero is {}; expected 0 or 1", t.zero);
+  if (t.zero < 0 || t.zero > 3) user_error("zero is {}; expected 0, 1, 2 or 3", t.zero);
+  if (t.stated_mfu < 0 || t.stated_mfu > 1)
+    user_error("--mfu is {}; expected a fraction in (0, 1]", t.stated_mfu);
   if (t.optimizer != "adamw" && t.optimizer != "sgd")
     user_error("optimizer '{}' is unknown; expected adamw or sgd", t.optimizer);
   if (t.grad_precision != "fp32" && t.grad_precision != "bf16")
     user_error("grad precision '{}' is unknown; expected fp32 or bf16", t.grad_precision);
-  micro_batches_per_step(t, l);
+  const int mbs = micro_batches_per_step(t, l);
+  // Interleaving runs the micro-batches in groups of p (Megatron-LM requires a multiple of p);
+  // with fewer, the chunks of one micro-batch still wait on each other and nothing is gained.
+  if (l.vp > 1 && mbs % l.pp != 0)
+    user_error(
+        "vp={}: the interleaved schedule needs the micro-batches per step ({} = global batch {} / "
+        "(dp {} x "
+        "micro-batch {})) to be a multiple of pp={}; use --vp 1 or a larger global batch",
+        l.vp, mbs, t.global_batch, l.dp, t.micro_batch, l.pp);
 }
 
-PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
-                   const Cluster& c) {
+PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l, const Cluster& c) {
   check_layout(m, t, l, c);
   PlanResult r;
   r.layout = l;
   r.train = t;
   const int64_t s = t.seq > 0 ? t.seq : m.context_length;
+  r.seq = s;
   const int64_t b = t.micro_batch;
   const double e = precision_bytes(t.precision);
   const double peak = peak_tflops(c.gpu, t.precision) * 1e12;
@@ -77,10 +114,9 @@ PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
   const double hbm = c.gpu.mem_bw_gbs * 1e9;
 
   r.params = m.num_params();
-  r.trainable = t.lora_rank > 0
-                    ? static_cast<int64_t>(m.n_layer) *
-                          lora_params_per_block(m, t.lora_rank, t.lora_targets)
-                    : r.params;
+  r.trainable = t.lora_rank > 0 ? static_cast<int64_t>(m.n_layer) *
+                                      lora_params_per_block(m, t.lora_rank, t.lora_targets)
+                                : r.params;
   r.memory = training_memory(m, t, l, c.gpu);
   r.capacity_bytes = c.gpu.memory_gib * kGiB;
   r.fits = r.memory.total() <= r.capacity_bytes;
@@ -89,41 +125,64 @@ PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
 
   // FLOPs per step (whole model, all GPUs).
   const double tokens_step = static_cast<double>(t.global_batch) * s;
-  const double model_tok = m.n_layer * block_model_flops_per_token(m, t, s) + head_flops_per_token(m, t);
+  const double model_tok =
+      m.n_layer * block_model_flops_per_token(m, t, s) + head_flops_per_token(m, t);
   const double hw_tok = m.n_layer * block_hw_flops_per_token(m, t, s) + head_flops_per_token(m, t);
   r.model_flops_step = model_tok * tokens_step;
   r.hw_flops_step = hw_tok * tokens_step;
 
-  // One micro-batch through the slowest stage (the last one carries the LM head).
+  // One micro-batch through the slowest stage (the last one carries the LM head); with context
+  // parallelism each rank runs 1/cp of the micro-batch's tokens.
   const double layers = std::ceil(static_cast<double>(m.n_layer) / l.pp);
-  const double tok_mb = static_cast<double>(s) * b;
+  const double tok_mb = static_cast<double>(s) * b / l.cp;
   TrainOptions nock = t;
   nock.checkpointing = Checkpointing::None;
-  const double act_layer = layer_activation_bytes(m, nock, s, b, l.tp);
+  const double act_layer = layer_activation_bytes(m, nock, s, b, l.tp) / l.cp;
   const double passes = t.checkpointing == Checkpointing::Full ? 1.5 : 1.0;  // extra forward
-  const double layer_s = block_hw_flops_per_token(m, t, s) * tok_mb / l.tp / rate +
-                         kElementwiseTouches * passes * act_layer / hbm;
+  const double layer_flops_s = block_hw_flops_per_token(m, t, s) * tok_mb / l.tp / rate;
+  const double layer_s = layer_flops_s + kElementwiseTouches * passes * act_layer / hbm;
   const double head_s = head_flops_per_token(m, t) * tok_mb / l.tp / rate +
                         3.0 * 4.0 * tok_mb * m.vocab_size / l.tp / hbm;  // fp32 logits
   double stage_compute = layers * layer_s + head_s;
-  if (has_kernel_rates(c.gpu)) {
+  if (has_kernel_rates(c.cpu)) {
     // A calibrated CPU profile: time each kernel group at the rate measured for braid's kernels.
-    const CpuStepTime k = cpu_microbatch_time(m, t, c.gpu, layers, true, l.tp);
+    TrainOptions local = t;
+    local.seq = static_cast<int>(s / l.cp);
+    const CpuStepTime k = cpu_microbatch_time(m, l.cp > 1 ? local : t, c.cpu, layers, true, l.tp);
     stage_compute = k.compute();
     r.kernel_model = true;
-    r.cpu_kernels = {k.gemm * mbs, k.attention * mbs, k.lm_head * mbs, k.elementwise * mbs,
-                     k.activation * mbs, k.calls * mbs, 0.0};
+    r.cpu_kernels = {k.gemm * mbs,
+                     k.attention * mbs,
+                     k.lm_head * mbs,
+                     k.elementwise * mbs,
+                     k.activation * mbs,
+                     k.calls * mbs,
+                     0.0};
   }
 
   // Tensor parallel: 2 all-reduces (or RS+AG pairs) forward, 2 backward, 2 more per recompute.
+  // With overlap they hide behind the layer's GEMMs (Megatron's TP communication overlap).
   double tp_mb = 0;
   if (l.tp > 1) {
     const double n_coll = t.checkpointing == Checkpointing::Full ? 6.0 : 4.0;
     tp_mb = layers * n_coll * ring_allreduce_s(tok_mb * e * m.n_embd, l.tp, tp_bandwidth(c, l));
+    if (t.tp_overlap) tp_mb = std::max(0.0, tp_mb - layers * layer_flops_s);
   }
-  const double stage_mb = stage_compute + tp_mb;
+  // Context parallel (ring attention): every rank passes its K, V chunk around the ring, cp - 1
+  // hops forward; backward passes K, V again and returns dK, dV (3 chunk volumes in all). The
+  // transfers overlap the attention core of the chunk in hand; what exceeds it is exposed.
+  double cp_mb = 0;
+  if (l.cp > 1) {
+    const double kv_chunk = 2.0 * tok_mb * e * m.kv_heads() * m.head_dim() / l.tp;
+    const double per_layer =
+        3.0 * (l.cp - 1) * (kv_chunk / (cp_bandwidth(c, l) * 1e9) + kLinkLatencyS);
+    const double attn_core = 12.0 * m.n_embd * static_cast<double>(s) * tok_mb / l.tp / rate;
+    cp_mb = layers * std::max(0.0, per_layer - attn_core);
+  }
+  const double stage_mb = stage_compute + tp_mb + cp_mb;
   r.time.compute = stage_compute * mbs;
   r.time.tp_comm = tp_mb * mbs;
+  r.time.cp_comm = cp_mb * mbs;
   r.time.bubble = bubble_fraction(l.pp, mbs, l.vp) * stage_mb * mbs;
   if (l.pp > 1) {
     // Activations cross stage boundaries scattered over TP (Narayanan et al. 2021 §4.1).
@@ -131,24 +190,42 @@ PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
     r.time.p2p = (2.0 * mbs * l.vp + 2.0 * (l.pp - 1)) * xfer;
   }
 
-  // Data parallel: gradients of this rank's parameters (ZeRO-1: reduce-scatter + all-gather
-  // of the same volume). Overlap hides it behind the last micro-batch's backward.
+  // Data parallel over dp x cp ranks (both hold the same weights). ZeRO 0/1: one all-reduce of
+  // the gradients per step (ZeRO-1 as reduce-scatter + all-gather, the same volume), hidden
+  // behind the last micro-batch's backward with overlap. ZeRO-2: a reduce-scatter per
+  // micro-batch behind that micro-batch's backward, then an all-gather of the updated weights
+  // before the next forward. ZeRO-3: per micro-batch the weights are all-gathered for forward
+  // and again for backward (ZeRO paper §7: 1.5x the data-parallel volume).
   const MemoryBreakdown& mem = r.memory;
-  const double dp_s = ring_allreduce_s(mem.grads, l.dp, dp_bandwidth(c, l));
-  const double window = t.dp_overlap ? stage_mb * 2.0 / 3.0 : 0.0;
-  r.time.dp_exposed = std::max(0.0, dp_s - window);
-  // Optimizer step: memory bound over weights, grads and state (read + write).
-  r.time.optimizer = 2.0 * (mem.weights + mem.grads + mem.optimizer) / hbm;
+  const int shard = l.dp * l.cp;
+  const double dp_bw = dp_bandwidth(c, l);
+  const double backward_window = t.dp_overlap ? stage_mb * 2.0 / 3.0 : 0.0;
+  if (t.zero <= 1) {
+    r.time.dp_exposed =
+        std::max(0.0, ring_allreduce_s(mem.grad_bytes_full, shard, dp_bw) - backward_window);
+  } else {
+    const double rs = ring_gather_s(mem.grad_bytes_full, shard, dp_bw);
+    r.time.dp_exposed = mbs * std::max(0.0, rs - backward_window);
+    const double ag = ring_gather_s(mem.weight_bytes_full, shard, dp_bw);
+    if (t.zero == 2) {
+      r.time.param_gather = std::max(0.0, ag - (t.param_gather_overlap ? stage_mb / 3.0 : 0.0));
+    } else {
+      r.time.param_gather =
+          mbs * std::max(0.0, 2.0 * ag - (t.param_gather_overlap ? stage_compute : 0.0));
+    }
+  }
+  // Optimizer step: memory bound over the trainable weights, their grads and state (read +
+  // write); a frozen LoRA base is not touched.
+  r.time.optimizer = 2.0 * (mem.trainable_weights + mem.grads + mem.optimizer) / hbm;
   if (r.kernel_model) {
     const double rank_params = static_cast<double>(r.trainable) / (l.tp * l.pp);
     // Measured on the trainer's own passes when the profile has them (calls included), else
     // the copy bandwidth plus 4 calls per parameter tensor.
-    r.time.optimizer =
-        c.gpu.optimizer_by_params.empty()
-            ? optimizer_step_bytes(rank_params, t.optimizer) / hbm +
-                  4.0 * parameter_tensors(m) * c.gpu.kernel_call_us * 1e-6
-            : optimizer_step_bytes(rank_params, t.optimizer) /
-                  (rate_at(c.gpu.optimizer_by_params, rank_params) * 1e9);
+    r.time.optimizer = c.cpu.optimizer_by_params.empty()
+                           ? optimizer_step_bytes(rank_params, t.optimizer) / hbm +
+                                 4.0 * parameter_tensors(m) * c.cpu.kernel_call_us * 1e-6
+                           : optimizer_step_bytes(rank_params, t.optimizer) /
+                                 (rate_at(c.cpu.optimizer_by_params, rank_params) * 1e9);
     r.cpu_kernels.optimizer = r.time.optimizer;
   }
 
@@ -159,9 +236,21 @@ PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
   r.hw_tflops_per_gpu = r.hw_flops_step / step / gpus / 1e12;
   r.mfu = r.tflops_per_gpu * 1e12 / peak;
   r.hfu = r.hw_tflops_per_gpu * 1e12 / peak;
+  r.price_per_gpu_hour = c.price_per_gpu_hour;
+  r.currency = c.currency;
+  r.price_source = c.price_source;
   if (t.train_tokens > 0) {
     r.train_seconds = t.train_tokens / r.tokens_per_s;
     r.train_cost = r.train_seconds / 3600.0 * gpus * c.price_per_gpu_hour;
+  }
+  if (t.stated_mfu > 0) {
+    // The users' question: 6 N D FLOPs at a stated fraction of peak, nothing else.
+    const double per_s = gpus * peak * t.stated_mfu;
+    r.stated_step_s = 6.0 * static_cast<double>(r.params) * tokens_step / per_s;
+    if (t.train_tokens > 0) {
+      r.stated_train_seconds = 6.0 * static_cast<double>(r.params) * t.train_tokens / per_s;
+      r.stated_train_cost = r.stated_train_seconds / 3600.0 * gpus * c.price_per_gpu_hour;
+    }
   }
   return r;
 }

@@ -16,15 +16,17 @@ double bubble_fraction(int p, int m, int v);
 // Seconds of a ring all-reduce of `bytes` over n ranks at `bw_gbs` GB/s per direction.
 double ring_allreduce_s(double bytes, int n, double bw_gbs);
 
-// Bandwidths the TP, PP and DP groups see (ranks ordered tp fastest, then pp, then dp).
+// Seconds of a ring reduce-scatter or all-gather of `bytes` (the whole buffer) over n ranks.
+double ring_gather_s(double bytes, int n, double bw_gbs);
+// Bandwidths the TP, CP, PP and DP groups see (ranks ordered tp fastest, then cp, pp, dp).
 double tp_bandwidth(const Cluster& c, const Layout& l);
+double cp_bandwidth(const Cluster& c, const Layout& l);
 double pp_bandwidth(const Cluster& c, const Layout& l);
 double dp_bandwidth(const Cluster& c, const Layout& l);
 
 // The full prediction: memory, FLOPs, step time split, throughput, cost. Throws UserError on
 // an inconsistent layout (dp*tp*pp != GPUs, tp not dividing heads, ...).
-PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
-                   const Cluster& c);
+PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l, const Cluster& c);
 
 // Throws UserError when the layout cannot run this model on this cluster.
 void check_layout(const ModelConfig& m, const TrainOptions& t, const Layout& l, const Cluster& c);

@@ -30,8 +30,10 @@ inline TrainOptions tiny_train(int64_t global_batch = 2) {
 
 // A profile as --calibrate writes it, with round rates (all multiplied by `scale`; the call
 // cost, a time, divided by it) and no block, side or optimizer tables.
-inline GpuSpec cpu_profile(double scale = 1.0) {
-  GpuSpec g;
+inline DeviceProfile cpu_profile(double scale = 1.0) {
+  DeviceProfile d;
+  GpuSpec& g = d.gpu;
+  CpuProfile& k = d.cpu;
   g.name = "cpu-test";
   g.memory_gib = 8;
   g.tflops_fp32 = 0.1 * scale;
@@ -40,14 +42,24 @@ inline GpuSpec cpu_profile(double scale = 1.0) {
   g.matmul_efficiency = 1;
   g.overhead_gib = 0;
   g.gpus_per_node = 1;
-  g.gemm_by_width = {{32, 0.05 * scale}, {128, 0.1 * scale}};
-  g.attention_by_head_dim = {{16, 0.04 * scale}};
-  g.lm_head_by_width = {{64, 0.08 * scale}};
-  g.elementwise_gbs = 20 * scale;
-  g.gelu_gelems = 0.5 * scale;
-  g.swiglu_gelems = 0.25 * scale;
-  g.kernel_call_us = 10 / scale;
-  return g;
+  k.gemm_by_width = {{32, 0.05 * scale}, {128, 0.1 * scale}};
+  k.attention_by_head_dim = {{16, 0.04 * scale}};
+  k.lm_head_by_width = {{64, 0.08 * scale}};
+  k.elementwise_gbs = 20 * scale;
+  k.gelu_gelems = 0.5 * scale;
+  k.swiglu_gelems = 0.25 * scale;
+  k.kernel_call_us = 10 / scale;
+  return d;
+}
+
+// A one-node cluster of `d` (the planner's view of a calibrated machine).
+inline Cluster cpu_cluster(const DeviceProfile& d) {
+  Cluster c;
+  c.gpu = d.gpu;
+  c.cpu = d.cpu;
+  c.gpus_per_node = 1;
+  c.intra_bw_gbs = c.inter_bw_gbs = d.gpu.intra_bw_gbs;
+  return c;
 }
 
 }  // namespace braid::plan::testing

@@ -6,12 +6,12 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "data_test_util.h"
 #include "launch/plan/compare.h"
 #include "launch/plan/cpu_model.h"
 #include "launch/plan/gpu_table.h"
 #include "launch/plan/model_math.h"
 #include "launch/plan/time_model.h"
-#include "data_test_util.h"
 #include "plan_test_util.h"
 
 namespace braid::plan {
@@ -24,10 +24,13 @@ namespace {
 struct RunDir {
   braid::testing::TempDir dir{"plan_compare"};
   fs::path path = dir.path();
-  void metrics(const std::string& text) const { braid::testing::write_text(dir.file("metrics.jsonl"), text); }
+  void metrics(const std::string& text) const {
+    braid::testing::write_text(dir.file("metrics.jsonl"), text);
+  }
 };
 
-GpuSpec profile(double scale) { return testing::cpu_profile(scale); }
+DeviceProfile profile(double scale) { return testing::cpu_profile(scale); }
+CpuProfile rates(double scale) { return testing::cpu_profile(scale).cpu; }
 ModelConfig tiny() { return testing::tiny_gpt2(); }
 
 }  // namespace
@@ -62,7 +65,10 @@ TEST(PlanCompare, ReadsTheLastSegmentAfterItsWarmUpWindow) {
 
 TEST(PlanCompare, OneWindowIsUsedWhenItIsAllThereIs) {
   RunDir dir;
-  dir.metrics(R"({"event":"start","step":0})" "\n" R"({"step":4,"step_s":0.25})" "\n");
+  dir.metrics(R"({"event":"start","step":0})"
+              "\n"
+              R"({"step":4,"step_s":0.25})"
+              "\n");
   const MeasuredRun r = read_run_metrics(dir.path.string());
   EXPECT_EQ(r.windows, 1);
   EXPECT_EQ(r.skipped_windows, 0);
@@ -73,7 +79,8 @@ TEST(PlanCompare, OneWindowIsUsedWhenItIsAllThereIs) {
 TEST(PlanCompare, MissingOrEmptyMetricsAreUserErrors) {
   RunDir dir;
   EXPECT_THROW(read_run_metrics((dir.path / "nothing").string()), UserError);
-  dir.metrics(R"({"event":"start","step":0})" "\n");
+  dir.metrics(R"({"event":"start","step":0})"
+              "\n");
   try {
     read_run_metrics(dir.path.string());
     FAIL() << "expected a UserError";
@@ -86,19 +93,19 @@ TEST(PlanCompare, MissingOrEmptyMetricsAreUserErrors) {
 
 TEST(PlanCompare, AveragedProfilesPredictTheMeanTime) {
   // Rates 1x and 3x: times t and t/3, mean 2t/3, i.e. the harmonic mean rate 1.5x.
-  const GpuSpec a = profile(1.0), b = profile(3.0);
-  const GpuSpec m = average_profiles({a, b});
-  EXPECT_NEAR(m.gemm_by_width[1].rate, 0.15, 1e-12);
-  EXPECT_NEAR(m.elementwise_gbs, 30, 1e-9);
-  EXPECT_NEAR(m.tflops_fp32, 0.15, 1e-12);
-  EXPECT_NEAR(m.kernel_call_us, (10 + 10.0 / 3) / 2, 1e-12);  // a time: arithmetic mean
+  const DeviceProfile a = profile(1.0), b = profile(3.0);
+  const DeviceProfile m = average_profiles({a, b});
+  EXPECT_NEAR(m.cpu.gemm_by_width[1].rate, 0.15, 1e-12);
+  EXPECT_NEAR(m.cpu.elementwise_gbs, 30, 1e-9);
+  EXPECT_NEAR(m.gpu.tflops_fp32, 0.15, 1e-12);
+  EXPECT_NEAR(m.cpu.kernel_call_us, (10 + 10.0 / 3) / 2, 1e-12);  // a time: arithmetic mean
   const TrainOptions t = testing::tiny_train();
-  const double ta = cpu_microbatch_time(tiny(), t, a, 2, true, 1).compute();
-  const double tb = cpu_microbatch_time(tiny(), t, b, 2, true, 1).compute();
-  const double tm = cpu_microbatch_time(tiny(), t, m, 2, true, 1).compute();
+  const double ta = cpu_microbatch_time(tiny(), t, a.cpu, 2, true, 1).compute();
+  const double tb = cpu_microbatch_time(tiny(), t, b.cpu, 2, true, 1).compute();
+  const double tm = cpu_microbatch_time(tiny(), t, m.cpu, 2, true, 1).compute();
   EXPECT_NEAR(tm, (ta + tb) / 2, 1e-12 * ta);
-  GpuSpec c = profile(2.0);
-  c.gemm_by_width.pop_back();
+  DeviceProfile c = profile(2.0);
+  c.cpu.gemm_by_width.pop_back();
   EXPECT_THROW(average_profiles({a, c}), UserError);
 }
 
@@ -109,7 +116,7 @@ TEST(PlanCompare, SideTablesScaleRatesAgainstTheirReference) {
   EXPECT_DOUBLE_EQ(side_factor({}, 128, 256), 1.0);  // profiles without the table
   const ModelConfig m = tiny();
   const TrainOptions t = testing::tiny_train();
-  GpuSpec g = profile(1.0);
+  CpuProfile g = rates(1.0);
   const CpuStepTime base = cpu_microbatch_time(m, t, g, 2, true, 1);
   g.attention_by_seq = {{32, 0.01}, {256, 0.02}};
   g.attention_ref_seq = 256;
@@ -122,14 +129,14 @@ TEST(PlanCompare, SideTablesScaleRatesAgainstTheirReference) {
   const CpuStepTime k = cpu_microbatch_time(m, t, g, 2, true, 1);
   // T 32: half the rate; width 64: four times: 2x the rate, half the time.
   EXPECT_NEAR(k.attention, base.attention / 2, 1e-12 * base.attention);
-  EXPECT_NEAR(k.lm_head, base.lm_head / 2, 1e-12 * base.lm_head);        // V 128: twice
-  EXPECT_NEAR(k.gemm, 2 * base.gemm, 1e-12 * base.gemm);                 // 64 tokens: half
+  EXPECT_NEAR(k.lm_head, base.lm_head / 2, 1e-12 * base.lm_head);  // V 128: twice
+  EXPECT_NEAR(k.gemm, 2 * base.gemm, 1e-12 * base.gemm);           // 64 tokens: half
 }
 
 TEST(PlanCompare, BlockElementwiseRatesReplaceTheNormBandwidth) {
   const ModelConfig m = tiny();
   const TrainOptions t = testing::tiny_train();
-  GpuSpec g = profile(1.0);
+  CpuProfile g = rates(1.0);
   const double tokens = 64;
   const CpuStepTime plain = cpu_microbatch_time(m, t, g, 2, true, 1);
   // 2 blocks x 35 calls + 5 edge calls at 10 us when the block rates are not measured.
@@ -150,11 +157,8 @@ TEST(PlanCompare, BlockElementwiseRatesReplaceTheNormBandwidth) {
 TEST(PlanCompare, OptimizerTableTimesTheParameterPasses) {
   const ModelConfig m = tiny();
   const TrainOptions t = testing::tiny_train(2);
-  Cluster c;
-  c.gpu = profile(1.0);
-  c.gpus_per_node = 1;
-  c.intra_bw_gbs = c.inter_bw_gbs = 5;
-  c.gpu.optimizer_by_params = {{1e3, 8}, {1e9, 8}};
+  Cluster c = testing::cpu_cluster(profile(1.0));
+  c.cpu.optimizer_by_params = {{1e3, 8}, {1e9, 8}};
   const PlanResult r = predict(m, t, Layout{1, 1, 1, 1, "1f1b"}, c);
   ASSERT_TRUE(r.kernel_model);
   // 11 fp32 arrays per parameter at the measured 8 GB/s; no separate call term.
@@ -165,7 +169,8 @@ TEST(PlanCompare, OptimizerTableTimesTheParameterPasses) {
 TEST(PlanCompare, DeviceProfileKeepsTheNewTables) {
   RunDir dir;
   const std::string path = (dir.path / "p.json").string();
-  GpuSpec g = profile(1.0);
+  DeviceProfile d = profile(1.0);
+  CpuProfile& g = d.cpu;
   g.attention_by_seq = {{128, 0.03}, {256, 0.04}};
   g.attention_ref_seq = 256;
   g.attention_by_width = {{128, 0.05}};
@@ -177,8 +182,8 @@ TEST(PlanCompare, DeviceProfileKeepsTheNewTables) {
   g.block_elementwise_by_width = {{128, 17.5}};
   g.block_elementwise_llama_by_width = {{256, 21}};
   g.optimizer_by_params = {{1e6, 12.5}, {1.6e7, 14}};
-  save_device_profile(g, path);
-  const GpuSpec r = load_device_profile(path);
+  save_device_profile(d, path);
+  const CpuProfile r = load_device_profile(path).cpu;
   ASSERT_EQ(r.attention_by_seq.size(), 2u);
   EXPECT_DOUBLE_EQ(r.attention_by_seq[0].rate, 0.03);
   EXPECT_DOUBLE_EQ(r.attention_ref_seq, 256);

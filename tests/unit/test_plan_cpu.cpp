@@ -1,6 +1,5 @@
 // braid plan on our own CPU: config input, calibrated kernel rates, the kernel-wise step model.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -37,7 +36,7 @@ struct TempDir {
 
 TEST(PlanCpu, RateInterpolatesInLogWidthAndClamps) {
   const std::vector<RatePoint> t = {{512, 0.2}, {128, 0.1}};  // unsorted on purpose
-  EXPECT_DOUBLE_EQ(rate_at(t, 256), 0.15);  // log2 midpoint of 128 and 512
+  EXPECT_DOUBLE_EQ(rate_at(t, 256), 0.15);                    // log2 midpoint of 128 and 512
   EXPECT_DOUBLE_EQ(rate_at(t, 128), 0.1);
   EXPECT_DOUBLE_EQ(rate_at(t, 64), 0.1);    // below the table: the first point
   EXPECT_DOUBLE_EQ(rate_at(t, 4096), 0.2);  // above: the last
@@ -56,8 +55,8 @@ TEST(PlanCpu, KernelWorkCountsByHand) {
   l.n_kv_head = 2;
   EXPECT_DOUBLE_EQ(block_elementwise_bytes_per_token(l), 4.0 * (28 * 64 + 4 * 96));
   // GELU over F = 256 at 0.5e9 elements/s; llama SwiGLU over its F (192) at 0.25e9.
-  EXPECT_DOUBLE_EQ(block_activation_seconds_per_token(m, cpu_profile()), 256 / 0.5e9);
-  EXPECT_DOUBLE_EQ(block_activation_seconds_per_token(l, cpu_profile()), l.ffn() / 0.25e9);
+  EXPECT_DOUBLE_EQ(block_activation_seconds_per_token(m, cpu_profile().cpu), 256 / 0.5e9);
+  EXPECT_DOUBLE_EQ(block_activation_seconds_per_token(l, cpu_profile().cpu), l.ffn() / 0.25e9);
   // AdamW: zero_grad 1 + norm 1 + clip 2 + update 7 = 11 arrays; SGD 9.
   EXPECT_DOUBLE_EQ(optimizer_step_bytes(1000, "adamw"), 44000.0);
   EXPECT_DOUBLE_EQ(optimizer_step_bytes(1000, "sgd"), 36000.0);
@@ -66,7 +65,7 @@ TEST(PlanCpu, KernelWorkCountsByHand) {
 TEST(PlanCpu, MicrobatchTimeFromRates) {
   const ModelConfig m = tiny();
   const TrainOptions t = testing::tiny_train();
-  const GpuSpec g = cpu_profile();
+  const CpuProfile g = cpu_profile().cpu;
   const CpuStepTime k = cpu_microbatch_time(m, t, g, 2, true, 1);
   const double tokens = 64;
   // width 64 lies halfway (in log) between 32 and 128: 0.075 TFLOP/s.
@@ -84,13 +83,10 @@ TEST(PlanCpu, MicrobatchTimeFromRates) {
 TEST(PlanCpu, PredictUsesKernelRatesForCalibratedProfiles) {
   const ModelConfig m = tiny();
   const TrainOptions t = testing::tiny_train(6);
-  Cluster c;
-  c.gpu = cpu_profile();
-  c.gpus_per_node = 1;
-  c.intra_bw_gbs = c.inter_bw_gbs = 5;
+  Cluster c = testing::cpu_cluster(cpu_profile());
   const PlanResult r = predict(m, t, Layout{1, 1, 1, 1, "1f1b"}, c);
   ASSERT_TRUE(r.kernel_model);
-  const CpuStepTime mb = cpu_microbatch_time(m, t, c.gpu, 2, true, 1);
+  const CpuStepTime mb = cpu_microbatch_time(m, t, c.cpu, 2, true, 1);
   EXPECT_NEAR(r.time.compute, 3 * mb.compute(), 1e-12);  // 3 micro-batches
   // 11 fp32 arrays per parameter at 10 GB/s, + 4 calls per tensor (2 x 12 + 4 tensors) at 10 us.
   EXPECT_EQ(parameter_tensors(m), 28);
@@ -98,18 +94,18 @@ TEST(PlanCpu, PredictUsesKernelRatesForCalibratedProfiles) {
               optimizer_step_bytes(m.num_params(), "adamw") / 10e9 + 4 * 28 * 10e-6, 1e-12);
   EXPECT_NEAR(r.time.step(), r.cpu_kernels.total(), 1e-12);
   // Without the rates the generic roofline is used.
-  c.gpu.elementwise_gbs = 0;
+  c.cpu.elementwise_gbs = 0;
   EXPECT_FALSE(predict(m, t, Layout{1, 1, 1, 1, "1f1b"}, c).kernel_model);
 }
 
 TEST(PlanCpu, DeviceProfileKeepsKernelRates) {
   TempDir dir;
   const std::string path = (dir.path / "profile.json").string();
-  GpuSpec saved = cpu_profile();
-  saved.gemm_llama_by_width = {{256, 0.09}};
-  saved.attention_gqa_by_head_dim = {{32, 0.05}};
+  DeviceProfile saved = cpu_profile();
+  saved.cpu.gemm_llama_by_width = {{256, 0.09}};
+  saved.cpu.attention_gqa_by_head_dim = {{32, 0.05}};
   save_device_profile(saved, path);
-  const GpuSpec g = load_device_profile(path);
+  const CpuProfile g = load_device_profile(path).cpu;
   ASSERT_EQ(g.gemm_llama_by_width.size(), 1u);
   EXPECT_DOUBLE_EQ(g.gemm_llama_by_width[0].rate, 0.09);
   EXPECT_DOUBLE_EQ(g.attention_gqa_by_head_dim[0].key, 32);
@@ -123,9 +119,9 @@ TEST(PlanCpu, DeviceProfileKeepsKernelRates) {
   EXPECT_DOUBLE_EQ(g.swiglu_gelems, 0.25);
   EXPECT_DOUBLE_EQ(g.kernel_call_us, 10);
   EXPECT_TRUE(has_kernel_rates(g));
-  const std::string bad = dir.write("bad.json",
-      R"({"name":"x","memory_gib":1,"tflops_fp32":1,"mem_bw_gbs":1,"intra_bw_gbs":1,)"
-      R"("inter_bw_gbs":1,"attention_tflops":[{"width":64,"tflops":1}]})");
+  const std::string bad = dir.write(
+      "bad.json", R"({"name":"x","memory_gib":1,"tflops_fp32":1,"mem_bw_gbs":1,"intra_bw_gbs":1,)"
+                  R"("inter_bw_gbs":1,"attention_tflops":[{"width":64,"tflops":1}]})");
   try {
     load_device_profile(bad);
     FAIL() << "expected a UserError";
@@ -180,10 +176,10 @@ TEST(PlanCpu, LlamaAndGqaUseTheirOwnTables) {
   m.family = "llama";
   m.n_kv_head = 1;  // 4 query heads per KV head
   const TrainOptions t = testing::tiny_train();
-  GpuSpec g = cpu_profile();
+  CpuProfile g = cpu_profile().cpu;
   const CpuStepTime base = cpu_microbatch_time(m, t, g, 2, false, 1);
-  g.gemm_llama_by_width = {{64, 0.15}};         // 2x the gpt2 table's 0.075 at width 64
-  g.attention_gqa_by_head_dim = {{16, 0.08}};   // 2x the MHA table
+  g.gemm_llama_by_width = {{64, 0.15}};        // 2x the gpt2 table's 0.075 at width 64
+  g.attention_gqa_by_head_dim = {{16, 0.08}};  // 2x the MHA table
   const CpuStepTime own = cpu_microbatch_time(m, t, g, 2, false, 1);
   EXPECT_NEAR(own.gemm, base.gemm / 2, 1e-15);
   EXPECT_NEAR(own.attention, base.attention / 2, 1e-15);

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "launch/commands.h"
 #include "launch/plan/gpu_table.h"
+#include "launch/plan/plan_command.h"
 #include "launch/plan/presets.h"
 #include "launch/plan/search.h"
 #include "launch/plan/time_model.h"
@@ -64,10 +64,10 @@ TEST(PlanValidation, MegatronWeakScalingA100) {
     int layers, hidden, heads, nodes, tp, pp;
     int64_t batch;
     double reported;
-  } rows[] = {{24, 2304, 24, 4, 1, 1, 512, 137},     {30, 3072, 32, 8, 2, 1, 512, 138},
-              {36, 4096, 32, 16, 4, 1, 512, 142},    {40, 6144, 48, 32, 8, 1, 1024, 135},
-              {48, 8192, 64, 64, 8, 2, 1536, 138},   {60, 10240, 80, 128, 8, 4, 1792, 140},
-              {80, 12288, 96, 192, 8, 8, 2304, 148}, {96, 16384, 128, 240, 8, 16, 2160, 155},
+  } rows[] = {{24, 2304, 24, 4, 1, 1, 512, 137},        {30, 3072, 32, 8, 2, 1, 512, 138},
+              {36, 4096, 32, 16, 4, 1, 512, 142},       {40, 6144, 48, 32, 8, 1, 1024, 135},
+              {48, 8192, 64, 64, 8, 2, 1536, 138},      {60, 10240, 80, 128, 8, 4, 1792, 140},
+              {80, 12288, 96, 192, 8, 8, 2304, 148},    {96, 16384, 128, 240, 8, 16, 2160, 155},
               {105, 20480, 128, 315, 8, 35, 2520, 163}, {128, 25600, 160, 384, 8, 64, 3072, 163}};
   for (const Row& r : rows) {
     const ModelConfig m = shape("gpt2", r.layers, r.hidden, r.heads, 0, 0, 51200, 2048);
@@ -125,10 +125,12 @@ TEST(PlanValidation, Llama3_405B_H100) {
   TrainOptions t;
   t.global_batch = 2048;
   t.zero = 1;
-  expect_within(predict(m, t, {64, 8, 16, 4, "interleaved"}, cluster("h100-sxm", 1024)).tflops_per_gpu,
-                430, 0.15, "Llama 3 8K GPUs");
-  expect_within(predict(m, t, {128, 8, 16, 4, "interleaved"}, cluster("h100-sxm", 2048)).tflops_per_gpu,
-                400, 0.15, "Llama 3 16K GPUs");
+  expect_within(
+      predict(m, t, {64, 8, 16, 4, "interleaved"}, cluster("h100-sxm", 1024)).tflops_per_gpu, 430,
+      0.15, "Llama 3 8K GPUs");
+  expect_within(
+      predict(m, t, {128, 8, 16, 4, "interleaved"}, cluster("h100-sxm", 2048)).tflops_per_gpu, 400,
+      0.15, "Llama 3 16K GPUs");
 }
 
 // ZeRO paper (Rajbhandari et al. 2020, Figure 1): a 7.5B model with mixed-precision Adam needs

@@ -1,7 +1,9 @@
 // The probes of `braid plan --calibrate`: timed closures over braid's own kernels, and the
-// builders that set one up per measured shape (calibrate.cpp picks the shapes).
+// builders that set one up per measured shape (calibrate.cpp picks the shapes). Part of
+// braid_calibrate, the only library besides core/ that runs kernels for the planner.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -30,7 +32,7 @@ inline double seconds_since(Clock::time_point t0) {
 class Probes {
  public:
   // The context every probe runs its kernels on (and whose profiler splits their time).
-  ExecContext& ctx() { return ctx_; }
+  ExecContext& ctx() { return *ctx_; }
 
   // `fn` does `work` units (FLOPs, bytes, elements) per call; returns the probe's index.
   size_t add(std::function<void()> fn, double work) {
@@ -40,25 +42,60 @@ class Probes {
     probes_.push_back(std::move(p));
     return probes_.size() - 1;
   }
-  // Runs `rounds` rounds; in each, every probe for at least seconds_per_probe / rounds (and
-  // at least one call).
-  void run(int rounds, double seconds_per_probe) {
-    for (Probe& p : probes_) p.fn();
-    const double share = seconds_per_probe / std::max(1, rounds);
-    for (int r = 0; r < rounds; ++r) {
+  // How run() went: timed rounds run (0: the warm-up calls were the measurement), and the
+  // shortest run with one timed round (warm-up plus one call of every probe), from `start`.
+  struct RunReport {
+    int rounds = 0;
+    double floor_s = 0;
+  };
+  // Runs one warm-up call of every probe, then up to `rounds` rounds, so that the run ends by
+  // `start` + budget_s. The time left after the warm-up is split evenly over probes and rounds;
+  // a probe repeats within its share only while its next call is expected to fit. Rounds are
+  // dropped while one call of every probe per round (estimated from the warm-up calls) does not
+  // fit in the time left; when not even one fits, the warm-up calls are the measurement (first-
+  // touch effects included) and rounds is 0.
+  RunReport run(int rounds, double budget_s, Clock::time_point start) {
+    double one_round = 0;
+    for (Probe& p : probes_) {
+      const KernelTimes k0 = ctx_->profiler().times();
+      const auto t0 = Clock::now();
+      p.fn();
+      p.call_estimate = seconds_since(t0);
+      p.warmup_groups = ctx_->profiler().times() - k0;
+      one_round += p.call_estimate;
+    }
+    const double left = budget_s - seconds_since(start);
+    RunReport rep;
+    rep.floor_s = seconds_since(start) + one_round;
+    if (one_round > 0 && left < one_round) {
       for (Probe& p : probes_) {
-        const KernelTimes k0 = ctx_.profiler().times();
+        p.calls = 1;
+        p.seconds = p.call_estimate;
+        p.groups = p.warmup_groups;
+      }
+      return rep;
+    }
+    rep.rounds =
+        std::max(1, std::min(rounds, one_round > 0 ? static_cast<int>(left / one_round) : rounds));
+    const double share = std::max(0.0, left) /
+                         (static_cast<double>(rep.rounds) * std::max<size_t>(1, probes_.size()));
+    for (int r = 0; r < rep.rounds; ++r) {
+      for (Probe& p : probes_) {
+        const KernelTimes k0 = ctx_->profiler().times();
         const auto t0 = Clock::now();
         double dt = 0;
+        int64_t calls = 0;
         do {
           p.fn();
-          ++p.calls;
+          ++calls;
           dt = seconds_since(t0);
-        } while (dt < share);
+        } while (dt + dt / static_cast<double>(calls) <= share);
+        p.calls += calls;
         p.seconds += dt;
-        p.groups += ctx_.profiler().times() - k0;
+        p.groups += ctx_->profiler().times() - k0;
       }
     }
+    return rep;
   }
   // Work units per second.
   double rate(size_t i) const {
@@ -66,13 +103,16 @@ class Probes {
     BRAID_CHECK(p.calls > 0 && p.seconds > 0, "calibration probe {} did not run", i);
     return p.work * static_cast<double>(p.calls) / p.seconds;
   }
-  double seconds_per_call(size_t i) const { return probes_.at(i).seconds / static_cast<double>(probes_.at(i).calls); }
+  double seconds_per_call(size_t i) const {
+    return probes_.at(i).seconds / static_cast<double>(probes_.at(i).calls);
+  }
   // Work units per second of the time the kernel profiler charged to `g` (core/profile.h)
   // while the probe ran: the rate of one kernel group inside a composite probe.
   double group_rate(size_t i, KernelGroup g) const {
     const Probe& p = probes_.at(i);
     const double s = p.groups.seconds[static_cast<int>(g)];
-    BRAID_CHECK(p.calls > 0 && s > 0, "calibration probe {} spent no time in {}", i, kernel_group_name(g));
+    BRAID_CHECK(p.calls > 0 && s > 0, "calibration probe {} spent no time in {}", i,
+                kernel_group_name(g));
     return p.work * static_cast<double>(p.calls) / s;
   }
 
@@ -81,10 +121,12 @@ class Probes {
     std::function<void()> fn;
     double work = 0;
     double seconds = 0;
+    double call_estimate = 0;   // the warm-up call's seconds
+    KernelTimes warmup_groups;  // and its kernel-group times
     int64_t calls = 0;
     KernelTimes groups;
   };
-  ExecContext ctx_;
+  std::unique_ptr<ExecContext> ctx_ = std::make_unique<ExecContext>();
   std::vector<Probe> probes_;
 };
 
@@ -96,7 +138,8 @@ struct BlockProbe {
 
 BlockProbe add_block_probe(Probes& probes, int64_t tokens, int C, bool llama);
 size_t add_optimizer_probe(Probes& probes, int64_t params);
-size_t add_attention_probe(Probes& probes, int64_t tokens, int64_t T, int64_t D, int64_t group, int64_t C);
+size_t add_attention_probe(Probes& probes, int64_t tokens, int64_t T, int64_t D, int64_t group,
+                           int64_t C);
 size_t add_lm_head_probe(Probes& probes, int64_t N, int64_t C, int64_t V);
 size_t add_elementwise_probe(Probes& probes, int64_t N);
 size_t add_activation_probe(Probes& probes, int64_t N, bool swiglu);

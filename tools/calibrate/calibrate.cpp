@@ -1,22 +1,22 @@
 // Machine measurements for the device profile (the planner's only kernel calls).
-#include "launch/plan/calibrate.h"
+#include "tools/calibrate/calibrate.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <memory>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "core/kernels/gemm.h"
-#include "launch/plan/probes.h"
+#include "tools/calibrate/probes.h"
 
 namespace braid::plan {
 
 using namespace probes;
 
-GpuSpec calibrate_machine(const CalibrateOptions& opt) {
+CalibrationRun calibrate_machine(const CalibrateOptions& opt) {
+  const auto start = Clock::now();
   Probes probes;
   const int64_t n = opt.gemm_size;
   auto sq = std::make_shared<std::vector<float>>(3 * n * n, 0.25f);  // A, B, C of (n, n)
@@ -47,15 +47,20 @@ GpuSpec calibrate_machine(const CalibrateOptions& opt) {
     p_block_tokens.push_back(add_block_probe(probes, t, opt.gemm_tokens_width, false));
   for (int d : opt.head_dims) {
     p_attn.push_back(add_attention_probe(probes, N, opt.attention_seq, d, 1, opt.attention_width));
-    p_attn_gqa.push_back(add_attention_probe(probes, N, opt.attention_seq, d, 4, opt.attention_width));
+    p_attn_gqa.push_back(
+        add_attention_probe(probes, N, opt.attention_seq, d, 4, opt.attention_width));
   }
   for (int s : opt.attention_seqs)
-    p_attn_seq.push_back(add_attention_probe(probes, N, s, opt.attention_sides_head_dim, 1, opt.attention_width));
+    p_attn_seq.push_back(
+        add_attention_probe(probes, N, s, opt.attention_sides_head_dim, 1, opt.attention_width));
   std::vector<size_t> p_attn_width;
   for (int w : opt.attention_widths)
-    p_attn_width.push_back(add_attention_probe(probes, N, opt.attention_seq, opt.attention_sides_head_dim, 1, w));
-  for (int w : opt.lm_head_widths) p_lm.push_back(add_lm_head_probe(probes, N, w, opt.lm_head_ref_vocab));
-  for (int v : opt.lm_head_vocabs) p_lm_vocab.push_back(add_lm_head_probe(probes, N, opt.lm_head_vocabs_width, v));
+    p_attn_width.push_back(
+        add_attention_probe(probes, N, opt.attention_seq, opt.attention_sides_head_dim, 1, w));
+  for (int w : opt.lm_head_widths)
+    p_lm.push_back(add_lm_head_probe(probes, N, w, opt.lm_head_ref_vocab));
+  for (int v : opt.lm_head_vocabs)
+    p_lm_vocab.push_back(add_lm_head_probe(probes, N, opt.lm_head_vocabs_width, v));
   const size_t p_elem = add_elementwise_probe(probes, N);
   const size_t p_gelu = add_activation_probe(probes, N, false);
   const size_t p_swiglu = add_activation_probe(probes, N, true);
@@ -63,9 +68,11 @@ GpuSpec calibrate_machine(const CalibrateOptions& opt) {
   std::vector<size_t> p_opt;
   for (int64_t n : opt.optimizer_params) p_opt.push_back(add_optimizer_probe(probes, n));
 
-  probes.run(opt.rounds, opt.seconds_per_probe);
+  const Probes::RunReport rep = probes.run(opt.rounds, opt.total_seconds, start);
 
-  GpuSpec g;
+  CalibrationRun out;
+  GpuSpec& g = out.profile.gpu;
+  CpuProfile& k = out.profile.cpu;
   g.name = "cpu-calibrated";
   g.description = "this machine, measured by braid plan --calibrate (" + gemm_backend_name(probes.ctx().gemm()) + ")";
   const double pages = static_cast<double>(sysconf(_SC_PHYS_PAGES));
@@ -83,48 +90,56 @@ GpuSpec calibrate_machine(const CalibrateOptions& opt) {
   g.gpus_per_node = 1;
   auto table = [&](const std::vector<int>& keys, const std::vector<size_t>& idx) {
     std::vector<RatePoint> t;
-    for (size_t i = 0; i < keys.size(); ++i) t.push_back({double(keys[i]), probes.rate(idx[i]) / 1e12});
+    for (size_t i = 0; i < keys.size(); ++i)
+      t.push_back({double(keys[i]), probes.rate(idx[i]) / 1e12});
     return t;
   };
   // GEMM (TFLOP/s) or element-wise (GB/s) rates of block probes, keyed by `keys`.
-  auto block_table = [&](const std::vector<int>& keys, const std::vector<BlockProbe>& ps, bool gemm) {
+  auto block_table = [&](const std::vector<int>& keys, const std::vector<BlockProbe>& ps,
+                         bool gemm) {
     std::vector<RatePoint> t;
     for (size_t i = 0; i < ps.size(); ++i) {
       const BlockProbe& b = ps[i];
-      const double r = gemm ? b.gemm_flops * probes.group_rate(b.index, KernelGroup::Gemm) / 1e12
-                            : b.elementwise_bytes * probes.group_rate(b.index, KernelGroup::Elementwise) / 1e9;
+      const double r =
+          gemm ? b.gemm_flops * probes.group_rate(b.index, KernelGroup::Gemm) / 1e12
+               : b.elementwise_bytes * probes.group_rate(b.index, KernelGroup::Elementwise) / 1e9;
       t.push_back({double(keys[i]), r});
     }
     return t;
   };
-  g.gemm_by_width = block_table(opt.gemm_widths, p_block, true);
-  g.gemm_llama_by_width = block_table(opt.gemm_widths, p_block_llama, true);
-  g.block_elementwise_by_width = block_table(opt.gemm_widths, p_block, false);
-  g.block_elementwise_llama_by_width = block_table(opt.gemm_widths, p_block_llama, false);
-  g.gemm_by_tokens = block_table(opt.gemm_token_counts, p_block_tokens, true);
-  g.gemm_ref_tokens = static_cast<double>(N);
-  g.attention_by_head_dim = table(opt.head_dims, p_attn);
-  g.attention_gqa_by_head_dim = table(opt.head_dims, p_attn_gqa);
-  g.attention_by_seq = table(opt.attention_seqs, p_attn_seq);
-  g.attention_ref_seq = opt.attention_seq;
-  g.attention_by_width = table(opt.attention_widths, p_attn_width);
-  g.attention_ref_width = opt.attention_width;
-  g.lm_head_by_width = table(opt.lm_head_widths, p_lm);
-  g.lm_head_by_vocab = table(opt.lm_head_vocabs, p_lm_vocab);
-  g.lm_head_ref_vocab = opt.lm_head_ref_vocab;
+  k.gemm_by_width = block_table(opt.gemm_widths, p_block, true);
+  k.gemm_llama_by_width = block_table(opt.gemm_widths, p_block_llama, true);
+  k.block_elementwise_by_width = block_table(opt.gemm_widths, p_block, false);
+  k.block_elementwise_llama_by_width = block_table(opt.gemm_widths, p_block_llama, false);
+  k.gemm_by_tokens = block_table(opt.gemm_token_counts, p_block_tokens, true);
+  k.gemm_ref_tokens = static_cast<double>(N);
+  k.attention_by_head_dim = table(opt.head_dims, p_attn);
+  k.attention_gqa_by_head_dim = table(opt.head_dims, p_attn_gqa);
+  k.attention_by_seq = table(opt.attention_seqs, p_attn_seq);
+  k.attention_ref_seq = opt.attention_seq;
+  k.attention_by_width = table(opt.attention_widths, p_attn_width);
+  k.attention_ref_width = opt.attention_width;
+  k.lm_head_by_width = table(opt.lm_head_widths, p_lm);
+  k.lm_head_by_vocab = table(opt.lm_head_vocabs, p_lm_vocab);
+  k.lm_head_ref_vocab = opt.lm_head_ref_vocab;
   for (size_t i = 0; i < p_opt.size(); ++i)
-    g.optimizer_by_params.push_back({double(opt.optimizer_params[i]), probes.rate(p_opt[i]) / 1e9});
-  g.elementwise_gbs = probes.rate(p_elem) / 1e9;
-  g.gelu_gelems = probes.rate(p_gelu) / 1e9;
-  g.swiglu_gelems = probes.rate(p_swiglu) / 1e9;
-  // One call's fixed cost: its time less the bytes it moves (r a, r b, w a) at the element-wise rate.
+    k.optimizer_by_params.push_back({double(opt.optimizer_params[i]), probes.rate(p_opt[i]) / 1e9});
+  k.elementwise_gbs = probes.rate(p_elem) / 1e9;
+  k.gelu_gelems = probes.rate(p_gelu) / 1e9;
+  k.swiglu_gelems = probes.rate(p_swiglu) / 1e9;
+  // One call's fixed cost: its time less the bytes it moves (r a, r b, w a) at the element-wise
+  // rate.
   const double call_s = probes.seconds_per_call(p_call) / 100.0;
-  g.kernel_call_us = std::max(0.0, call_s - 12.0 * kCallProbeFloats / (g.elementwise_gbs * 1e9)) * 1e6;
+  k.kernel_call_us =
+      std::max(0.0, call_s - 12.0 * kCallProbeFloats / (k.elementwise_gbs * 1e9)) * 1e6;
   g.source = fmt::format(
-      "measured: gemm {}^3, memcpy {} MiB; kernels at {} tokens; {} interleaved rounds, {:.2f} s per probe",
-      n, opt.copy_bytes >> 20, N, opt.rounds, opt.seconds_per_probe);
-  return g;
+      "measured: gemm {}^3, memcpy {} MiB; kernels at {} tokens; {} interleaved rounds, {:.1f} s "
+      "in all",
+      n, opt.copy_bytes >> 20, N, rep.rounds, seconds_since(start));
+  out.rounds = rep.rounds;
+  out.floor_s = rep.floor_s;
+  out.elapsed_s = seconds_since(start);
+  return out;
 }
 
 }  // namespace braid::plan
-

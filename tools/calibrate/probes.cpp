@@ -1,10 +1,10 @@
 // Probe builders for `braid plan --calibrate` (see probes.h).
-#include "launch/plan/probes.h"
+#include "tools/calibrate/probes.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "core/kernels/activation.h"
 #include "core/kernels/attention.h"
@@ -111,7 +111,8 @@ size_t add_optimizer_probe(Probes& probes, int64_t params) {
 
 // Causal attention forward + backward on `tokens` tokens of sequences of length T at n_embd
 // C, in the kernel's own FLOPs; `group` query heads share each KV head.
-size_t add_attention_probe(Probes& probes, int64_t tokens, int64_t T, int64_t D, int64_t group, int64_t C) {
+size_t add_attention_probe(Probes& probes, int64_t tokens, int64_t T, int64_t D, int64_t group,
+                           int64_t C) {
   const int64_t B = std::max<int64_t>(1, tokens / T), H = std::max<int64_t>(1, C / D);
   const int64_t Hkv = std::max<int64_t>(1, H / group);
   struct Buffers {
@@ -153,8 +154,11 @@ size_t add_lm_head_probe(Probes& probes, int64_t N, int64_t C, int64_t V) {
   b->dx = Tensor::empty({N, C});
   b->dw = Tensor::zeros({V, C});
   const float scale = 1.0f / static_cast<float>(N);
-  return probes.add([b, scale, c = &probes.ctx()] { lm_head_cross_entropy(*c, b->losses, b->dx, b->dw, b->x, b->w, b->targets, scale); },
-                    6.0 * N * V * C);
+  return probes.add(
+      [b, scale, c = &probes.ctx()] {
+        lm_head_cross_entropy(*c, b->losses, b->dx, b->dw, b->x, b->w, b->targets, scale);
+      },
+      6.0 * N * V * C);
 }
 
 // LayerNorm forward + backward and a residual add on N tokens at width 512: bytes read +
