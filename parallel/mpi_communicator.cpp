@@ -8,6 +8,7 @@
 #include <climits>
 
 #include "core/error.h"
+#include "parallel/inflight_report.h"
 
 namespace braid {
 
@@ -290,6 +291,8 @@ void MpiCommunicator::complete(Op& op, std::string error) {
   if (!error.empty())
     error = fmt::format("braid: rank {}: {} on group '{}' ({}) failed: {}", world_rank_, op.what,
                         name(), op.peers, error);
+  inflight::end(op.report_slot);
+  op.report_slot = -1;
   op.keep.clear();
   op.state->finish(std::move(error));
 }
@@ -310,6 +313,9 @@ void MpiCommunicator::progress_loop() {
     }
     for (Op& op : fresh) {
       op.started = std::chrono::steady_clock::now();
+      op.report_slot = inflight::begin(
+          fmt::format("braid: rank {}: ended by a signal while waiting in {} on group '{}' ({})",
+                      world_rank_, op.what, name(), op.peers));
       int rc = op.start(&op.req);
       if (rc != MPI_SUCCESS) {
         complete(op, mpi_error_string(rc));

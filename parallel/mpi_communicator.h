@@ -60,6 +60,7 @@ class MpiCommunicator final : public Communicator {
     std::vector<Tensor> keep;      // storage kept alive until completion
     std::shared_ptr<detail::WorkState> state;
     MPI_Request req = MPI_REQUEST_NULL;
+    int report_slot = -1;  // inflight_report slot while started
     std::chrono::steady_clock::time_point started;
   };
   Work enqueue(Op op);

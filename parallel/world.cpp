@@ -10,6 +10,7 @@
 #include <exception>
 
 #include "core/error.h"
+#include "parallel/inflight_report.h"
 #include "parallel/mpi_communicator.h"
 #include "parallel/watchdog.h"
 
@@ -71,6 +72,7 @@ World::World(int* argc, char*** argv, const WorldOptions& options)
     abort_job("braid: " + msg);
   }
   impl_->ops.create();
+  inflight::install_signal_report();
   std::vector<int> all(static_cast<size_t>(mpi_size));
   for (int i = 0; i < mpi_size; ++i) all[static_cast<size_t>(i)] = i;
   world_ = create_group(all, "world");
@@ -83,6 +85,7 @@ World::~World() {
     return;
   }
   impl_->comms.clear();
+  inflight::restore_signal_handlers();
   impl_->ops.free();
   MPI_Finalize();
 }
