@@ -54,13 +54,13 @@ int index_of(const std::vector<int>& v, int x) {
 
 MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::string name, std::vector<int> world_ranks,
                                  int world_rank, double timeout_s, const MpiReduceOps* ops,
-                                 FatalHandler fatal, int poll_sleep_us)
+                                 FatalHandler fatal, const MpiProgress& progress)
     : Communicator(std::move(name), world_ranks, index_of(world_ranks, world_rank), timeout_s),
       comm_(comm),
       world_rank_(world_rank),
       ops_(ops),
       fatal_(std::move(fatal)),
-      poll_sleep_us_(poll_sleep_us) {
+      progress_(progress) {
   int r = 0, n = 0;
   MPI_Comm_rank(comm_, &r);
   MPI_Comm_size(comm_, &n);
@@ -71,6 +71,7 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::string name, std::vector<in
   // Errors come back as return codes and fail the Work instead of killing the process mutely.
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   thread_ = std::thread([this] { progress_loop(); });
+  if (progress_.blocking_collectives) monitor_ = std::thread([this] { monitor_loop(); });
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -80,6 +81,14 @@ MpiCommunicator::~MpiCommunicator() {
   }
   cv_.notify_all();
   thread_.join();
+  if (monitor_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(monitor_mu_);
+      monitor_stop_ = true;
+    }
+    monitor_cv_.notify_all();
+    monitor_.join();
+  }
   MPI_Comm_free(&comm_);
 }
 
@@ -140,6 +149,42 @@ std::function<void()> MpiCommunicator::avg_finisher(ReduceOp op, Tensor t) const
   };
 }
 
+std::string MpiCommunicator::timeout_message(const Op& op) const {
+  return fmt::format(
+      "braid: rank {}: {} on group '{}' (group rank {} of {}) did not finish within "
+      "timeout_s = {} s; waiting on {}; ending the job",
+      world_rank_, op.what, name(), rank(), size(), timeout_s(), op.peers);
+}
+
+// A blocking collective progresses inside MPI for as long as it runs, the best overlap a
+// spare core can give, and uses the library's tuned algorithms. The monitor thread enforces
+// the timeout meanwhile.
+void MpiCommunicator::run_blocking(Op& op) {
+  {
+    std::lock_guard<std::mutex> lock(monitor_mu_);
+    blocking_message_ = timeout_message(op);
+    blocking_since_ = op.started;
+    blocking_ = true;
+  }
+  int rc = op.start(nullptr);
+  {
+    std::lock_guard<std::mutex> lock(monitor_mu_);
+    blocking_ = false;
+  }
+  complete(op, rc == MPI_SUCCESS ? std::string() : mpi_error_string(rc));
+}
+
+void MpiCommunicator::monitor_loop() {
+  std::unique_lock<std::mutex> lock(monitor_mu_);
+  while (!monitor_stop_) {
+    monitor_cv_.wait_for(lock, std::chrono::milliseconds(100));
+    if (blocking_ &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - blocking_since_).count() >
+            timeout_s())
+      fatal_(blocking_message_);
+  }
+}
+
 std::string MpiCommunicator::collective_peers() const {
   std::vector<int> others;
   for (int r : world_ranks())
@@ -153,11 +198,13 @@ Work MpiCommunicator::all_reduce(Tensor t, ReduceOp op) {
   Op o;
   o.what = fmt::format("all_reduce({}, {})", reduce_op_name(op), tensor_desc(t));
   o.peers = collective_peers();
+  o.collective = true;
   o.finish = avg_finisher(op, t);
   MPI_Datatype type = mpi_type(t.dtype());
   MPI_Op mop = mpi_op(op, t.dtype());
   o.start = [this, t, n, type, mop](MPI_Request* req) {
-    return MPI_Iallreduce(MPI_IN_PLACE, t.raw(), n, type, mop, comm_, req);
+    return req ? MPI_Iallreduce(MPI_IN_PLACE, t.raw(), n, type, mop, comm_, req)
+               : MPI_Allreduce(MPI_IN_PLACE, t.raw(), n, type, mop, comm_);
   };
   o.keep = {t};
   return enqueue(std::move(o));
@@ -179,11 +226,13 @@ Work MpiCommunicator::reduce_scatter(Tensor in, Tensor out, ReduceOp op) {
   o.what = fmt::format("reduce_scatter({}, {} -> {})", reduce_op_name(op), tensor_desc(in),
                        tensor_desc(out));
   o.peers = collective_peers();
+  o.collective = true;
   o.finish = avg_finisher(op, out);
   MPI_Datatype type = mpi_type(in.dtype());
   MPI_Op mop = mpi_op(op, in.dtype());
   o.start = [this, in, out, n, type, mop](MPI_Request* req) {
-    return MPI_Ireduce_scatter_block(in.raw(), out.raw(), n, type, mop, comm_, req);
+    return req ? MPI_Ireduce_scatter_block(in.raw(), out.raw(), n, type, mop, comm_, req)
+               : MPI_Reduce_scatter_block(in.raw(), out.raw(), n, type, mop, comm_);
   };
   o.keep = {in, out};
   return enqueue(std::move(o));
@@ -202,9 +251,11 @@ Work MpiCommunicator::all_gather(Tensor in, Tensor out) {
   Op o;
   o.what = fmt::format("all_gather({} -> {})", tensor_desc(in), tensor_desc(out));
   o.peers = collective_peers();
+  o.collective = true;
   MPI_Datatype type = mpi_type(in.dtype());
   o.start = [this, in, out, n, type](MPI_Request* req) {
-    return MPI_Iallgather(in.raw(), n, type, out.raw(), n, type, comm_, req);
+    return req ? MPI_Iallgather(in.raw(), n, type, out.raw(), n, type, comm_, req)
+               : MPI_Allgather(in.raw(), n, type, out.raw(), n, type, comm_);
   };
   o.keep = {in, out};
   return enqueue(std::move(o));
@@ -218,9 +269,11 @@ Work MpiCommunicator::broadcast(Tensor t, int root) {
   Op o;
   o.what = fmt::format("broadcast({}, root {})", tensor_desc(t), root);
   o.peers = collective_peers();
+  o.collective = true;
   MPI_Datatype type = mpi_type(t.dtype());
   o.start = [this, t, n, type, root](MPI_Request* req) {
-    return MPI_Ibcast(t.raw(), n, type, root, comm_, req);
+    return req ? MPI_Ibcast(t.raw(), n, type, root, comm_, req)
+               : MPI_Bcast(t.raw(), n, type, root, comm_);
   };
   o.keep = {t};
   return enqueue(std::move(o));
@@ -264,7 +317,10 @@ Work MpiCommunicator::barrier() {
   Op o;
   o.what = "barrier()";
   o.peers = collective_peers();
-  o.start = [this](MPI_Request* req) { return MPI_Ibarrier(comm_, req); };
+  o.collective = true;
+  o.start = [this](MPI_Request* req) {
+    return req ? MPI_Ibarrier(comm_, req) : MPI_Barrier(comm_);
+  };
   return enqueue(std::move(o));
 }
 
@@ -316,6 +372,10 @@ void MpiCommunicator::progress_loop() {
       op.report_slot = inflight::begin(
           fmt::format("braid: rank {}: ended by a signal while waiting in {} on group '{}' ({})",
                       world_rank_, op.what, name(), op.peers));
+      if (op.collective && progress_.blocking_collectives) {
+        run_blocking(op);
+        continue;
+      }
       int rc = op.start(&op.req);
       if (rc != MPI_SUCCESS) {
         complete(op, mpi_error_string(rc));
@@ -344,8 +404,8 @@ void MpiCommunicator::progress_loop() {
       }
       ++i;
     }
-    if (!inflight.empty() && !progressed && waiters_.load() == 0 && poll_sleep_us_ > 0)
-      std::this_thread::sleep_for(std::chrono::microseconds(poll_sleep_us_));
+    if (!inflight.empty() && !progressed && waiters_.load() == 0 && progress_.poll_sleep_us > 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(progress_.poll_sleep_us));
   }
 }
 

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -33,13 +34,23 @@ struct MpiReduceOps {
 // "MPI_ERR_...: text" for an MPI return code.
 std::string mpi_error_string(int rc);
 
+// How the progress thread drives MPI.
+struct MpiProgress {
+  // Collectives run as blocking MPI calls on the progress thread (tuned algorithms, progress
+  // all the time they run), with a monitor thread for the timeout; false: non-blocking calls
+  // tested in a loop like send/recv.
+  bool blocking_collectives = true;
+  // Sleep between tests of pending non-blocking operations while no caller waits (0: spin).
+  int poll_sleep_us = 20;
+};
+
 class MpiCommunicator final : public Communicator {
  public:
   // Takes ownership of comm (freed in the destructor). world_rank names this process in
-  // messages. The progress thread sleeps poll_sleep_us between tests while nobody waits.
+  // messages.
   MpiCommunicator(MPI_Comm comm, std::string name, std::vector<int> world_ranks, int world_rank,
                   double timeout_s, const MpiReduceOps* ops, FatalHandler fatal,
-                  int poll_sleep_us = 20);
+                  const MpiProgress& progress = {});
   // Finishes every operation already issued (bounded by the timeout), then frees the comm.
   ~MpiCommunicator() override;
 
@@ -60,11 +71,15 @@ class MpiCommunicator final : public Communicator {
     std::vector<Tensor> keep;      // storage kept alive until completion
     std::shared_ptr<detail::WorkState> state;
     MPI_Request req = MPI_REQUEST_NULL;
-    int report_slot = -1;  // inflight_report slot while started
+    int report_slot = -1;     // inflight_report slot while started
+    bool collective = false;  // may run as a blocking call (see MpiProgress)
     std::chrono::steady_clock::time_point started;
   };
   Work enqueue(Op op);
   void progress_loop();
+  void run_blocking(Op& op);
+  void monitor_loop();
+  std::string timeout_message(const Op& op) const;
   void complete(Op& op, std::string error);
   std::string collective_peers() const;
   void check_tensor(const Tensor& t, const char* op, const char* arg) const;
@@ -76,13 +91,21 @@ class MpiCommunicator final : public Communicator {
   int world_rank_;
   const MpiReduceOps* ops_;
   FatalHandler fatal_;
-  int poll_sleep_us_;
+  MpiProgress progress_;
   std::atomic<int> waiters_{0};
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Op> queue_;
   bool stop_ = false;
   std::thread thread_;
+  // The blocking collective in progress, watched by monitor_ for the timeout.
+  std::mutex monitor_mu_;
+  std::condition_variable monitor_cv_;
+  bool monitor_stop_ = false;
+  bool blocking_ = false;
+  std::chrono::steady_clock::time_point blocking_since_;
+  std::string blocking_message_;
+  std::thread monitor_;
 };
 
 }  // namespace braid

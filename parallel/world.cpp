@@ -128,7 +128,8 @@ Communicator* World::create_group(const std::vector<int>& members, const std::st
   if (members.empty()) return nullptr;
   auto c = std::make_unique<MpiCommunicator>(
       comm, name, members, rank(), options_.timeout_s, &impl_->ops,
-      [this](const std::string& m) { abort_job(m); }, options_.poll_sleep_us);
+      [this](const std::string& m) { abort_job(m); },
+      MpiProgress{options_.blocking_collectives, options_.poll_sleep_us});
   impl_->comms.push_back(std::move(c));
   return impl_->comms.back().get();
 }

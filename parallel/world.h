@@ -14,8 +14,10 @@ namespace braid {
 struct WorldOptions {
   double timeout_s = 300.0;       // per operation, see Communicator
   double init_timeout_s = 120.0;  // start-up: communicator creation waits for every rank
-  // Sleep between MPI tests while no caller waits (0: spin). Trades a little latency for
-  // leaving the cores to computation while communication runs in the background.
+  // Collectives as blocking MPI calls on the progress thread (default), or non-blocking
+  // calls tested in a loop, sleeping poll_sleep_us between tests while no caller waits
+  // (0: spin). Send/recv are always non-blocking.
+  bool blocking_collectives = true;
   int poll_sleep_us = 20;
 };
 
