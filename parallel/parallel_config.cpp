@@ -1,0 +1,59 @@
+// ParallelConfig validation.
+#include "parallel/parallel_config.h"
+
+#include <charconv>
+
+#include "parallel/pipeline_schedule.h"
+
+namespace braid {
+namespace {
+
+bool parse_positive(const std::string& s, int* out) {
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, *out);
+  return ec == std::errc() && ptr == end && *out >= 1;
+}
+
+}  // namespace
+
+void ParallelConfig::validate() const {
+  int n = 0;
+  if (dp != "auto" && !parse_positive(dp, &n))
+    config_error("dp", "dp is '{}'; expected auto or an integer >= 1", dp);
+  if (tp < 1) config_error("tp", "tp is {}; expected >= 1", tp);
+  if (pp < 1) config_error("pp", "pp is {}; expected >= 1", pp);
+  if (!(timeout_s > 0)) config_error("timeout_s", "timeout_s is {}; expected > 0", timeout_s);
+  if (!(init_timeout_s > 0))
+    config_error("init_timeout_s", "init_timeout_s is {}; expected > 0", init_timeout_s);
+  if (!(bucket_mb > 0)) config_error("bucket_mb", "bucket_mb is {}; expected > 0", bucket_mb);
+  if (!(first_bucket_mb > 0 && first_bucket_mb <= bucket_mb))
+    config_error("first_bucket_mb", "first_bucket_mb is {}; expected > 0 and <= bucket_mb ({})",
+                 first_bucket_mb, bucket_mb);
+  DType t;
+  if (!parse_dtype(allreduce_dtype, &t) || t == DType::I32)
+    config_error("allreduce_dtype", "allreduce_dtype is '{}'; expected f32, bf16 or f16",
+                 allreduce_dtype);
+  ScheduleKind kind;
+  if (!parse_schedule_kind(schedule, &kind))
+    config_error("schedule", "schedule is '{}'; expected gpipe, 1f1b, interleaved-1f1b or zb-h1",
+                 schedule);
+  if (virtual_stages < 1)
+    config_error("virtual_stages", "virtual_stages is {}; expected >= 1", virtual_stages);
+  if (virtual_stages > 1 && kind != ScheduleKind::Interleaved1F1B)
+    config_error("virtual_stages",
+                 "virtual_stages is {} but schedule is {}; only interleaved-1f1b uses model chunks",
+                 virtual_stages, schedule);
+}
+
+int ParallelConfig::dp_degree() const {
+  int n = 0;
+  return dp == "auto" ? 0 : (parse_positive(dp, &n) ? n : 0);
+}
+
+DType ParallelConfig::allreduce_dtype_value() const {
+  DType t = DType::F32;
+  parse_dtype(allreduce_dtype, &t);
+  return t;
+}
+
+}  // namespace braid

@@ -1,0 +1,59 @@
+// ParallelConfig: the rank mesh, communication timeouts, gradient buckets and the pipeline
+// schedule.
+#pragma once
+
+#include <string>
+
+#include "core/config_fields.h"
+#include "core/dtype.h"
+
+namespace braid {
+
+struct ParallelConfig {
+  std::string dp = "auto";
+  int tp = 1;
+  int pp = 1;
+  double timeout_s = 300.0;
+  double init_timeout_s = 120.0;
+  double bucket_mb = 25.0;
+  double first_bucket_mb = 1.0;
+  std::string allreduce_dtype = "f32";
+  std::string schedule = "1f1b";
+  int virtual_stages = 1;
+
+  template <class V>
+  void visit(V& v) {
+    v("dp", dp,
+      "Data-parallel degree: a number, or auto for world size / (tp * pp). dp * tp * pp must equal "
+      "the number of ranks.");
+    v("tp", tp,
+      "Tensor-parallel degree (ranks ordered tp fastest, so a TP group stays on one node).");
+    v("pp", pp, "Pipeline-parallel degree (number of stages).");
+    v("timeout_s", timeout_s,
+      "A collective, send or receive not finished after this many seconds ends the whole job with "
+      "a message naming the operation, group and ranks.");
+    v("init_timeout_s", init_timeout_s,
+      "The same limit for start-up (building the communicators), which waits for the slowest rank "
+      "to arrive.");
+    v("bucket_mb", bucket_mb,
+      "Gradient bucket size in MiB: the data-parallel all-reduce is issued per bucket while the "
+      "backward pass runs.");
+    v("first_bucket_mb", first_bucket_mb,
+      "Size of the first bucket (the last layers' gradients), kept small so communication starts "
+      "early.");
+    v("allreduce_dtype", allreduce_dtype,
+      "Element type of the gradient all-reduce: f32, bf16 or f16 (16-bit types halve the bytes; "
+      "sums are computed in f32 per step).");
+    v("schedule", schedule, "Pipeline schedule: gpipe, 1f1b, interleaved-1f1b or zb-h1.");
+    v("virtual_stages", virtual_stages,
+      "Model chunks per pipeline stage for interleaved-1f1b (1 otherwise).");
+  }
+  void validate() const;
+
+  // dp as a number; 0 when it is auto. Call after validate().
+  int dp_degree() const;
+  // allreduce_dtype as a DType. Call after validate().
+  DType allreduce_dtype_value() const;
+};
+
+}  // namespace braid

@@ -1,0 +1,189 @@
+// Pipeline schedule tables, checked in the unit-time simulator without running a model.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "core/error.h"
+#include "parallel/pipeline_schedule.h"
+#include "parallel/pipeline_sim.h"
+
+namespace braid {
+namespace {
+
+PipelineSchedule make(ScheduleKind k, int p, int m, int v = 1) {
+  ScheduleSpec s;
+  s.kind = k;
+  s.stages = p;
+  s.micro_batches = m;
+  s.virtual_stages = v;
+  return build_pipeline_schedule(s);
+}
+
+// Checks the data dependencies from the simulated times directly (not from the simulator's
+// own bookkeeping): F of virtual stage j after F of j - 1, B of j after B of j + 1 (and after
+// the last F), B after its F, W after its B.
+void expect_dependencies(const PipelineSchedule& ps, const SimResult& r) {
+  using K = std::tuple<int, int, int>;  // (type, mb, virtual stage)
+  std::map<K, std::pair<double, double>> t;
+  for (int s = 0; s < ps.spec.stages; ++s)
+    for (const TimedAction& a : r.stages[static_cast<size_t>(s)].timeline)
+      if (is_compute(a.action.type))
+        t[{static_cast<int>(a.action.type), a.action.mb, ps.virtual_stage(s, a.action.chunk)}] = {
+            a.start, a.end};
+  const int F = 0, B = 1, W = 2, last = ps.num_virtual_stages() - 1;
+  auto start = [&](int type, int mb, int j) { return t.at(K{type, mb, j}).first; };
+  auto end = [&](int type, int mb, int j) { return t.at(K{type, mb, j}).second; };
+  for (int mb = 0; mb < ps.spec.micro_batches; ++mb)
+    for (int j = 0; j <= last; ++j) {
+      ASSERT_TRUE(t.count(K{F, mb, j}) && t.count(K{B, mb, j}));
+      if (j > 0) {
+        EXPECT_GE(start(F, mb, j), end(F, mb, j - 1)) << "F mb " << mb << " vs " << j;
+      }
+      EXPECT_GE(start(B, mb, j), end(F, mb, j)) << "B after F, mb " << mb;
+      if (j < last) {
+        EXPECT_GE(start(B, mb, j), end(B, mb, j + 1)) << "B mb " << mb << " vs " << j;
+      }
+      if (t.count(K{W, mb, j})) {
+        EXPECT_GE(start(W, mb, j), end(B, mb, j));
+      }
+    }
+}
+
+TEST(PipelineSchedule, EveryScheduleRespectsDependencies) {
+  for (int p : {1, 2, 3, 4, 8})
+    for (int m : {1, 2, 3, 4, 7, 8, 16}) {
+      for (ScheduleKind k : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::ZbH1}) {
+        PipelineSchedule ps = make(k, p, m);
+        SimResult r = simulate_pipeline(ps);
+        expect_dependencies(ps, r);
+      }
+      if (p >= 2 && m % p == 0)
+        for (int v : {2, 3}) {
+          PipelineSchedule ps = make(ScheduleKind::Interleaved1F1B, p, m, v);
+          expect_dependencies(ps, simulate_pipeline(ps));
+        }
+    }
+}
+
+// The bubble of GPipe and 1F1B with equal F and B on every stage is (p-1)/(m+p-1) of the
+// step on every stage, for any F and B durations.
+TEST(PipelineSchedule, IdleFractionOfGpipeAnd1F1BMatchesTheory) {
+  for (StageCosts c : {StageCosts{}, StageCosts{1.0, 3.0, 1.5, 1.5, 0.0}})
+    for (int p : {1, 2, 4, 8})
+      for (int m : {1, 4, 8, 16})
+        for (ScheduleKind k : {ScheduleKind::GPipe, ScheduleKind::OneFOneB}) {
+          SimResult r = simulate_pipeline(make(k, p, m), c);
+          double theory = static_cast<double>(p - 1) / (m + p - 1);
+          for (const StageResult& s : r.stages)
+            EXPECT_NEAR(s.idle_fraction, theory, 1e-12)
+                << schedule_kind_name(k) << " p=" << p << " m=" << m;
+        }
+}
+
+TEST(PipelineSchedule, OneFOneBHoldsAtMostPMicroBatches) {
+  for (int p : {2, 4, 8})
+    for (int m : {1, 4, 8, 16, 32}) {
+      SimResult r = simulate_pipeline(make(ScheduleKind::OneFOneB, p, m));
+      EXPECT_EQ(r.stages[0].peak_in_flight, std::min(p, m)) << "p=" << p << " m=" << m;
+      for (int s = 0; s < p; ++s) EXPECT_LE(r.stages[static_cast<size_t>(s)].peak_in_flight, p - s);
+      // GPipe stashes every micro-batch: the memory 1F1B saves.
+      EXPECT_EQ(simulate_pipeline(make(ScheduleKind::GPipe, p, m)).stages[0].peak_in_flight, m);
+    }
+}
+
+// Unit costs F = B = W = 1 (so 1F1B's whole backward B + W costs 2).
+TEST(PipelineSchedule, ZbH1BubbleAtMostSixTenthsOf1F1B) {
+  StageCosts c;  // F 1, B 2, B_input 1, W 1
+  for (auto [p, m] : {std::pair{4, 8}, std::pair{2, 4}, std::pair{4, 16}, std::pair{8, 16}}) {
+    double one = simulate_pipeline(make(ScheduleKind::OneFOneB, p, m), c).mean_idle_fraction();
+    SimResult zb = simulate_pipeline(make(ScheduleKind::ZbH1, p, m), c);
+    EXPECT_LE(zb.mean_idle_fraction(), 0.6 * one) << "p=" << p << " m=" << m;
+    // zb-h1 keeps 1F1B's memory bound: at most p micro-batches' activations on any stage.
+    for (const StageResult& s : zb.stages) EXPECT_LE(s.peak_stashed, p);
+  }
+  // p=4, m=8: the bubble is (p-1)(F+B-W) = 3 units of a 3m + 3 = 27-unit step.
+  SimResult zb = simulate_pipeline(make(ScheduleKind::ZbH1, 4, 8), c);
+  EXPECT_DOUBLE_EQ(zb.makespan, 27.0);
+  EXPECT_NEAR(zb.mean_idle_fraction(), 3.0 / 27.0, 1e-12);
+}
+
+TEST(PipelineSchedule, InterleavedBubbleBelow1F1B) {
+  for (auto [p, m] : {std::pair{2, 4}, std::pair{4, 8}, std::pair{4, 16}})
+    for (int v : {2, 4}) {
+      double one = simulate_pipeline(make(ScheduleKind::OneFOneB, p, m)).mean_idle_fraction();
+      SimResult r = simulate_pipeline(make(ScheduleKind::Interleaved1F1B, p, m, v));
+      EXPECT_LT(r.mean_idle_fraction(), one) << "p=" << p << " m=" << m << " v=" << v;
+    }
+}
+
+TEST(PipelineSchedule, SendsAndReceivesImpliedByTheTable) {
+  PipelineSchedule ps = make(ScheduleKind::OneFOneB, 3, 4);
+  auto count = [&](int s, ActionType t) {
+    int n = 0;
+    for (const Action& a : ps.stages[static_cast<size_t>(s)]) n += a.type == t;
+    return n;
+  };
+  EXPECT_EQ(count(0, ActionType::RecvActivation), 0);
+  EXPECT_EQ(count(0, ActionType::SendActivation), 4);
+  EXPECT_EQ(count(0, ActionType::RecvGrad), 4);
+  EXPECT_EQ(count(0, ActionType::SendGrad), 0);
+  EXPECT_EQ(count(2, ActionType::SendActivation), 0);
+  EXPECT_EQ(count(2, ActionType::RecvGrad), 0);
+  EXPECT_EQ(count(1, ActionType::RecvActivation), 4);
+  // Stage 1's first actions: receive mb 0 from stage 0, forward it, send it to stage 2.
+  EXPECT_EQ(ps.stages[1][0], (Action{ActionType::RecvActivation, 0, 0, 0}));
+  EXPECT_EQ(ps.stages[1][1], (Action{ActionType::Forward, 0, 0, -1}));
+  EXPECT_EQ(ps.stages[1][2], (Action{ActionType::SendActivation, 0, 0, 2}));
+  // Interleaving wraps from the last stage's chunk 0 to the first stage's chunk 1.
+  PipelineSchedule il = make(ScheduleKind::Interleaved1F1B, 2, 2, 2);
+  EXPECT_EQ(il.stages[1][2], (Action{ActionType::SendActivation, 0, 0, 0}));
+}
+
+// The simulator is the test oracle, so it must reject broken tables.
+TEST(PipelineSchedule, SimulatorRejectsBrokenTables) {
+  PipelineSchedule ps = make(ScheduleKind::OneFOneB, 2, 2);
+  PipelineSchedule swapped = ps;  // stage 1: B(0) before F(0)
+  auto& row = swapped.stages[1];
+  std::swap(row[1], row[2]);
+  EXPECT_THROW(simulate_pipeline(swapped), Error);
+  PipelineSchedule dropped = ps;  // a micro-batch's backward missing on stage 0
+  auto& row0 = dropped.stages[0];
+  row0.erase(std::find(row0.begin(), row0.end(), Action{ActionType::RecvGrad, 1, 0, 1}));
+  row0.erase(std::find(row0.begin(), row0.end(), Action{ActionType::Backward, 1, 0, -1}));
+  EXPECT_THROW(simulate_pipeline(dropped), Error);
+  PipelineSchedule deadlock = ps;  // stage 0 waits for a gradient before sending mb 0
+  auto& d0 = deadlock.stages[0];
+  ASSERT_EQ(d0[4], (Action{ActionType::RecvGrad, 0, 0, 1}));
+  std::rotate(d0.begin(), d0.begin() + 4, d0.begin() + 5);  // recv_grad(mb 0) moved first
+  EXPECT_THROW(simulate_pipeline(deadlock), Error);
+}
+
+TEST(PipelineSchedule, ValidationNamesTheProblem) {
+  auto err = [](ScheduleSpec s) {
+    try {
+      build_pipeline_schedule(s);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  ScheduleSpec s{ScheduleKind::Interleaved1F1B, 4, 6, 2, 0};
+  EXPECT_NE(err(s).find("multiple of pp (4)"), std::string::npos) << err(s);
+  s = {ScheduleKind::Interleaved1F1B, 4, 8, 2, 12};
+  EXPECT_NE(err(s).find("divisible by pp * virtual_stages"), std::string::npos) << err(s);
+  s = {ScheduleKind::Interleaved1F1B, 4, 8, 1, 0};
+  EXPECT_NE(err(s).find("virtual_stages >= 2"), std::string::npos) << err(s);
+  s = {ScheduleKind::OneFOneB, 4, 8, 2, 0};
+  EXPECT_NE(err(s).find("one model chunk"), std::string::npos) << err(s);
+  s = {ScheduleKind::OneFOneB, 8, 8, 1, 6};
+  EXPECT_NE(err(s).find("6 layers cannot be split"), std::string::npos) << err(s);
+  s = {ScheduleKind::GPipe, 2, 0, 1, 0};
+  EXPECT_NE(err(s).find("expected >= 1"), std::string::npos) << err(s);
+  s = {ScheduleKind::Interleaved1F1B, 4, 8, 2, 16};
+  EXPECT_EQ(err(s), "(no error)");
+}
+
+}  // namespace
+}  // namespace braid

@@ -1,0 +1,157 @@
+// bench_allreduce: braid's all-reduce bandwidth against a bare MPI_Allreduce of the same bytes,
+// and how much of an all-reduce stays exposed when the caller computes meanwhile.
+// Usage: mpirun -np 2 bench_allreduce [--max-mb N] [--reps N] [--overlap-mb N] [--poll-us N]
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "parallel/world.h"
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double now_s() {
+  return std::chrono::duration<double>(clock_type::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The slowest rank's time decides a collective's time.
+double max_over_ranks(double t) {
+  double out = 0;
+  MPI_Allreduce(&t, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return out;
+}
+
+double time_bare(float* buf, int n, int reps) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = now_s();
+  for (int i = 0; i < reps; ++i)
+    MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  return max_over_ranks((now_s() - t0) / reps);
+}
+
+double time_braid(braid::Communicator& c, const braid::Tensor& t, int reps) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = now_s();
+  for (int i = 0; i < reps; ++i) c.all_reduce(t, braid::ReduceOp::Sum).wait();
+  return max_over_ranks((now_s() - t0) / reps);
+}
+
+// Compute-bound work on a cache-resident buffer: iters passes of a multiply-add.
+float compute(std::vector<float>& x, long iters) {
+  for (long k = 0; k < iters; ++k)
+    for (float& v : x) v = v * 0.999f + 0.001f;
+  return x[0];
+}
+
+double time_compute(std::vector<float>& x, long iters) {
+  double t0 = now_s();
+  volatile float sink = compute(x, iters);
+  (void)sink;
+  return now_s() - t0;
+}
+
+long arg(int argc, char** argv, const char* name, long def) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return std::atol(argv[i + 1]);
+  return def;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  braid::WorldOptions opts;
+  opts.poll_sleep_us = static_cast<int>(arg(argc, argv, "--poll-us", opts.poll_sleep_us));
+  braid::World world(&argc, &argv, opts);
+  const long max_mb = arg(argc, argv, "--max-mb", 64);
+  const int reps = static_cast<int>(arg(argc, argv, "--reps", 5));
+  const long overlap_mb = arg(argc, argv, "--overlap-mb", 16);
+  braid::Communicator& c = world.world();
+  const bool root = world.rank() == 0;
+  const int n_ranks = world.size();
+  if (root)
+    std::printf(
+        "ranks %d, poll sleep %d us, %d repetitions per size, median of 5 rounds\n\n"
+        "%10s %12s %12s %12s %12s %7s\n",
+        n_ranks, opts.poll_sleep_us, reps, "bytes", "bare ms", "braid ms", "bare GB/s",
+        "braid GB/s", "ratio");
+  // Bus bandwidth (nccl-tests): an all-reduce moves 2 (n-1)/n of the buffer per rank.
+  const double bus = 2.0 * (n_ranks - 1) / n_ranks;
+  for (long bytes = 4096; bytes <= max_mb * (1L << 20); bytes *= 4) {
+    int n = static_cast<int>(bytes / 4);
+    braid::Tensor t = braid::Tensor::zeros({n});
+    std::vector<float> bare(static_cast<size_t>(n), 0.0f);
+    time_bare(bare.data(), n, 1);  // warm-up: connections, pages
+    time_braid(c, t, 1);
+    std::vector<double> tb, tr;
+    for (int round = 0; round < 5; ++round) {  // alternate, so drift hits both alike
+      tb.push_back(time_bare(bare.data(), n, reps));
+      tr.push_back(time_braid(c, t, reps));
+    }
+    double b = median(tb), r = median(tr);
+    if (root)
+      std::printf("%10ld %12.3f %12.3f %12.2f %12.2f %6.1f%%\n", bytes, b * 1e3, r * 1e3,
+                  bus * bytes / b / 1e9, bus * bytes / r / 1e9, 100.0 * b / r);
+  }
+
+  // Overlap: an all-reduce of overlap_mb started, then computation on the caller lasting
+  // about as long as the all-reduce alone; exposed = total - computation alone.
+  int n = static_cast<int>(overlap_mb * (1L << 20) / 4);
+  braid::Tensor t = braid::Tensor::zeros({n});
+  std::vector<float> work(4096, 1.0f);
+  double comm = 0;
+  {
+    std::vector<double> v;
+    for (int i = 0; i < 5; ++i) v.push_back(time_braid(c, t, 1));
+    comm = median(v);
+  }
+  // Calibrate the computation to the communication time on this rank, then agree on it.
+  long iters = 16;
+  while (time_compute(work, iters) < comm) iters *= 2;
+  iters = static_cast<long>(static_cast<double>(iters) * comm / time_compute(work, iters));
+  long agreed = 0;
+  MPI_Allreduce(&iters, &agreed, 1, MPI_LONG, MPI_MIN, MPI_COMM_WORLD);
+  std::vector<double> alone, braid_total, bare_total;
+  for (int round = 0; round < 5; ++round) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    alone.push_back(max_over_ranks(time_compute(work, agreed)));
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now_s();
+    braid::Work w = c.all_reduce(t, braid::ReduceOp::Sum);
+    volatile float sink = compute(work, agreed);
+    (void)sink;
+    w.wait();
+    braid_total.push_back(max_over_ranks(now_s() - t0));
+    // The same with a plain non-blocking MPI call and no progress thread: MPI moves data only
+    // inside MPI calls, so most of the transfer waits for MPI_Wait.
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = now_s();
+    MPI_Request req;
+    MPI_Iallreduce(MPI_IN_PLACE, t.raw(), n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
+    sink = compute(work, agreed);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    bare_total.push_back(max_over_ranks(now_s() - t0));
+  }
+  double a = median(alone), bt = median(braid_total), nt = median(bare_total);
+  if (root) {
+    std::printf("\noverlap: all-reduce of %ld MiB f32 alone %.1f ms; computation alone %.1f ms\n",
+                overlap_mb, comm * 1e3, a * 1e3);
+    std::printf("%-40s %10s %12s %18s\n", "", "total ms", "exposed ms", "exposed / comm");
+    std::printf("%-40s %10.1f %12.1f %17.0f%%\n", "braid all_reduce (progress thread)", bt * 1e3,
+                (bt - a) * 1e3, 100.0 * (bt - a) / comm);
+    std::printf("%-40s %10.1f %12.1f %17.0f%%\n", "MPI_Iallreduce + MPI_Wait (no thread)", nt * 1e3,
+                (nt - a) * 1e3, 100.0 * (nt - a) / comm);
+  }
+  return 0;
+}
