@@ -14,5 +14,6 @@ void add_generate_command(CLI::App& app);
 void add_export_command(CLI::App& app);
 void add_import_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
+void add_report_command(CLI::App& app);
 
 }  // namespace braid
