@@ -78,6 +78,7 @@ MetricsLog::MetricsLog(const std::string& run_dir, int64_t total_steps, int64_t 
   file_ = std::fopen(path.c_str(), "a");
   BRAID_USER_CHECK(file_ != nullptr, "cannot open {} for writing", path);
   tb_ = std::make_unique<TfEventsWriter>(run_dir);
+  tb_->session_start(unix_time_now(), resume_step + 1);  // the first step this attempt logs
 }
 
 MetricsLog::~MetricsLog() {

@@ -50,7 +50,8 @@ void put_bytes(std::string& out, int field, const std::string& bytes) {
 }
 
 // tensorflow.Event fields: 1 wall_time (double), 2 step (int64), 3 file_version (string),
-// 5 summary (Summary). Summary: 1 value (repeated Value). Value: 1 tag, 2 simple_value (float).
+// 5 summary (Summary), 7 session_log (SessionLog). Summary: 1 value (repeated Value). Value: 1 tag,
+// 2 simple_value (float).
 std::string event_header(double wall_time, int64_t step) {
   std::string e;
   put_key(e, 1, kFixed64);
@@ -109,6 +110,15 @@ std::string tf_event_scalars(double wall_time, int64_t step,
   return e;
 }
 
+std::string tf_event_session_start(double wall_time, int64_t step) {
+  std::string log;  // SessionLog: 1 status (enum; START = 1)
+  put_key(log, 1, kVarint);
+  put_varint(log, 1);
+  std::string e = event_header(wall_time, step);
+  put_bytes(e, 7, log);  // Event field 7: session_log (6 is the deprecated log_message)
+  return e;
+}
+
 TfEventsWriter::TfEventsWriter(const std::string& dir) {
   char host[256] = {};
   if (::gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') std::strcpy(host, "localhost");
@@ -128,6 +138,10 @@ TfEventsWriter::~TfEventsWriter() {
 void TfEventsWriter::scalars(double wall_time, int64_t step,
                              const std::vector<std::pair<std::string, float>>& values) {
   write_record(tf_event_scalars(wall_time, step, values));
+}
+
+void TfEventsWriter::session_start(double wall_time, int64_t step) {
+  write_record(tf_event_session_start(wall_time, step));
 }
 
 void TfEventsWriter::write_record(const std::string& data) {

@@ -3,7 +3,8 @@
 // A tfevents file is a sequence of TFRecords: uint64 length (little-endian), masked CRC32C of
 // those 8 bytes, the data, masked CRC32C of the data. Each record's data is a serialized
 // tensorflow.Event; the first has file_version "brain.Event:2", the others a step, a wall time
-// and a Summary of simple_value scalars. Only those few protobuf fields are encoded, by hand.
+// and a Summary of simple_value scalars (or a SessionLog START marking a restart). Only those few
+// protobuf fields are encoded, by hand.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,10 @@ std::string tfrecord_frame(const std::string& data);
 std::string tf_event_file_version(double wall_time);
 std::string tf_event_scalars(double wall_time, int64_t step,
                              const std::vector<std::pair<std::string, float>>& scalars);
+// Event{session_log{status: START}} at `step`: TensorBoard's readers then drop every earlier
+// event at step >= `step`, which is how a resumed run hides what the attempt it replaces
+// logged past its checkpoint (metrics.jsonl moves those records aside likewise).
+std::string tf_event_session_start(double wall_time, int64_t step);
 
 // Writes events.out.tfevents.<unix seconds>.<host>.<pid> into a directory. Every write is
 // flushed, like metrics.jsonl; a failed write (a full disk) warns once on stderr and the writer
@@ -39,6 +44,7 @@ class TfEventsWriter {
 
   void scalars(double wall_time, int64_t step,
                const std::vector<std::pair<std::string, float>>& values);
+  void session_start(double wall_time, int64_t step);
   const std::string& path() const { return path_; }
 
  private:

@@ -46,12 +46,21 @@ def main():
                     want.setdefault(tag, {})[r["step"]] = r[key] * scale
     bad = 0
     for tag in TAGS:
+        if tag not in want:
+            print(f"{tag}: not in metrics.jsonl (e.g. eval off), not expected")
+            continue
         if tag not in have:
             print(f"MISSING {tag}")
             bad += 1
             continue
         events = acc.Scalars(tag)
         got = {e.step: e.value for e in events}
+        if len(got) != len(events):
+            print(f"DUPLICATE steps in {tag}: {len(events)} points for {len(got)} steps")
+            bad += 1
+        if len(events) != len(want[tag]):
+            print(f"COUNT {tag}: tensorboard {len(events)} points, metrics.jsonl {len(want[tag])}")
+            bad += 1
         for step, v in want.get(tag, {}).items():
             if step not in got or not math.isclose(got[step], v, rel_tol=1e-6, abs_tol=1e-30):
                 print(f"MISMATCH {tag} step {step}: tensorboard {got.get(step)} metrics.jsonl {v}")

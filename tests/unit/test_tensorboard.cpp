@@ -56,6 +56,8 @@ TEST(TensorBoard, ScalarEventBytes) {
   EXPECT_EQ(tf_event_scalars(1.5, 3, {{"a", 2.0f}}), want);
   // A step past 127 takes a two-byte varint: 300 = 0xac 0x02.
   EXPECT_EQ(tf_event_scalars(1.5, 300, {}).substr(9, 3), std::string("\x10\xac\x02", 3));
+  // Event{wall_time: 1.5, step: 5, session_log{status: START}}
+  EXPECT_EQ(tf_event_session_start(1.5, 5).substr(9), std::string("\x10\x05\x3a\x02\x08\x01", 6));
   const std::string v = tf_event_file_version(0.0);
   EXPECT_NE(v.find("brain.Event:2"), std::string::npos);
   EXPECT_EQ(v[9], '\x1a');  // field 3, length-delimited
