@@ -23,6 +23,15 @@ grep -q "steps: 4" runs/r/config.yaml || fail "config.yaml was overwritten"
 grep -q "lr: 0.002" runs/r/config.step-00000004.yaml || fail "new config not saved beside it"
 echo "ok: changed config on resume warned, original kept"
 
+# ---- manifests carry SHA-256 that sha256sum reproduces ----
+ck=runs/r/checkpoints/$(cat runs/r/checkpoints/latest)
+grep -q '"checksum_algo": "sha256"' $ck/manifest.json || fail "manifest does not name sha256"
+for f in model.safetensors optimizer.safetensors; do
+  sum=$(sha256sum "$ck/$f" | cut -d' ' -f1)
+  grep -q "\"checksum\": \"$sum\"" $ck/manifest.json || fail "sha256sum of $f is not in the manifest"
+done
+echo "ok: manifest checksums verify with sha256sum"
+
 # ---- run.json ----
 for key in braid_version git_commit cpu_model cpu_isa threads gemm_backend parallel_layout; do
   grep -q "\"$key\"" runs/r/run.json || fail "run.json lacks $key"
