@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -33,9 +34,26 @@ std::optional<int64_t> parse_dir_name(const std::string& name) {
   return step;
 }
 
+// Complete: the manifest parses and every file it lists (at least model and optimizer) is
+// there with the recorded size. A step directory whose files are half gone (a kill -9 while an
+// older one was pruned, a hand deletion) is therefore never taken for a checkpoint. Checksums
+// are left to load(), which reads every byte.
 bool is_complete(const fs::path& dir) {
   std::error_code ec;
-  return fs::is_regular_file(dir / kManifest, ec);
+  if (!fs::is_regular_file(dir / kManifest, ec)) return false;
+  std::ifstream in(dir / kManifest, std::ios::binary);
+  const nlohmann::json m = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!m.is_object() || !m.contains("files") || !m["files"].is_object()) return false;
+  const nlohmann::json& files = m["files"];
+  if (!files.contains(kModelFile) || !files.contains(kOptimizerFile)) return false;
+  for (const auto& [name, rec] : files.items()) {
+    if (name.find('/') != std::string::npos || !rec.is_object() || !rec.contains("bytes") ||
+        !rec["bytes"].is_number_unsigned())
+      return false;
+    const uint64_t size = fs::file_size(dir / name, ec);
+    if (ec || size != rec["bytes"].get<uint64_t>()) return false;
+  }
+  return true;
 }
 
 // Complete checkpoint directories in `dir`, oldest step first.
@@ -61,6 +79,26 @@ std::string corrupt_advice(const fs::path& ckpt) {
     if (!self || step < *self) earlier = p;
   if (earlier) advice += fmt::format(" (e.g. checkpoint.resume={})", *earlier);
   return advice;
+}
+
+// The first tensor of `named` holding a NaN or an infinity, or "".
+std::string first_non_finite(const std::vector<std::pair<std::string, Tensor>>& named) {
+  for (const auto& [name, t] : named) {
+    const int64_t n = t.numel();
+    bool bad = false;
+    if (t.dtype() == DType::F32) {
+      const float* p = t.data<float>();
+      for (int64_t i = 0; i < n && !bad; ++i) bad = !std::isfinite(p[i]);
+    } else if (t.dtype() == DType::BF16) {
+      const bf16* p = t.data<bf16>();
+      for (int64_t i = 0; i < n && !bad; ++i) bad = !std::isfinite(bf16_to_float(p[i]));
+    } else if (t.dtype() == DType::F16) {
+      const f16* p = t.data<f16>();
+      for (int64_t i = 0; i < n && !bad; ++i) bad = !std::isfinite(f16_to_float(p[i]));
+    }
+    if (bad) return name;
+  }
+  return "";
 }
 
 void remove_all_or_throw(const fs::path& p) {
@@ -111,6 +149,15 @@ std::string CheckpointManager::save(int64_t step,
                                     const std::vector<std::pair<std::string, Tensor>>& optimizer_state,
                                     const nlohmann::json& state) {
   BRAID_CHECK(step >= 0, "checkpoint step {} is negative", step);
+  // A checkpoint is what a resume trusts: one holding NaN or inf would only resume a failure.
+  for (const auto* named : {&weights, &optimizer_state}) {
+    const std::string bad = first_non_finite(*named);
+    if (!bad.empty())
+      user_error(
+          "not writing checkpoint step {}: {} holds a NaN or infinite value (training "
+          "diverged); the earlier checkpoints are kept",
+          step, bad);
+  }
   const fs::path root(dir_);
   std::error_code ec;
   fs::create_directories(root, ec);
@@ -132,13 +179,13 @@ std::string CheckpointManager::save(int64_t step,
 
     nlohmann::ordered_json files = nlohmann::ordered_json::object();
     for (const char* f : {kModelFile, kOptimizerFile}) {
-      const FileChecksum c = checksum_file((tmp / f).string());
-      files[f] = {{"bytes", c.bytes}, {"checksum", checksum_hex(c.checksum)}};
+      const FileDigest d = digest_file((tmp / f).string(), kChecksumSha256);
+      files[f] = {{"bytes", d.bytes}, {"checksum", d.hex}};
     }
     nlohmann::ordered_json manifest = {{"format", "braid-checkpoint"},
                                        {"format_version", kCheckpointFormatVersion},
                                        {"step", step},
-                                       {"checksum_algo", kChecksumAlgo},
+                                       {"checksum_algo", kChecksumSha256},
                                        {"files", files},
                                        {"state", state}};
     write_file_atomic((tmp / kManifest).string(), manifest.dump(2) + "\n");  // last: completes it
@@ -170,7 +217,20 @@ std::string CheckpointManager::save(int64_t step,
     if (c.first < step) older.push_back(c);
   const size_t keep_older = static_cast<size_t>(keep_last_ - 1);
   if (older.size() > keep_older) {
-    for (size_t i = 0; i < older.size() - keep_older; ++i) remove_all_or_throw(older[i].second);
+    // Retire first, delete second: a rename out of the step-* namespace is atomic, so a kill
+    // at any moment leaves either a complete checkpoint or a .tmp-* leftover (removed by the
+    // next save), never a step directory with some of its files deleted.
+    for (size_t i = 0; i < older.size() - keep_older; ++i) {
+      const fs::path victim(older[i].second);
+      const fs::path retired =
+          root / (std::string(kTmpPrefix) + "retired-" + victim.filename().string());
+      fs::rename(victim, retired, ec);
+      if (ec) user_error("cannot retire old checkpoint {}: {}", victim.string(), ec.message());
+    }
+    fsync_dir(dir_);
+    for (const auto& e : fs::directory_iterator(root))
+      if (e.path().filename().string().rfind(std::string(kTmpPrefix) + "retired-", 0) == 0)
+        remove_all_or_throw(e.path());
   }
   return final_dir.string();
 }
@@ -201,9 +261,13 @@ LoadedCheckpoint CheckpointManager::load(const std::string& path) {
   if (version > kCheckpointFormatVersion)
     user_error("{}: format_version {} is newer than this braid understands ({}); use a newer "
                "braid", mpath, version, kCheckpointFormatVersion);
-  const std::string algo = m.value("checksum_algo", "");
-  if (algo != kChecksumAlgo)
-    user_error("{}: checksum_algo is '{}'; this braid checks '{}'", mpath, algo, kChecksumAlgo);
+  // SHA-256 since the manifest named it; braid-mix64-v1 in checkpoints written before.
+  const nlohmann::json& algo_j =
+      m.contains("checksum_algo") ? m["checksum_algo"] : nlohmann::json();
+  const std::string algo = algo_j.is_string() ? algo_j.get<std::string>() : "";
+  if (algo != kChecksumSha256 && algo != kChecksumMix64)
+    user_error("{}: checksum_algo is '{}'; this braid checks '{}' (or '{}' in older checkpoints)",
+               mpath, algo, kChecksumSha256, kChecksumMix64);
 
   for (const char* required : {kModelFile, kOptimizerFile})
     if (!m["files"].contains(required))
@@ -218,13 +282,14 @@ LoadedCheckpoint CheckpointManager::load(const std::string& path) {
       user_error("{}: missing (listed in the manifest); {}", file.string(), corrupt_advice(dir));
     const uint64_t want_bytes = rec["bytes"].get<uint64_t>();
     const std::string want_sum = rec["checksum"].get<std::string>();
-    const FileChecksum got = checksum_file(file.string());
-    if (got.bytes != want_bytes)
-      user_error("{}: size is {} bytes but the manifest records {}; {}", file.string(), got.bytes,
+    const uint64_t size = fs::file_size(file, ec);
+    if (ec || size != want_bytes)
+      user_error("{}: size is {} bytes but the manifest records {}; {}", file.string(), size,
                  want_bytes, corrupt_advice(dir));
-    if (checksum_hex(got.checksum) != want_sum)
+    const FileDigest got = digest_file(file.string(), algo);
+    if (got.hex != want_sum)
       user_error("{}: checksum mismatch (expected {}, actual {}, {}); {}", file.string(), want_sum,
-                 checksum_hex(got.checksum), kChecksumAlgo, corrupt_advice(dir));
+                 got.hex, algo, corrupt_advice(dir));
   }
 
   LoadedCheckpoint out{path, m["step"].get<int64_t>(),

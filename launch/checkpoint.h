@@ -2,8 +2,11 @@
 //
 // Layout:  checkpoints/step-00000100/{model.safetensors, optimizer.safetensors, manifest.json}
 //          checkpoints/latest   (text: the name of the newest complete directory)
-// A checkpoint is complete when its manifest.json exists: the manifest is written last, inside
-// a .tmp-step-* directory that is renamed into place only after everything is on disk.
+// A checkpoint is complete when its manifest.json parses and every file it lists is present with
+// the recorded size: the manifest is written last, inside a .tmp-step-* directory that is
+// renamed into place only after everything is on disk, and pruning renames a directory out to
+// .tmp-retired-* before deleting anything in it. Manifests record SHA-256 checksums
+// ("checksum_algo": "sha256", verifiable with sha256sum); older braid-mix64-v1 ones still load.
 #pragma once
 
 #include <cstdint>

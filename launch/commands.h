@@ -14,5 +14,6 @@ void add_generate_command(CLI::App& app);
 void add_export_command(CLI::App& app);
 void add_import_command(CLI::App& app);
 // `braid plan` is declared in launch/plan/plan_command.h (it takes the calibrator).
+void add_report_command(CLI::App& app);
 
 }  // namespace braid

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   braid::add_export_command(app);
   braid::add_import_command(app);
   braid::add_plan_command(app, braid::plan::calibrate_machine);
+  braid::add_report_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -17,9 +17,12 @@ void add_train_command(CLI::App& app) {
   c->add_option("config", o->config, "YAML config file (see docs/config.md)")->required();
   c->add_option("--set", o->overrides,
                 "Override a config key, e.g. --set optim.lr=1e-3 (repeatable)");
-  c->footer("The run directory <run.dir>/<run.name> receives config.yaml (resolved), "
-            "metrics.jsonl, tokenizer.json and checkpoints/. checkpoint.resume=auto continues "
-            "from its latest checkpoint.");
+  c->footer(
+      "The run directory <run.dir>/<run.name> receives config.yaml (resolved), run.json "
+      "(version, commit, machine), metrics.jsonl, TensorBoard events, tokenizer.json and "
+      "checkpoints/. checkpoint.resume=auto continues from its latest checkpoint. SIGTERM or "
+      "SIGINT finishes the step, writes a checkpoint and exits 0; a second one exits at "
+      "once. One `braid train` per run directory (a lock refuses a second).");
   c->callback([o] {
     RunConfig cfg = load_run_config(o->config, o->overrides);
     train(cfg, o->config);

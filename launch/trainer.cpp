@@ -23,6 +23,10 @@
 #include "launch/exec_setup.h"
 #include "launch/metrics.h"
 #include "launch/model_io.h"
+#include "launch/peak_cache.h"
+#include "launch/run_lock.h"
+#include "launch/run_record.h"
+#include "launch/signals.h"
 #include "optim/adamw.h"
 
 namespace braid {
@@ -67,6 +71,17 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Live bytes by allocation category now (between steps: weights, gradients, optimizer state;
+// activations are mostly back in the cache) and the allocator's cache, in MiB.
+nlohmann::json memory_by_category_mib(const MemoryStats& s) {
+  nlohmann::json j = nlohmann::json::object();
+  for (size_t i = 0; i < s.live_bytes.size(); ++i)
+    j[mem_category_name(static_cast<MemCategory>(i))] =
+        static_cast<double>(s.live_bytes[i]) / 1048576.0;
+  j["cached"] = static_cast<double>(s.cached_bytes) / 1048576.0;
+  return j;
+}
+
 double peak_rss_mib() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -93,6 +108,31 @@ double read_unigram_entropy(const std::string& meta_path) {
   } catch (const nlohmann::json::exception&) {
     return -1.0;  // an unreadable meta.json only loses the baseline in the log
   }
+}
+
+// The manifest's `state`: everything besides the tensors that a resume needs.
+nlohmann::json checkpoint_state(const RunConfig& cfg, int64_t done, int64_t optimizer_steps) {
+  return {{"model", fields_to_json(cfg.model)},
+          {"optimizer_steps", optimizer_steps},
+          {"data", {{"seed", cfg.data.seed}, {"next_step", done}}},
+          // Training draws randomness only from counter-based streams (data windows from
+          // (seed, step, micro), init from (seed, name)), so the seeds and the step are the
+          // whole RNG state.
+          {"rng",
+           {{"kind", "counter"},
+            {"data_seed", cfg.data.seed},
+            {"init_seed", cfg.model.seed},
+            {"counter", done}}},
+          {"config_yaml", dump_run_config(cfg)}};
+}
+
+// When to write a checkpoint after step `done`: every checkpoint.interval steps, at the end,
+// when checkpoint.interval_minutes of training passed since the last one, or when asked to stop.
+bool checkpoint_due(const CheckpointConfig& c, int64_t done, int64_t total, double minutes_since,
+                    bool stopping) {
+  if (stopping || done == total) return true;
+  if (c.interval > 0 && done % c.interval == 0) return true;
+  return c.interval_minutes > 0 && minutes_since >= c.interval_minutes;
 }
 
 double evaluate(ExecContext& ctx, Transformer& model, const ValidationSet& val, int batches) {
@@ -137,6 +177,8 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
   model.init_weights();
   AdamW opt(ctx, model.parameters(), cfg.optim);
   fs::create_directories(run_dir);
+  const RunLock run_lock(run_dir.string());  // before anything in run_dir is read or written
+  const StopSignals stop;
   CheckpointManager ckpt(run_dir.string(), cfg.checkpoint.keep_last);
 
   // ---- resume ----
@@ -170,24 +212,33 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
     }
     std::printf("resumed from %s (step %lld)\n", resume_from->c_str(), static_cast<long long>(ck.step));
   }
-  save_run_config(cfg, run_dir / "config.yaml");
+  // ---- the run record: config (kept across resumes), version and machine ----
+  const std::string config_warning = record_run_config(cfg, run_dir, start_step);
+  if (!config_warning.empty()) std::printf("%s\n", config_warning.c_str());
+  const MachineInfo machine = machine_info(ctx.gemm());
+  append_run_record(run_dir, machine, start_step);
   if (fs::exists(tok_path)) fs::copy_file(tok_path, run_dir / "tokenizer.json", fs::copy_options::overwrite_existing);
 
   const int64_t total = cfg.train.steps;
   const int B = cfg.data.micro_batch, T = cfg.data.seq_len, accum = cfg.data.grad_accum;
   const double tokens_per_step = static_cast<double>(B) * T * accum;
   const double flops_per_step = cfg.model.flops_per_token(T) * tokens_per_step;
-  const double peak = cfg.train.peak_tflops > 0 ? cfg.train.peak_tflops * 1e12 : measure_gemm_peak_f32(ctx, kPeakProbeSeconds);
+  const PeakChoice peak_choice = choose_mfu_peak(ctx, cfg.train.peak_tflops, machine, kPeakProbeSeconds);
+  const double peak = peak_choice.flops_per_s;
   std::printf("braid train: %s, %s %.2fM params, %d threads, gemm %s, run dir %s\n",
               config_path.c_str(), cfg.model.family.c_str(), cfg.model.num_params() / 1e6,
               omp_get_max_threads(), gemm_backend_name(ctx.gemm()).c_str(), run_dir.string().c_str());
-  std::printf("tokens/step %.0f (micro-batch %d x %d x accum %d); MFU peak %s (%s)\n", tokens_per_step,
-              B, T, accum, format_si(peak, "FLOP/s").c_str(),
-              cfg.train.peak_tflops > 0 ? "train.peak_tflops" : "measured f32 GEMM");
+  std::printf("tokens/step %.0f (micro-batch %d x %d x accum %d); MFU peak %s (%s)\n",
+              tokens_per_step, B, T, accum, format_si(peak, "FLOP/s").c_str(),
+              peak_choice.source.c_str());
   std::fflush(stdout);
 
-  MetricsLog log(run_dir.string(), total);
-  log.record({{"event", start_step > 0 ? "resume" : "start"}, {"step", start_step}});
+  MetricsLog log(run_dir.string(), total, start_step);
+  log.record(start_step > 0 ? "resume" : "start", {{"step", start_step},
+                                                   {"braid_version", braid_version()},
+                                                   {"git_commit", braid_git_commit()},
+                                                   {"peak_flops_per_s", peak},
+                                                   {"peak_source", peak_choice.source}});
   TrainSummary summary;
   summary.run_dir = run_dir.string();
   summary.final_step = start_step;
@@ -205,6 +256,8 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
   int window_steps = 0;
   // Kernel-group times of the steps only (evaluation and checkpoints excluded).
   KernelTimes window_kernels, train_kernels;
+  auto last_checkpoint_time = std::chrono::steady_clock::now();
+  std::string last_checkpoint = resume_from.value_or("");
   for (int64_t step = start_step; step < total; ++step) {
     const KernelTimes k0 = ctx.profiler().times();
     const auto t0 = std::chrono::steady_clock::now();
@@ -219,10 +272,14 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
     }
     const double loss = ls.sum / static_cast<double>(ls.count);
     const double norm = global_grad_norm(ctx, model.parameters());
-    BRAID_USER_CHECK(std::isfinite(loss) && std::isfinite(norm),
-                     "training diverged at step {}: loss {}, gradient norm {}; lower optim.lr or "
-                     "raise optim.warmup_steps, and resume from the last checkpoint",
-                     step + 1, loss, norm);
+    if (!std::isfinite(loss) || !std::isfinite(norm)) {
+      log.record("diverged", {{"step", step + 1}, {"step_loss", loss}, {"grad_norm", norm}});
+      user_error(
+          "training diverged at step {}: loss {}, gradient norm {}; no checkpoint was "
+          "written for it. Lower optim.lr or raise optim.warmup_steps, then resume from {}",
+          step + 1, loss, norm,
+          last_checkpoint.empty() ? "the start (no checkpoint yet)" : last_checkpoint);
+    }
     clip_grad_norm(ctx, model.parameters(), norm, cfg.optim.grad_clip);
     const float lr = lr_at(cfg.optim, step, total);
     opt.step(lr);
@@ -250,10 +307,20 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
                             "{} | MFU {:.1f}% | mem {:.0f} MiB | ETA {}",
                             done, total, window_loss / window_steps, lr, norm, tok_s,
                             format_si(flops, "FLOP/s"), 100.0 * flops / peak, mem_mib, format_duration(eta)));
-      log.record({{"step", done}, {"loss", window_loss / window_steps}, {"lr", lr}, {"grad_norm", norm},
-                  {"tokens_per_s", tok_s}, {"flops_per_s", flops}, {"mfu", flops / peak},
-                  {"peak_tensor_mib", mem_mib}, {"peak_rss_mib", peak_rss_mib()}, {"step_s", step_s},
-                  {"step_loss", loss}, {"kernel_s", kernel_seconds_json(window_kernels, window_time, window_steps)}});
+      log.record("train",
+                 {{"step", done},
+                  {"loss", window_loss / window_steps},
+                  {"lr", lr},
+                  {"grad_norm", norm},
+                  {"tokens_per_s", tok_s},
+                  {"flops_per_s", flops},
+                  {"mfu", flops / peak},
+                  {"peak_tensor_mib", mem_mib},
+                  {"peak_rss_mib", peak_rss_mib()},
+                  {"memory_mib", memory_by_category_mib(ctx.allocator().stats())},
+                  {"step_s", step_s},
+                  {"step_loss", loss},
+                  {"kernel_s", kernel_seconds_json(window_kernels, window_time, window_steps)}});
       window_time = window_loss = 0.0;
       window_steps = 0;
       window_kernels = KernelTimes{};
@@ -263,23 +330,34 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
       summary.last_val_loss = vl;
       log.print(fmt::format("step {:>6}/{} | val loss {:.4f} | val ppl {:.2f}{}", done, total, vl,
                             std::exp(vl), baseline));
-      log.record({{"step", done}, {"val_loss", vl}});
+      log.record("eval", {{"step", done}, {"val_loss", vl}});
     }
-    if ((cfg.checkpoint.interval > 0 && done % cfg.checkpoint.interval == 0) || done == total) {
-      nlohmann::json state = {{"model", fields_to_json(cfg.model)},
-                              {"optimizer_steps", opt.steps_taken()},
-                              {"data", {{"seed", cfg.data.seed}, {"next_step", done}}},
-                              // Training draws randomness only from counter-based streams (data
-                              // windows from (seed, step, micro), init from (seed, name)), so
-                              // the seeds and the step are the whole RNG state.
-                              {"rng", {{"kind", "counter"}, {"data_seed", cfg.data.seed},
-                                       {"init_seed", cfg.model.seed}, {"counter", done}}},
-                              {"config_yaml", dump_run_config(cfg)}};
-      const std::string where = ckpt.save(done, named_weights(model), opt.state_tensors(), state);
-      log.print(fmt::format("checkpoint: {}", where));
+    // ---- checkpoint, and a requested stop ----
+    const int stop_signal = stop.requested();
+    if (checkpoint_due(cfg.checkpoint, done, total, seconds_since(last_checkpoint_time) / 60.0,
+                       stop_signal != 0)) {
+      const auto t_save = std::chrono::steady_clock::now();
+      last_checkpoint = ckpt.save(done, named_weights(model), opt.state_tensors(),
+                                  checkpoint_state(cfg, done, opt.steps_taken()));
+      last_checkpoint_time = std::chrono::steady_clock::now();
+      log.record("checkpoint",
+                 {{"step", done}, {"path", last_checkpoint}, {"save_s", seconds_since(t_save)}});
+      log.print(fmt::format("checkpoint: {}", last_checkpoint));
+    }
+    if (stop_signal != 0) {
+      summary.stopped_by = StopSignals::name(stop_signal);
+      log.record("stop",
+                 {{"step", done}, {"signal", summary.stopped_by}, {"checkpoint", last_checkpoint}});
+      log.print(
+          fmt::format("stopped by {} after step {}/{}; checkpoint: {}\nrun the same command "
+                      "again to continue (checkpoint.resume: auto)",
+                      summary.stopped_by, done, total, last_checkpoint));
+      break;
     }
   }
-  log.record({{"event", "end"}, {"step", summary.final_step}, {"train_seconds", train_time},
+  log.record("end",
+             {{"step", summary.final_step},
+              {"train_seconds", train_time},
               {"wall_seconds", seconds_since(t_start)},
               {"kernel_s", kernel_seconds_json(train_kernels, train_time, summary.steps_done)}});
   if (summary.steps_done > 0) {
@@ -287,7 +365,7 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
     log.print("peak memory by category: " + memory_peaks_line(ctx.allocator().stats()));
   }
 
-  if (cfg.train.sample_tokens > 0 && fs::exists(tok_path)) {
+  if (cfg.train.sample_tokens > 0 && fs::exists(tok_path) && summary.stopped_by.empty()) {
     std::unique_ptr<Tokenizer> tok = Tokenizer::load(tok_path);
     std::vector<int32_t> prompt = tok->encode(cfg.train.sample_prompt.empty() ? "\n" : cfg.train.sample_prompt);
     SampleOptions so;

@@ -14,6 +14,7 @@ struct TrainSummary {
   double last_train_loss = 0;   // mean loss of the last step
   double last_val_loss = -1;    // -1 when never evaluated
   std::string run_dir;
+  std::string stopped_by;       // "SIGTERM"/"SIGINT" when a signal ended the run early, else ""
 };
 
 // Runs training as configured. config_path names the YAML file (for messages and relative

@@ -103,7 +103,8 @@ MeasuredRun read_run_metrics(const std::string& run_dir) {
         windows.clear();  // only the last training segment
         prev_step = j.value("step", int64_t{0});
       }
-      continue;
+      // Log windows carry event "train"; metrics from before events had one carry none.
+      if (ev != "train") continue;
     }
     if (!j.contains("step_s") || !j.contains("step")) continue;
     Window w;

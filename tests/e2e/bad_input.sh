@@ -5,7 +5,7 @@ make_corpus
 "$BRAID" prepare --input corpus --out data --tokenizer byte --val-fraction 0.1
 write_config "$WORK/data" good good.yaml
 "$BRAID" train good.yaml --set train.steps=3 > /dev/null
-snapshot() { find runs/good -type f ! -name metrics.jsonl -print0 | sort -z | xargs -0 sha256sum; }
+snapshot() { find runs/good -type f ! -name metrics.jsonl ! -name .lock -print0 | sort -z | xargs -0 sha256sum; }
 snapshot > before.txt
 
 # Config errors name the file, line and key.

@@ -63,7 +63,7 @@ TEST_F(Checkpoint, SaveLoadRoundTrip) {
 
   std::ifstream mf(fs::path(p) / "manifest.json");
   const nlohmann::json manifest = nlohmann::json::parse(mf);
-  EXPECT_EQ(manifest["checksum_algo"], "braid-mix64-v1");
+  EXPECT_EQ(manifest["checksum_algo"], "sha256");
   EXPECT_EQ(manifest["files"]["model.safetensors"]["bytes"].get<uint64_t>(),
             fs::file_size(fs::path(p) / "model.safetensors"));
 }
