@@ -10,6 +10,7 @@
 
 #include "core/atomic_file.h"
 #include "core/checksum.h"
+#include "core/input_guard.h"
 
 namespace braid {
 
@@ -69,12 +70,11 @@ void remove_all_or_throw(const fs::path& p) {
   if (ec) user_error("cannot remove {}: {}", p.string(), ec.message());
 }
 
+// Bounded JSON nesting: a hostile manifest must not overflow the stack of the parser.
 std::string read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) user_error("cannot read {}", p.string());
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
+  std::string text = read_regular_file(p.string(), "checkpoint file");
+  check_json_depth(text, "checkpoint file", p.string());
+  return text;
 }
 
 }  // namespace

@@ -6,7 +6,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BRAID_BUILD_DIR:-$here/build}
 
 pkgs=(build-essential cmake ninja-build pkg-config libopenmpi-dev openmpi-bin libyaml-cpp-dev
-      libfmt-dev libgtest-dev libdnnl-dev libopenblas-dev libcli11-dev nlohmann-json3-dev)
+      libfmt-dev libgtest-dev libdnnl-dev libopenblas-dev libcli11-dev nlohmann-json3-dev
+      libpcre2-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

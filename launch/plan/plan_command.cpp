@@ -328,10 +328,10 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--out", a.out, "Where --calibrate writes the profile");
   c->add_option("--calibrate-seconds", a.calibrate_seconds,
                 "Seconds each --calibrate probe runs in all (default 0.6; about 30 probes)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1e-3, 1e6));
   c->add_option("--calibrate-rounds", a.calibrate_rounds,
                 "Interleaved rounds the probe time is split into (default 6)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 30));
   c->add_flag("--json", a.json, "Print JSON instead of tables");
   c->callback([args] { run_plan(*args); });
 }
