@@ -32,7 +32,7 @@ void add_generate_command(CLI::App& app) {
   CLI::App* c = app.add_subcommand("generate", "Sample text from a checkpoint (KV-cache decoding)");
   c->add_option("model", o->model, "Checkpoint directory, run directory or HF directory")
       ->required();
-  c->add_option("--prompt", o->prompt, "Text to continue");
+  c->add_option("--prompt", o->prompt, "Text to continue")->default_str("\\n");
   c->add_option("--tokens", o->tokens,
                 "Tokens to generate; past the model's context the window slides (decoding "
                 "restarts from the last half of the context)")

@@ -64,7 +64,7 @@ void reject_negative_numbers(CLI::App& app) {
         if (v < 0 || s.find('-') == 0) return "'" + s + "' is negative; expected a number >= 0";
         return "";
       },
-      "NUMBER >= 0");
+      "");  // no text: the type and default stay readable in --help
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
     for (CLI::Option* opt : sub->get_options()) {
       const std::string t = opt->get_type_name();

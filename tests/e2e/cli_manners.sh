@@ -16,10 +16,10 @@ echo "ok: exit codes, suggestion, --version"
 # Every option with a default shows it in --help.
 for sub in prepare eval generate export import plan; do
   "$BRAID" $sub --help > help.txt
-  grep -q "\[" help.txt || fail "$sub --help shows no defaults"
+  grep -q "=[^ ]" help.txt || fail "$sub --help shows no defaults"
 done
-"$BRAID" generate --help | grep -q "temperature FLOAT \[0.8\]" || fail "generate --help lacks the temperature default"
-"$BRAID" eval --help | grep -q "batch INT \[8\]" || fail "eval --help lacks the batch default"
+"$BRAID" generate --help | grep -q -- "--temperature FLOAT.*=0.8" || fail "generate --help lacks the temperature default"
+"$BRAID" eval --help | grep -q -- "--batch INT.*=8" || fail "eval --help lacks the batch default"
 echo "ok: defaults in --help"
 
 make_corpus

@@ -6,8 +6,8 @@ source "$(dirname "$0")/common.bash"
 make_corpus
 "$BRAID" prepare --input corpus --out data --tokenizer bpe --vocab-size 300 --val-fraction 0.1 > prep.log
 [ -f data/braid_tokenizer.json ] || fail "prepare wrote no braid_tokenizer.json"
-grep -q '"eot": "<|endoftext|>"' data/braid_tokenizer.json || fail "no end-of-text token"
-grep -q '"format_version": 2' data/braid_tokenizer.json || fail "tokenizer format version not 2"
+grep -q '"eot":"<|endoftext|>"' data/braid_tokenizer.json || fail "no end-of-text token"
+grep -q '"format_version":2' data/braid_tokenizer.json || fail "tokenizer format version not 2"
 cat > llama.yaml <<YAML
 run: {name: llama, dir: $WORK/runs}
 model: {family: llama, vocab_size: 300, context_length: 32, n_layer: 2, n_embd: 32, n_head: 4, n_kv_head: 2, rope_theta: 50000}
@@ -61,10 +61,10 @@ edit() { python3 -c "import json,sys; c=json.load(open('hf/config.json')); exec(
 variant() { rm -rf "$1" && mkdir "$1" && cp hf/model.safetensors hf/tokenizer.json "$1"/ && edit "$2" "$1"; }
 variant hf_new "c.pop('rope_theta'); c.pop('rope_scaling')"
 "$BRAID" import hf_new --out runs/new > /dev/null
-grep -q '"rope_theta":50000' runs/new/checkpoints/step-00000000/manifest.json || fail "rope_parameters.rope_theta ignored"
+grep -q '"rope_theta": *50000' runs/new/checkpoints/step-00000000/manifest.json || fail "rope_parameters.rope_theta ignored"
 variant hf_old "c.pop('rope_parameters')"
 "$BRAID" import hf_old --out runs/old > /dev/null
-grep -q '"rope_theta":50000' runs/old/checkpoints/step-00000000/manifest.json || fail "top-level rope_theta ignored"
+grep -q '"rope_theta": *50000' runs/old/checkpoints/step-00000000/manifest.json || fail "top-level rope_theta ignored"
 variant hf_yarn "c['rope_parameters']={'rope_type':'yarn','rope_theta':50000.0,'factor':4.0}"
 expect_fail "yarn" "$BRAID" import hf_yarn --out runs/yarn
 variant hf_scaling "c.pop('rope_parameters'); c['rope_scaling']={'type':'linear','factor':2.0}"
