@@ -47,10 +47,25 @@ std::string BpeTokenizer::problem(const std::vector<std::pair<int32_t, int32_t>>
   for (size_t i = 0; i < token_ids.size(); ++i)
     if (token_ids[i] < 0 || token_ids[i] >= (int32_t{1} << 30))
       return fmt::format("token_ids[{}] is {}; expected an id in 0..2^30", i, token_ids[i]);
-  for (const SpecialToken& t : specials)
+  // Special ids must stand for nothing else, or decode(encode(text)) would change the text.
+  std::unordered_map<int32_t, bool> ordinary;
+  for (size_t i = 0; i < 256 + merges.size(); ++i)
+    if (!ordinary.emplace(token_ids.empty() ? int32_t(i) : token_ids[i], true).second)
+      return fmt::format("token id {} stands for two different tokens", token_ids[i]);
+  std::unordered_map<int32_t, size_t> special_ids;
+  std::unordered_map<std::string, size_t> special_texts;
+  for (size_t i = 0; i < specials.size(); ++i) {
+    const SpecialToken& t = specials[i];
     if (t.id < 0 || t.id >= (int32_t{1} << 30) || t.content.empty())
       return fmt::format("special token {} '{}' needs an id in 0..2^30 and non-empty text", t.id,
                          t.content);
+    if (ordinary.count(t.id))
+      return fmt::format("special token '{}' has id {}, which is also an ordinary token", t.content,
+                         t.id);
+    if (!special_ids.emplace(t.id, i).second || !special_texts.emplace(t.content, i).second)
+      return fmt::format("special token '{}' (id {}) repeats the id or text of another", t.content,
+                         t.id);
+  }
   return "";
 }
 

@@ -62,7 +62,9 @@ TEST(DataPrepare, WritesShardsThatDecodeToTheSplitText) {
     auto [bt, bv] = split_document(b, 0.1);
     // bpe: each document's part ends with the end-of-text token (the last id); byte: none.
     const std::string eot = std::string(kind) == "bpe" ? "<|endoftext|>" : "";
-    if (!eot.empty()) EXPECT_EQ(tok->eot_id(), tok->vocab_size() - 1);
+    if (!eot.empty()) {
+      EXPECT_EQ(tok->eot_id(), tok->vocab_size() - 1);
+    }
     EXPECT_TRUE(decode_shard(*tok, o.out_dir + "/train.bin") ==
                 std::string(at) + eot + std::string(bt) + eot);
     EXPECT_TRUE(decode_shard(*tok, o.out_dir + "/val.bin") ==
