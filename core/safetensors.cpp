@@ -172,7 +172,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   json header;
   try {
     header = json::parse(bytes + 8, bytes + 8 + n, on_event);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
     file_error(path, "header is not valid JSON: {}", e.what());
   }
   if (!header.is_object()) file_error(path, "header is {}; expected a JSON object", header.type_name());

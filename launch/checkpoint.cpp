@@ -189,7 +189,7 @@ LoadedCheckpoint CheckpointManager::load(const std::string& path) {
   nlohmann::json m;
   try {
     m = nlohmann::json::parse(read_text(manifest_path));
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e400
     user_error("{}: not valid JSON ({}); {}", mpath, e.what(), corrupt_advice(dir));
   }
   if (!m.is_object() || !m.contains("format_version") || !m["format_version"].is_number_integer() ||

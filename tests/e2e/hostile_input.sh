@@ -44,6 +44,18 @@ expect_user_error "nests JSON" "$BRAID" eval hf_deep_st --data data/val.bin
 cp -r runs/good runs/deepmanifest
 deep_json_obj 100000 > "runs/deepmanifest/checkpoints/$(cat runs/deepmanifest/checkpoints/latest)/manifest.json"
 expect_user_error "nests JSON" "$BRAID" eval runs/deepmanifest --data data/val.bin
+# a number too large for a double (found by fuzz_manifest: it used to end in std::terminate)
+cp -r runs/good runs/hugenumber
+m="runs/hugenumber/checkpoints/$(cat runs/hugenumber/checkpoints/latest)/manifest.json"
+sed -i 's/"step": *\([0-9]*\)/"step": 1e400/' "$m"
+expect_user_error "not valid JSON" "$BRAID" eval runs/hugenumber --data data/val.bin
+python3 - <<'PY'
+import struct
+h = b'{"a": {"dtype": "F32", "shape": [1e400], "data_offsets": [0, 4]}}'
+open('huge.safetensors', 'wb').write(struct.pack('<Q', len(h)) + h + b'\0' * 4)
+PY
+mkdir -p hf_huge && cp hf/good/config.json hf_huge/ && mv huge.safetensors hf_huge/model.safetensors
+expect_user_error "not valid JSON" "$BRAID" eval hf_huge --data data/val.bin
 # meta.json only loses the entropy baseline; training still works
 cp -r data data_deepmeta && deep_json_obj 100000 > data_deepmeta/meta.json
 write_config "$WORK/data_deepmeta" deepmeta deepmeta.yaml
