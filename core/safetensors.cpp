@@ -13,6 +13,7 @@
 #include <set>
 
 #include "core/atomic_file.h"
+#include "core/input_guard.h"
 
 namespace braid {
 
@@ -127,8 +128,7 @@ void save_safetensors(const std::string& path,
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
   SafetensorsFile f;
   f.path_ = path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) file_error(path, "cannot open: {}", std::strerror(errno));
+  const int fd = open_regular_file(path, "safetensors file");
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int err = errno;
@@ -167,10 +167,12 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     }
     return true;
   };
+  check_json_depth(std::string_view(reinterpret_cast<const char*>(bytes + 8), n),
+                   "safetensors header of", path);
   json header;
   try {
     header = json::parse(bytes + 8, bytes + 8 + n, on_event);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
     file_error(path, "header is not valid JSON: {}", e.what());
   }
   if (!header.is_object()) file_error(path, "header is {}; expected a JSON object", header.type_name());

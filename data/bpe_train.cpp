@@ -31,7 +31,7 @@ struct HeapEntry {
 
 void BpeChunkCounts::add(std::string_view text) {
   for (size_t i = 0; i < text.size();) {
-    const size_t end = pretokenize_chunk_end(text, i);
+    const size_t end = split_.chunk_end(text, i);
     const std::string_view chunk = text.substr(i, end - i);
     auto it = counts_.find(chunk);
     if (it == counts_.end()) it = counts_.emplace(std::string(chunk), 0).first;
@@ -52,8 +52,8 @@ std::vector<std::pair<std::string_view, int64_t>> BpeChunkCounts::sorted() const
   return out;
 }
 
-BpeTokenizer train_bpe(std::span<const std::string> texts, int vocab_size) {
-  BpeChunkCounts counts;
+BpeTokenizer train_bpe(std::span<const std::string> texts, int vocab_size, PreSplit split) {
+  BpeChunkCounts counts(std::move(split));
   for (const std::string& text : texts) counts.add(text);
   return train_bpe(counts, vocab_size);
 }
@@ -140,7 +140,7 @@ BpeTokenizer train_bpe(const BpeChunkCounts& counts, int vocab_size) {
       else pair_count.erase(k);
     }
   }
-  return BpeTokenizer(std::move(merges));
+  return BpeTokenizer(std::move(merges), counts.presplit());
 }
 
 }  // namespace braid

@@ -2,6 +2,7 @@
 #include "data/chunk_stream.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "data/pretokenize.h"
 
@@ -37,8 +38,37 @@ size_t first_boundary_after(std::string_view head, std::string_view more, std::s
 
 }  // namespace
 
+void ChunkStream::push_regex(std::string_view piece) {
+  tail_.append(piece);
+  const size_t n = tail_.size();
+  // Chunk boundaries that more text can no longer move.
+  std::vector<size_t> cuts{0};
+  for (size_t i = 0; i < n;) {
+    const size_t j = split_.chunk_end(tail_, i);
+    if (j == n || j + PreSplit::kUnsettledBytes > n) break;
+    cuts.push_back(i = j);
+  }
+  // The consumer splits the span again on its own, where the span's end is the end of the
+  // text: a look-ahead there (a whitespace run before '\'' is cut differently when nothing
+  // follows) may change the last chunks. Cut only where the span alone splits the same way.
+  size_t k = cuts.size() - 1;
+  for (; k > 0; --k) {
+    const std::string_view span = std::string_view(tail_).substr(0, cuts[k]);
+    const size_t first = k >= 2 ? k - 2 : 0;
+    bool same = true;
+    for (size_t c = first + 1, a = cuts[first]; c <= k && same; ++c)
+      same = (a = split_.chunk_end(span, a)) == cuts[c];
+    if (same) break;
+  }
+  if (k == 0) return;
+  scratch_.assign(tail_, 0, cuts[k]);
+  tail_.erase(0, cuts[k]);
+  emit_(scratch_);
+}
+
 void ChunkStream::push(std::string_view piece) {
   if (piece.empty()) return;
+  if (!split_.is_legacy()) return push_regex(piece);
   std::string_view rest = piece;
   if (!tail_.empty()) {
     // tail_ is one chunk: an optional glued ' ' then a run of one byte class. How it goes on

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "data/pretokenize.h"
+
 namespace braid {
 
 // Pieces of one text go in through push(); emit receives consecutive spans that together are
@@ -18,7 +20,8 @@ class ChunkStream {
  public:
   using Emit = std::function<void(std::string_view span)>;
 
-  explicit ChunkStream(Emit emit) : emit_(std::move(emit)) {}
+  explicit ChunkStream(Emit emit, PreSplit split = PreSplit::legacy())
+      : emit_(std::move(emit)), split_(std::move(split)) {}
 
   void push(std::string_view piece);
   // Emits what is held back; the text has ended. The stream is then empty and may start a
@@ -26,7 +29,11 @@ class ChunkStream {
   void finish();
 
  private:
+  // For a regex pre-split: hold back the chunks within PreSplit::kUnsettledBytes of the end.
+  void push_regex(std::string_view piece);
+
   Emit emit_;
+  PreSplit split_;
   std::string tail_;     // the last chunk so far, which the next piece may extend
   std::string scratch_;  // reused buffers for spans that join tail_ and a piece
   std::string joined_;

@@ -7,20 +7,24 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/input_guard.h"
 
 namespace braid {
 
 std::string read_file_bytes(const std::string& path, std::string_view what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) user_error("cannot open {} '{}': {}", what, path, std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) user_error("error reading {} '{}'", what, path);
-  return std::move(ss).str();
+  return read_regular_file(path, what);
+}
+
+nlohmann::json read_json_file(const std::string& path, std::string_view what) {
+  const std::string text = read_regular_file(path, what);
+  check_json_depth(text, std::string(what), path);
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    user_error("{} '{}' is not valid JSON: {}", what, path, e.what());
+  }
 }
 
 void write_file_atomic(const std::string& path, std::string_view bytes) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "core/error.h"
@@ -37,7 +38,7 @@ void check_out_dir(const PrepareOptions& o) {
   if (!fs::is_directory(o.out_dir, ec))
     user_error("--out '{}' exists and is not a folder; choose a folder path", o.out_dir);
   if (!fs::is_empty(o.out_dir, ec) && !o.force)
-    user_error("--out '{}' is not empty; pass --force to overwrite tokenizer.json, train.bin, "
+    user_error("--out '{}' is not empty; pass --force to overwrite braid_tokenizer.json, train.bin, "
                "val.bin and meta.json there, or choose an empty or new folder", o.out_dir);
 }
 
@@ -164,6 +165,7 @@ PrepareSummary prepare(const PrepareOptions& o) {
 
   const std::vector<std::string> files = list_input_files(o.inputs, o.out_dir);
   const bool bpe = o.tokenizer == "bpe";
+  const std::string eot = o.eot == "auto" ? (bpe ? "<|endoftext|>" : "") : o.eot == "none" ? "" : o.eot;
   PrepareSummary s;
   auto no_text = [&] {
     user_error("the inputs ({} files) hold no text; expected non-empty text files", files.size());
@@ -174,17 +176,27 @@ PrepareSummary prepare(const PrepareOptions& o) {
   std::unique_ptr<Tokenizer> tok;
   if (bpe) {
     const auto t_tok = std::chrono::steady_clock::now();  // counting is part of training
-    BpeChunkCounts counts;
-    ChunkStream stream([&](std::string_view span) { counts.add(span); });
-    for_each_document(files, o.val_fraction, s,
-                      [&](std::string_view train, std::string_view) { feed(stream, train); });
+    BpeChunkCounts counts(PreSplit::gpt2());
+    ChunkStream stream([&](std::string_view span) { counts.add(span); }, PreSplit::gpt2());
+    // Each document is its own text: with an end-of-text token between them, no chunk spans two.
+    for_each_document(files, o.val_fraction, s, [&](std::string_view train, std::string_view) {
+      feed(stream, train);
+      if (!eot.empty()) stream.finish();
+    });
     stream.finish();
     if (counts.empty()) no_text();
-    tok = std::make_unique<BpeTokenizer>(train_bpe(counts, o.vocab_size ? o.vocab_size : 512));
+    // The end-of-text token takes the last id, so the vocabulary is vocab_size in all.
+    const int merged_vocab = (o.vocab_size ? o.vocab_size : 512) - (eot.empty() ? 0 : 1);
+    BpeTokenizer trained = train_bpe(counts, merged_vocab);
+    tok = std::make_unique<BpeTokenizer>(eot.empty() ? trained : trained.with_eot(eot));
     s.tokenizer_train_s = seconds_since(t_tok);
   } else {
+    if (!eot.empty())
+      user_error("--eot '{}' needs --tokenizer bpe; the byte tokenizer has exactly the 256 byte "
+                 "values (documents are separated by a newline)", eot);
     tok = std::make_unique<ByteTokenizer>();
   }
+  const std::optional<int32_t> eot_id = tok->eot_id();
 
   // Pass 2: encode the training and validation texts into their shards as they stream by.
   // A failure here leaves neither shard (their writers remove the temp files), nor the output
@@ -197,17 +209,23 @@ PrepareSummary prepare(const PrepareOptions& o) {
   try {
     ShardWriter train_w((out / "train.bin").string(), tok->vocab_size());
     ShardWriter val_w((out / "val.bin").string(), tok->vocab_size());
-    ChunkStream train_stream([&](std::string_view span) {
-      const std::vector<int32_t> ids = tok->encode(span);
+    const PreSplit split = bpe ? PreSplit::gpt2() : PreSplit::legacy();
+    auto encode_train = [&](std::span<const int32_t> ids) {
       train_w.append(ids);
       for (int32_t id : ids) ++unigram[static_cast<size_t>(id)];
-    });
-    ChunkStream val_stream([&](std::string_view span) { val_w.append(tok->encode(span)); });
+    };
+    ChunkStream train_stream([&](std::string_view span) { encode_train(tok->encode(span)); }, split);
+    ChunkStream val_stream([&](std::string_view span) { val_w.append(tok->encode(span)); }, split);
     PrepareSummary pass2;
     for_each_document(files, o.val_fraction, pass2,
                       [&](std::string_view train, std::string_view val) {
                         feed(train_stream, train);
                         feed(val_stream, val);
+                        if (!eot_id) return;
+                        train_stream.finish();
+                        val_stream.finish();
+                        encode_train(std::span(&*eot_id, 1));
+                        if (!val.empty()) val_w.append(std::span(&*eot_id, 1));
                       });
     train_stream.finish();
     val_stream.finish();
@@ -224,7 +242,9 @@ PrepareSummary prepare(const PrepareOptions& o) {
     if (made_out_dir) fs::remove(out, ec);  // only while still empty
     throw;
   }
-  tok->save((out / "tokenizer.json").string());
+  tok->save((out / kTokenizerFile).string());
+  // A folder prepared by an older braid has tokenizer.json; left there it would be ambiguous.
+  if (o.force) fs::remove(out / kLegacyTokenizerFile, ec);
 
   s.tokenizer = tok->kind();
   s.vocab_size = tok->vocab_size();
@@ -235,7 +255,8 @@ PrepareSummary prepare(const PrepareOptions& o) {
                          {"documents", s.documents},
                          {"input_bytes", s.input_bytes},
                          {"val_fraction", o.val_fraction},
-                         {"document_separator", "newline"},
+                         {"document_separator", eot.empty() ? "newline" : "newline + eot"},
+                         {"eot", eot.empty() ? nlohmann::json(nullptr) : nlohmann::json(eot)},
                          {"train_tokens", s.train_tokens},
                          {"val_tokens", s.val_tokens},
                          {"unigram_entropy_nats", s.unigram_entropy_nats}};

@@ -1,4 +1,5 @@
-// `braid prepare` as a library call: text files -> tokenizer.json, train.bin, val.bin, meta.json.
+// `braid prepare` as a library call: text files -> braid_tokenizer.json, train.bin, val.bin,
+// meta.json.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,9 @@ struct PrepareOptions {
   int vocab_size = 0;               // 0: 512 for bpe, 256 for byte (byte accepts only 256)
   double val_fraction = 0.05;       // in [0, 0.5]
   bool force = false;               // allow writing into a non-empty out_dir
+  // Text of the end-of-text token put after every document ("" for none). "auto": the bpe
+  // tokenizer gets "<|endoftext|>", the byte tokenizer none (its vocabulary stays 256).
+  std::string eot = "auto";
 };
 
 struct PrepareSummary {
@@ -31,8 +35,9 @@ struct PrepareSummary {
   double total_s = 0;
 };
 
-// Each input file is one document. A document gets a trailing '\n' if it lacks one (the
-// newline is the document separator: no end-of-text token, so the byte vocabulary stays 256).
+// Each input file is one document. A document gets a trailing '\n' if it lacks one; with an
+// end-of-text token (opts.eot) that token also follows every document's train and val part,
+// and the tokenizer knows it as a special token (the last id). BPE uses the GPT-2 pre-split.
 // Held-out split: the last val_fraction of every document (cut moved forward to the next line
 // start) goes to val.bin, the rest to train.bin, so validation covers every document. The
 // tokenizer is trained on the training part only. Bad inputs, options or a non-empty out_dir

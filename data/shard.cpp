@@ -13,6 +13,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/input_guard.h"
 
 namespace braid {
 
@@ -98,11 +99,10 @@ void write_shard(const std::string& path, std::span<const int32_t> ids, int voca
 }
 
 TokenShard::TokenShard(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) {
-    const int err = errno;
-    user_error("token shard '{}' cannot be opened: {}; expected a .bin file written by "
-               "`braid prepare`", path, std::strerror(err));
+  try {
+    fd_ = open_regular_file(path, "token shard");
+  } catch (const UserError& e) {
+    user_error("{}; expected a .bin file written by `braid prepare`", e.what());
   }
   try {
     struct stat st {};

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -11,6 +12,11 @@
 #include <nlohmann/json_fwd.hpp>
 
 namespace braid {
+
+// File names of a tokenizer in data and run directories: braid's own format, and the name
+// older braid versions used (which Hugging Face uses for its format; load() reads both).
+inline constexpr const char* kTokenizerFile = "braid_tokenizer.json";
+inline constexpr const char* kLegacyTokenizerFile = "tokenizer.json";
 
 // Every tokenizer in braid is byte-level: any byte string encodes, and decode(encode(s)) == s
 // exactly, even when s is not valid UTF-8.
@@ -27,11 +33,14 @@ class Tokenizer {
   virtual std::string kind() const = 0;
   // The whole JSON document, "type" included.
   virtual nlohmann::json to_json() const = 0;
+  // The end-of-text token put between documents, when this tokenizer has one.
+  virtual std::optional<int32_t> eot_id() const { return std::nullopt; }
 
   // Writes to_json() to path (temp file + rename, so a crash leaves no half-written file).
   void save(const std::string& path) const;
-  // Reads a file written by save(). A missing or malformed file is a braid::UserError naming
-  // the file and what is wrong.
+  // Reads a file written by save() (any format version), or a Hugging Face tokenizer.json with
+  // a byte-level BPE model. A missing or malformed file is a braid::UserError naming the file
+  // and what is wrong.
   static std::unique_ptr<Tokenizer> load(const std::string& path);
 };
 

@@ -11,6 +11,7 @@
 
 #include "core/atomic_file.h"
 #include "core/checksum.h"
+#include "core/input_guard.h"
 
 namespace braid {
 
@@ -107,12 +108,11 @@ void remove_all_or_throw(const fs::path& p) {
   if (ec) user_error("cannot remove {}: {}", p.string(), ec.message());
 }
 
+// Bounded JSON nesting: a hostile manifest must not overflow the stack of the parser.
 std::string read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) user_error("cannot read {}", p.string());
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
+  std::string text = read_regular_file(p.string(), "checkpoint file");
+  check_json_depth(text, "checkpoint file", p.string());
+  return text;
 }
 
 }  // namespace
@@ -249,7 +249,7 @@ LoadedCheckpoint CheckpointManager::load(const std::string& path) {
   nlohmann::json m;
   try {
     m = nlohmann::json::parse(read_text(manifest_path));
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e400
     user_error("{}: not valid JSON ({}); {}", mpath, e.what(), corrupt_advice(dir));
   }
   if (!m.is_object() || !m.contains("format_version") || !m["format_version"].is_number_integer() ||

@@ -1,9 +1,11 @@
 // Loading a RunConfig: YAML file -> fields, --set overrides, path resolution, located validation.
 #include "launch/config.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cctype>
 #include <fstream>
 #include <map>
@@ -11,7 +13,10 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/input_guard.h"
+#include "launch/config_json.h"
 #include "launch/config_schema.h"
+#include "launch/model_io.h"
 
 namespace braid {
 
@@ -93,6 +98,11 @@ bool is_section(const std::string& name) {
 YAML::Node parse_yaml(const std::string& text, const std::string& source) {
   try {
     return YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own text for this is "bad file", which says nothing.
+    user_error("{}: malformed YAML: lists/mappings nested more than {} levels deep; a braid "
+               "config has two levels (section, then key: value)",
+               location(source, e.mark), e.depth() - 1);
   } catch (const YAML::Exception& e) {
     user_error("{}: malformed YAML: {}", location(source, e.mark), e.msg);
   }
@@ -215,18 +225,27 @@ void validate_located(const RunConfig& cfg, const Origins& origins, const std::s
   }
 }
 
-std::string read_text_file(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) user_error("config file '{}' does not exist", path);
-  if (fs::is_directory(path, ec))
-    user_error("config file '{}' is a directory; expected a YAML file", path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) user_error("config file '{}' cannot be opened for reading", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) user_error("config file '{}' could not be read", path);
-  return ss.str();
+// run.init_from names the model: its config replaces the model section. A model key the file
+// or --set gives anyway must agree with it.
+void take_model_from_init(RunConfig& cfg, const Origins& origins) {
+  ModelConfig src;
+  try {
+    src = model_config_at(cfg.run.init_from);
+  } catch (const UserError& e) {
+    throw_located("run.init_from", e.what(), origins, "");
+  }
+  const nlohmann::json want = fields_to_json(src), given = fields_to_json(cfg.model);
+  for (const auto& [key, value] : want.items())
+    if (origins.count("model." + key) && given[key] != value)
+      throw_located("model." + key,
+                    fmt::format("model.{} is {} but run.init_from {} has {}; drop the key (the "
+                                "model shape comes from init_from)", key, given[key].dump(),
+                                cfg.run.init_from, value.dump()),
+                    origins, "");
+  cfg.model = src;
 }
+
+std::string read_text_file(const std::string& path) { return read_regular_file(path, "config file"); }
 
 }  // namespace
 
@@ -252,11 +271,25 @@ RunConfig load_run_config(const std::string& path, const std::vector<std::string
   // A data directory named in the file is relative to the file, so configs work from any cwd.
   if (!cfg.data.dir.empty() && fs::path(cfg.data.dir).is_relative())
     cfg.data.dir = (fs::absolute(path).parent_path() / cfg.data.dir).lexically_normal().string();
+  if (!cfg.run.init_from.empty() && fs::path(cfg.run.init_from).is_relative() &&
+      origins.count("run.init_from"))
+    cfg.run.init_from =
+        (fs::absolute(path).parent_path() / cfg.run.init_from).lexically_normal().string();
   for (const auto& o : overrides) apply_override_at(cfg, o, origins);
   // One typed on the command line is relative to where the command runs.
   if (!cfg.data.dir.empty() && fs::path(cfg.data.dir).is_relative())
     cfg.data.dir = fs::absolute(cfg.data.dir).lexically_normal().string();
+  if (!cfg.run.init_from.empty()) {
+    cfg.run.init_from = fs::absolute(cfg.run.init_from).lexically_normal().string();
+    take_model_from_init(cfg, origins);
+  }
   validate_located(cfg, origins, path);
+  try {
+    check_run_config_environment(cfg);
+  } catch (const ConfigError& e) {
+    throw_located(e.key(), e.what(), origins, path);
+  }
+  for (const std::string& w : config_warnings(cfg)) std::fprintf(stderr, "warning: %s\n", w.c_str());
   return cfg;
 }
 

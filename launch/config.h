@@ -28,6 +28,15 @@ void apply_override(RunConfig& cfg, const std::string& assignment);
 // Validates every section and the cross-section rules; messages name the full key but no file.
 void validate_run_config(const RunConfig& cfg);
 
+// Checks against this machine (load_run_config calls it): run.dir can be a directory and is
+// writable, checkpoint.resume is not an HF directory, the model fits in memory. Throws
+// braid::ConfigError with the full key.
+void check_run_config_environment(const RunConfig& cfg);
+
+// Settings that are valid but silently do little (warmup longer than the run, a decay cut off
+// by the end of training, ...), one sentence each. load_run_config prints them to stderr.
+std::vector<std::string> config_warnings(const RunConfig& cfg);
+
 // The resolved config as YAML: every key of every section, so loading it reproduces `cfg`
 // exactly (floats are written in their shortest exact form).
 std::string dump_run_config(const RunConfig& cfg);

@@ -3,15 +3,35 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include <nlohmann/json.hpp>
 
+#include "core/input_guard.h"
 #include "data/shard.h"
+#include "launch/config.h"
 #include "launch/commands.h"
 #include "launch/model_io.h"
 
 namespace braid {
+
+namespace {
+
+// val.bin of the data directory the run was trained on (its saved config.yaml says which).
+std::string default_val_split(const LoadedModel& lm, const std::string& given) {
+  const std::filesystem::path cfg = std::filesystem::path(lm.run_dir) / "config.yaml";
+  std::error_code ec;
+  BRAID_USER_CHECK(!lm.run_dir.empty() && std::filesystem::is_regular_file(cfg, ec),
+                   "no --data given and {} is not in a braid run directory with a config.yaml; "
+                   "pass --data <val.bin>", given);
+  const RunConfig rc = parse_run_config(read_regular_file(cfg.string(), "run config"), cfg.string());
+  BRAID_USER_CHECK(!rc.data.dir.empty(), "no --data given and {} sets no data.dir; pass --data",
+                   cfg.string());
+  return (std::filesystem::path(rc.data.dir) / "val.bin").string();
+}
+
+}  // namespace
 
 void add_eval_command(CLI::App& app) {
   struct Opts {
@@ -25,14 +45,16 @@ void add_eval_command(CLI::App& app) {
   c->add_option("model", o->model,
                 "A checkpoint directory, a run directory (its latest checkpoint), or an HF "
                 "directory/model.safetensors with config.json beside it")->required();
-  c->add_option("--data", o->data, "Token shard written by `braid prepare` (e.g. val.bin)")->required();
+  c->add_option("--data", o->data,
+                "Token shard written by `braid prepare` (default: val.bin of the run's data.dir)");
   c->add_option("--seq-len", o->seq_len, "Window length; 0 = the model's context length");
-  c->add_option("--batch", o->batch, "Windows per forward pass")->check(CLI::PositiveNumber);
+  c->add_option("--batch", o->batch, "Windows per forward pass")->check(CLI::Range(1, 1 << 30));
   c->add_option("--max-tokens", o->max_tokens, "Stop after this many predicted tokens (0: whole file)");
   c->callback([o] {
     LoadedModel lm = load_model(o->model);
     Transformer& model = *lm.model;
     const ModelConfig& mc = model.config();
+    if (o->data.empty()) o->data = default_val_split(lm, o->model);
     TokenShard shard(o->data);
     BRAID_USER_CHECK(shard.vocab_size() <= mc.vocab_size,
                      "{} has vocabulary {} but the model's vocab_size is {}", o->data,

@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include "launch/model_limits.h"
+
 namespace braid {
 
 namespace {
@@ -18,13 +20,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-int require_int(const json& hf, const char* key, const std::string& path) {
-  if (!hf.contains(key)) user_error("{}: missing key \"{}\"", path, key);
-  const json& v = hf[key];
-  if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX)
-    user_error("{}: \"{}\" is {}; expected a non-negative integer", path, key, v.dump());
-  return v.get<int>();
-}
+
 
 float optional_float(const json& hf, const char* key, float fallback, const std::string& path) {
   if (!hf.contains(key) || hf[key].is_null()) return fallback;
@@ -43,6 +39,55 @@ std::string optional_string(const json& hf, const char* key, const std::string& 
   if (!hf.contains(key) || hf[key].is_null()) return fallback;
   if (!hf[key].is_string()) user_error("{}: \"{}\" is {}; expected a string", path, key, hf[key].dump());
   return hf[key].get<std::string>();
+}
+
+// Sizes are bounded (launch/model_limits.h) so that every product braid forms from them stays
+// far inside int64 and 8 x a width inside int.
+int require_int(const json& hf, const char* key, const std::string& path,
+                int64_t max = kMaxModelDim) {
+  if (!hf.contains(key)) user_error("{}: missing key \"{}\"", path, key);
+  const json& v = hf[key];
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(max)) ||
+      v.get<int64_t>() < 0 || v.get<int64_t>() > max)
+    user_error("{}: \"{}\" is {}; expected an integer in 0..{}", path, key, v.dump(), max);
+  return static_cast<int>(v.get<int64_t>());
+}
+
+// braid implements plain RoPE; a config asking for any other kind is refused, never run with
+// a silently different position encoding.
+void check_rope_type(const json& section, const char* where, const std::string& path) {
+  std::string type = "default";
+  for (const char* k : {"rope_type", "type"})
+    if (section.contains(k) && section[k].is_string()) type = section[k].get<std::string>();
+  if (type != "default")
+    user_error("{}: {} has rope_type \"{}\"; braid implements only the default RoPE (no "
+               "linear, dynamic, yarn, llama3 or longrope scaling), so it cannot run this model",
+               path, where, type);
+}
+
+float rope_theta_from_hf(const json& hf, const std::string& path) {
+  const bool top = hf.contains("rope_theta") && !hf["rope_theta"].is_null();
+  // A scaling section asks for scaled RoPE unless it says "default" outright.
+  if (hf.contains("rope_scaling") && !hf["rope_scaling"].is_null()) {
+    const json& rs = hf["rope_scaling"];
+    if (!rs.is_object())
+      user_error("{}: rope_scaling is {}; expected an object or null", path, rs.dump());
+    if (!rs.contains("rope_type") && !rs.contains("type"))
+      user_error("{}: rope_scaling {} names no type; braid implements only the default RoPE",
+                 path, rs.dump());
+    check_rope_type(rs, "rope_scaling", path);
+  }
+  if (hf.contains("rope_parameters") && !hf["rope_parameters"].is_null()) {
+    const json& rp = hf["rope_parameters"];
+    if (!rp.is_object()) user_error("{}: rope_parameters is {}; expected an object", path, rp.dump());
+    check_rope_type(rp, "rope_parameters", path);
+    const float theta = optional_float(rp, "rope_theta", top ? hf["rope_theta"].get<float>() : 10000.0f, path);
+    if (top && optional_float(hf, "rope_theta", theta, path) != theta)
+      user_error("{}: rope_theta {} differs from rope_parameters.rope_theta {}", path,
+                 hf["rope_theta"].dump(), rp["rope_theta"].dump());
+    return theta;
+  }
+  return optional_float(hf, "rope_theta", 10000.0f, path);
 }
 
 // (rows, cols) -> (cols, rows), element by element in tiles that stay in cache.
@@ -106,6 +151,7 @@ json hf_config_json(const ModelConfig& cfg) {
           {"rms_norm_eps", clean_float(cfg.norm_eps)},
           {"rope_theta", clean_float(cfg.rope_theta)},
           {"rope_scaling", nullptr},
+          {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", clean_float(cfg.rope_theta)}}},
           {"attention_bias", false},
           {"mlp_bias", false},
           {"initializer_range", clean_float(cfg.init_std)},
@@ -125,11 +171,11 @@ ModelConfig model_config_from_hf(const json& hf, const std::string& path) {
     c.vocab_size = require_int(hf, "vocab_size", path);
     c.context_length = require_int(hf, hf.contains("n_positions") ? "n_positions" : "n_ctx", path);
     c.n_embd = require_int(hf, "n_embd", path);
-    c.n_layer = require_int(hf, "n_layer", path);
+    c.n_layer = require_int(hf, "n_layer", path, kMaxLayers);
     c.n_head = require_int(hf, "n_head", path);
     if (hf.contains("n_inner") && !hf["n_inner"].is_null()) {
       const int inner = require_int(hf, "n_inner", path);
-      c.ffn_hidden = inner == 4 * c.n_embd ? 0 : inner;
+      c.ffn_hidden = inner == 4 * int64_t{c.n_embd} ? 0 : inner;
     }
     c.norm_eps = optional_float(hf, "layer_norm_epsilon", 1e-5f, path);
     const std::string act = optional_string(hf, "activation_function", "gelu_new", path);
@@ -146,7 +192,7 @@ ModelConfig model_config_from_hf(const json& hf, const std::string& path) {
     c.vocab_size = require_int(hf, "vocab_size", path);
     c.n_embd = require_int(hf, "hidden_size", path);
     const int inter = require_int(hf, "intermediate_size", path);
-    c.n_layer = require_int(hf, "num_hidden_layers", path);
+    c.n_layer = require_int(hf, "num_hidden_layers", path, kMaxLayers);
     c.n_head = require_int(hf, "num_attention_heads", path);
     c.context_length = require_int(hf, "max_position_embeddings", path);
     const int kv = hf.contains("num_key_value_heads") && !hf["num_key_value_heads"].is_null()
@@ -154,19 +200,17 @@ ModelConfig model_config_from_hf(const json& hf, const std::string& path) {
                        : c.n_head;
     c.n_kv_head = kv == c.n_head ? 0 : kv;
     c.norm_eps = optional_float(hf, "rms_norm_eps", 1e-6f, path);
-    c.rope_theta = optional_float(hf, "rope_theta", 10000.0f, path);
+    c.rope_theta = rope_theta_from_hf(hf, path);
     const std::string act = optional_string(hf, "hidden_act", "silu", path);
     if (act != "silu") user_error("{}: hidden_act \"{}\" is not supported; expected silu", path, act);
-    if (hf.contains("rope_scaling") && !hf["rope_scaling"].is_null())
-      user_error("{}: rope_scaling {} is not supported; braid implements plain RoPE", path,
-                 hf["rope_scaling"].dump());
     if (optional_bool(hf, "attention_bias", false, path))
       user_error("{}: attention_bias true is not supported; braid's llama has no biases", path);
     if (optional_bool(hf, "mlp_bias", false, path))
       user_error("{}: mlp_bias true is not supported; braid's llama has no biases", path);
     if (hf.contains("head_dim") && !hf["head_dim"].is_null() && c.n_head > 0 &&
-        require_int(hf, "head_dim", path) * c.n_head != c.n_embd)
-      user_error("{}: head_dim {} is not hidden_size / num_attention_heads ({}); not supported",
+        int64_t{require_int(hf, "head_dim", path)} * c.n_head != c.n_embd)
+      user_error("{}: head_dim {} is not hidden_size / num_attention_heads ({}); braid's attention "
+                 "has head_dim = hidden_size / num_attention_heads, so this model is not supported",
                  path, hf["head_dim"].dump(), c.n_embd / c.n_head);
     c.tie_embeddings = optional_bool(hf, "tie_word_embeddings", false, path) ? 1 : -1;
     ModelConfig defaults = c;

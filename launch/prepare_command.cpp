@@ -14,7 +14,7 @@ void add_prepare_command(CLI::App& app) {
                 "Each file is one document.")
       ->required();
   c->add_option("--out,-o", opts->out_dir,
-                "Output folder for tokenizer.json, train.bin, val.bin and meta.json")
+                "Output folder for braid_tokenizer.json, train.bin, val.bin and meta.json")
       ->required();
   c->add_option("--tokenizer", opts->tokenizer,
                 "byte (256 tokens, one per byte) or bpe (byte-level BPE trained on the input)")
@@ -25,6 +25,10 @@ void add_prepare_command(CLI::App& app) {
                 "always 256.");
   c->add_option("--val-fraction", opts->val_fraction,
                 "Fraction of each document (its end) held out for val.bin, in [0, 0.5]")
+      ->capture_default_str();
+  c->add_option("--eot", opts->eot,
+                "End-of-text token put after every document: its text, 'none', or 'auto' "
+                "(<|endoftext|> for bpe, none for byte)")
       ->capture_default_str();
   c->add_flag("--force", opts->force,
               "Write into a non-empty --out folder, replacing the four output files");

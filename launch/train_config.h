@@ -53,11 +53,13 @@ struct TrainConfig {
 struct RunSection {
   std::string name = "run";
   std::string dir = "runs";
+  std::string init_from = "";
 
   template <class V>
   void visit(V& v) {
     v("name", name, "Run name; the run directory is `<dir>/<name>`.");
     v("dir", dir, "Parent directory of run directories. Relative paths are relative to the working directory.");
+    v("init_from", init_from, "Start from the weights of this run directory, checkpoint or Hugging Face directory (fine-tuning); the model section is taken from it, so model keys need not be restated. Relative paths are relative to the config file. Ignored when resuming.");
   }
   void validate() const {
     if (name.empty() || name.find('/') != std::string::npos)

@@ -14,6 +14,7 @@
 #include "core/kernels/gemm.h"
 #include "core/models/generate.h"
 #include "core/profile.h"
+#include "data/file_util.h"
 #include "data/loader.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
@@ -101,11 +102,9 @@ std::string model_difference(const nlohmann::json& saved, const ModelConfig& our
 }
 
 double read_unigram_entropy(const std::string& meta_path) {
-  std::ifstream in(meta_path);
-  if (!in) return -1.0;
-  try {
-    return nlohmann::json::parse(in).value("unigram_entropy_nats", -1.0);
-  } catch (const nlohmann::json::exception&) {
+  try {  // read_json_file refuses pipes and deep nesting
+    return read_json_file(meta_path, "meta.json").value("unigram_entropy_nats", -1.0);
+  } catch (const std::exception&) {
     return -1.0;  // an unreadable meta.json only loses the baseline in the log
   }
 }
@@ -157,7 +156,7 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
   const fs::path data_dir = cfg.data.dir;
   const std::string train_path = (data_dir / "train.bin").string();
   const std::string val_path = (data_dir / "val.bin").string();
-  const std::string tok_path = (data_dir / "tokenizer.json").string();
+  const std::string tok_path = tokenizer_file_in(data_dir.string());  // "" when none
 
   // Data first: a bad shard fails before anything is written.
   {
@@ -211,13 +210,16 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
       start_step = ck.step;
     }
     std::printf("resumed from %s (step %lld)\n", resume_from->c_str(), static_cast<long long>(ck.step));
+  } else if (!cfg.run.init_from.empty()) {  // fine-tuning: weights from a run or HF directory
+    init_weights_from(model, cfg.run.init_from);
+    std::printf("initialised from %s\n", cfg.run.init_from.c_str());
   }
   // ---- the run record: config (kept across resumes), version and machine ----
   const std::string config_warning = record_run_config(cfg, run_dir, start_step);
   if (!config_warning.empty()) std::printf("%s\n", config_warning.c_str());
   const MachineInfo machine = machine_info(ctx.gemm());
   append_run_record(run_dir, machine, start_step);
-  if (fs::exists(tok_path)) fs::copy_file(tok_path, run_dir / "tokenizer.json", fs::copy_options::overwrite_existing);
+  if (!tok_path.empty()) fs::copy_file(tok_path, run_dir / kTokenizerFile, fs::copy_options::overwrite_existing);
 
   const int64_t total = cfg.train.steps;
   const int B = cfg.data.micro_batch, T = cfg.data.seq_len, accum = cfg.data.grad_accum;
@@ -365,7 +367,7 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
     log.print("peak memory by category: " + memory_peaks_line(ctx.allocator().stats()));
   }
 
-  if (cfg.train.sample_tokens > 0 && fs::exists(tok_path) && summary.stopped_by.empty()) {
+  if (cfg.train.sample_tokens > 0 && !tok_path.empty() && summary.stopped_by.empty()) {
     std::unique_ptr<Tokenizer> tok = Tokenizer::load(tok_path);
     std::vector<int32_t> prompt = tok->encode(cfg.train.sample_prompt.empty() ? "\n" : cfg.train.sample_prompt);
     SampleOptions so;

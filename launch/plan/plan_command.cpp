@@ -401,7 +401,7 @@ void add_plan_command(CLI::App& app, plan::Calibrator calibrate) {
       ->check(CLI::PositiveNumber);
   c->add_option("--calibrate-rounds", a.calibrate_rounds,
                 "Interleaved rounds the probe time is split into (default 6)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 30));
   c->add_flag("--json", a.json, "Print JSON instead of tables");
   c->callback([args] { run_plan(*args); });
 }

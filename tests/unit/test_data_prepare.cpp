@@ -54,14 +54,21 @@ TEST(DataPrepare, WritesShardsThatDecodeToTheSplitText) {
     o.val_fraction = 0.1;
     PrepareSummary s = prepare(o);
     EXPECT_EQ(s.documents, 2);  // the symlink is not a second copy of a.txt
-    auto tok = Tokenizer::load(o.out_dir + "/tokenizer.json");
+    auto tok = Tokenizer::load(o.out_dir + "/braid_tokenizer.json");
     EXPECT_EQ(tok->kind(), kind);
     // Documents in sorted path order ("in/a.txt" < "in/sub/b.txt"), each ending in '\n'.
     const std::string a_doc = a + "\n";  // outlives the views below
     auto [at, av] = split_document(a_doc, 0.1);
     auto [bt, bv] = split_document(b, 0.1);
-    EXPECT_TRUE(decode_shard(*tok, o.out_dir + "/train.bin") == std::string(at) + std::string(bt));
-    EXPECT_TRUE(decode_shard(*tok, o.out_dir + "/val.bin") == std::string(av) + std::string(bv));
+    // bpe: each document's part ends with the end-of-text token (the last id); byte: none.
+    const std::string eot = std::string(kind) == "bpe" ? "<|endoftext|>" : "";
+    if (!eot.empty()) {
+      EXPECT_EQ(tok->eot_id(), tok->vocab_size() - 1);
+    }
+    EXPECT_TRUE(decode_shard(*tok, o.out_dir + "/train.bin") ==
+                std::string(at) + eot + std::string(bt) + eot);
+    EXPECT_TRUE(decode_shard(*tok, o.out_dir + "/val.bin") ==
+                std::string(av) + eot + std::string(bv) + eot);
     EXPECT_FALSE(av.empty());
     auto meta = nlohmann::json::parse(testing::read_text(o.out_dir + "/meta.json"));
     EXPECT_EQ(meta["train_tokens"].get<int64_t>(), TokenShard(o.out_dir + "/train.bin").size());
@@ -80,7 +87,7 @@ TEST(DataPrepare, DeterministicAndRefusesNonEmptyOutWithoutForce) {
   o.out_dir = dir.file("out");
   o.vocab_size = 320;
   prepare(o);
-  const std::string tok1 = testing::read_text(dir.file("out/tokenizer.json"));
+  const std::string tok1 = testing::read_text(dir.file("out/braid_tokenizer.json"));
   const std::string train1 = testing::read_text(dir.file("out/train.bin"));
   try {
     prepare(o);
@@ -90,7 +97,7 @@ TEST(DataPrepare, DeterministicAndRefusesNonEmptyOutWithoutForce) {
   }
   o.force = true;
   prepare(o);
-  EXPECT_EQ(testing::read_text(dir.file("out/tokenizer.json")), tok1);
+  EXPECT_EQ(testing::read_text(dir.file("out/braid_tokenizer.json")), tok1);
   EXPECT_EQ(testing::read_text(dir.file("out/train.bin")), train1);
 }
 

@@ -64,13 +64,14 @@ TEST(DataPrepareStream, SameOutputsAsTheJoinedText) {
     o.tokenizer = kind;
     o.vocab_size = std::string(kind) == "bpe" ? 300 : 0;
     o.val_fraction = 0.2;
+    o.eot = "none";  // the documents then form one text (the eot case: DataPrepare tests)
     const PrepareSummary s = prepare(o);
     std::unique_ptr<Tokenizer> ref;
     if (std::string(kind) == "bpe")
-      ref = std::make_unique<BpeTokenizer>(train_bpe(std::vector<std::string>{train_text}, 300));
+      ref = std::make_unique<BpeTokenizer>(train_bpe(std::vector<std::string>{train_text}, 300, PreSplit::gpt2()));
     else
       ref = std::make_unique<ByteTokenizer>();
-    EXPECT_EQ(testing::read_text(o.out_dir + "/tokenizer.json"), ref->to_json().dump() + "\n")
+    EXPECT_EQ(testing::read_text(o.out_dir + "/braid_tokenizer.json"), ref->to_json().dump() + "\n")
         << kind;
     const std::vector<int32_t> train_ids = ref->encode(train_text);
     EXPECT_TRUE(shard_ids(o.out_dir + "/train.bin") == train_ids) << kind;
@@ -82,7 +83,7 @@ TEST(DataPrepareStream, SameOutputsAsTheJoinedText) {
     EXPECT_EQ(meta["input_bytes"].get<int64_t>(),
               static_cast<int64_t>(train_text.size() + val_text.size()));
     EXPECT_EQ(names_in(o.out_dir),
-              (std::vector<std::string>{"meta.json", "tokenizer.json", "train.bin", "val.bin"}));
+              (std::vector<std::string>{"braid_tokenizer.json", "meta.json", "train.bin", "val.bin"}));
   }
 }
 

@@ -164,7 +164,7 @@ TEST_F(Safetensors, RejectsMalformedFiles) {
   std::ofstream(shorty, std::ios::binary) << "abcde";
   expect_user_error([&] { SafetensorsFile::open(shorty); }, shorty, "shorter than");
   expect_user_error([&] { SafetensorsFile::open(path("missing.safetensors")); },
-                    path("missing.safetensors"), "cannot open");
+                    path("missing.safetensors"), "cannot be opened");
 }
 
 TEST_F(Safetensors, UnknownNameAndUnsupportedDtypeOnRead) {
