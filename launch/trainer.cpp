@@ -21,8 +21,10 @@
 #include "launch/config.h"
 #include "launch/config_json.h"
 #include "launch/exec_setup.h"
+#include "launch/lora_adapter.h"
 #include "launch/metrics.h"
 #include "launch/model_io.h"
+#include "launch/model_passes.h"
 #include "launch/peak_cache.h"
 #include "launch/run_lock.h"
 #include "launch/run_record.h"
@@ -150,8 +152,10 @@ double evaluate(ExecContext& ctx, Transformer& model, const ValidationSet& val, 
 
 }  // namespace
 
-TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
+TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
   const auto t_start = std::chrono::steady_clock::now();
+  std::unique_ptr<LoadedModel> init_base;  // lora.init_from's model, until copied in
+  const RunConfig cfg = resolve_init_from(cfg_in, init_base);
   if (cfg.train.threads > 0) omp_set_num_threads(cfg.train.threads);
   const fs::path run_dir = fs::path(cfg.run.dir) / cfg.run.name;
   const fs::path data_dir = cfg.data.dir;
@@ -175,6 +179,8 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
   ExecContext& ctx = *ctx_owner;
   Transformer model(ctx, cfg.model);
   model.init_weights();
+  apply_model_passes(model, cfg, init_base.get());  // init_from, LoRA, checkpointing
+  init_base.reset();
   AdamW opt(ctx, model.parameters(), cfg.optim);
   fs::create_directories(run_dir);
   const RunLock run_lock(run_dir.string());  // before anything in run_dir is read or written
@@ -266,6 +272,7 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
     for (int m = 0; m < accum; ++m) {
       Batch b = loader.next();
       MicroBatch mb(ctx);
+      mb.dropout_seed = micro_batch_dropout_seed(cfg.data.seed, step, m);
       LossSum l = model.forward_backward(mb, b.tokens, b.targets, grad_scale);
       ls.sum += l.sum;
       ls.count += l.count;
@@ -340,6 +347,8 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
       last_checkpoint = ckpt.save(done, named_weights(model), opt.state_tensors(),
                                   checkpoint_state(cfg, done, opt.steps_taken()));
       last_checkpoint_time = std::chrono::steady_clock::now();
+      if (cfg.lora.enabled())  // the adapters alone, PEFT layout, beside the checkpoints
+        save_peft_adapter(model, cfg.lora, cfg.lora.init_from, run_dir / "adapter");
       log.record("checkpoint",
                  {{"step", done}, {"path", last_checkpoint}, {"save_s", seconds_since(t_save)}});
       log.print(fmt::format("checkpoint: {}", last_checkpoint));
