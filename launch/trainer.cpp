@@ -22,6 +22,7 @@
 #include "launch/config_json.h"
 #include "launch/exec_setup.h"
 #include "launch/lora_adapter.h"
+#include "launch/memory_report.h"
 #include "launch/metrics.h"
 #include "launch/model_io.h"
 #include "launch/model_passes.h"
@@ -263,6 +264,7 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
   // Kernel-group times of the steps only (evaluation and checkpoints excluded).
   KernelTimes window_kernels, train_kernels;
   auto last_checkpoint_time = std::chrono::steady_clock::now();
+  MemoryWindows memory(ctx.allocator());
   std::string last_checkpoint = resume_from.value_or("");
   for (int64_t step = start_step; step < total; ++step) {
     const KernelTimes k0 = ctx.profiler().times();
@@ -309,11 +311,14 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
       const double tok_s = tokens_per_step / step_s;
       const double flops = flops_per_step / step_s;
       const double eta = step_s * static_cast<double>(total - done);
-      const double mem_mib = static_cast<double>(ctx.allocator().stats().peak_total) / 1048576.0;
+      const MemoryStats window_mem = memory.end_window();  // this window's peaks
+      const double mem_mib = static_cast<double>(window_mem.peak_total) / 1048576.0;
+      const double act_mib =
+          static_cast<double>(window_mem.peak_bytes[static_cast<int>(MemCategory::Activations)]) / 1048576.0;
       log.print(fmt::format("step {:>6}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} tok/s | "
-                            "{} | MFU {:.1f}% | mem {:.0f} MiB | ETA {}",
+                            "{} | MFU {:.1f}% | mem {:.0f} MiB (act {:.0f}) | ETA {}",
                             done, total, window_loss / window_steps, lr, norm, tok_s,
-                            format_si(flops, "FLOP/s"), 100.0 * flops / peak, mem_mib, format_duration(eta)));
+                            format_si(flops, "FLOP/s"), 100.0 * flops / peak, mem_mib, act_mib, format_duration(eta)));
       log.record("train",
                  {{"step", done},
                   {"loss", window_loss / window_steps},
@@ -323,6 +328,7 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
                   {"flops_per_s", flops},
                   {"mfu", flops / peak},
                   {"peak_tensor_mib", mem_mib},
+                  {"peak_memory_mib", peaks_mib_json(window_mem)},
                   {"peak_rss_mib", peak_rss_mib()},
                   {"memory_mib", memory_by_category_mib(ctx.allocator().stats())},
                   {"step_s", step_s},
@@ -371,7 +377,7 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
               {"kernel_s", kernel_seconds_json(train_kernels, train_time, summary.steps_done)}});
   if (summary.steps_done > 0) {
     log.print(time_split_line(train_kernels, train_time, summary.steps_done));
-    log.print("peak memory by category: " + memory_peaks_line(ctx.allocator().stats()));
+    log.print("peak memory by category: " + memory_peaks_line(memory.run_peaks()));
   }
 
   if (cfg.train.sample_tokens > 0 && fs::exists(tok_path) && summary.stopped_by.empty()) {
