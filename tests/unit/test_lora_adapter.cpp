@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/models/generate.h"
 #include "core/models/lora.h"
 #include "core/safetensors.h"
 #include "kernel_test_util.h"
@@ -82,6 +83,11 @@ TEST_P(LoraAdapter, PeftLayoutAndMergedLogitsEqualUnmerged) {
   // And the loss head on top: the same loss up to rounding.
   const Tensor tgt = tokens_of(2, 6, cfg.vocab_size, 2);
   EXPECT_NEAR(lora.forward_loss(ctx, tok, tgt).sum, plain.forward_loss(ctx, tok, tgt).sum, 1e-4);
+  // KV-cache decoding goes through LoraLinear::infer: greedy tokens equal the merged model's.
+  SampleOptions so;
+  so.max_new_tokens = 6;
+  so.temperature = 0.0f;
+  EXPECT_EQ(generate(ctx, lora, {1, 2, 3}, so), generate(ctx, plain, {1, 2, 3}, so));
   // A merge really changed the weights (the comparison above is not base vs base).
   Transformer base(ctx, cfg);
   base.init_weights();
