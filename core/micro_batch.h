@@ -7,11 +7,18 @@
 // - on_grad_ready: called exactly once per trainable parameter per micro-batch, when that
 //   parameter's gradient contribution from this micro-batch is complete (so data-parallel
 //   buckets can start their all-reduce during the backward).
+// - Recomputation hooks (recompute_later): a tensor that later layers would stash can be kept
+//   as a recipe instead and rebuilt when popped (selective activation checkpointing).
+// - dropout_seed: the micro-batch's random stream for dropout, a pure function of the run's
+//   seed, step and micro-batch index (set by the trainer), so a recomputed forward draws the
+//   same masks and a resumed run the same as an uninterrupted one. 0: no dropout (evaluation).
 // Several micro-batches may be in flight at once (a pipeline keeps one per micro-batch); all
 // run on the same ExecContext.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,9 +37,13 @@ class MicroBatch {
 
   ExecContext& ctx() const { return ctx_; }
 
-  // The activation stash.
-  void push(Tensor t) { stash_.push(std::move(t)); }
+  // The activation stash. A push of a tensor given to recompute_later keeps its recipe.
+  void push(Tensor t);
   Tensor pop() { return stash_.pop(); }
+  // `t` need not stay in memory: while it is alive, pushes of it (same storage, offset and
+  // shape) keep `rebuild` instead, and pop() returns rebuild()'s result. rebuild must give
+  // the same values (the same kernels on inputs that are kept anyway).
+  void recompute_later(const Tensor& t, std::function<Tensor()> rebuild);
   size_t stash_size() const { return stash_.size(); }
   void clear_stash() { stash_.clear(); }
 
@@ -43,6 +54,11 @@ class MicroBatch {
   size_t deferred() const { return queue_.size(); }
   // Runs the queued work in the order it was queued (reverse order of use).
   void run_deferred();
+  // Appends other's queued work to this queue (full recomputation runs a block's backward on
+  // a fresh micro-batch; its deferred weight GEMMs still belong to this one).
+  void adopt_deferred(MicroBatch& other);
+
+  uint64_t dropout_seed = 0;
 
   // Grad-ready reporting.
   std::function<void(Parameter&)> on_grad_ready;
@@ -57,8 +73,15 @@ class MicroBatch {
   };
   ExecContext& ctx_;
   bool defer_weight_grads_;
+  struct Recomputable {
+    std::weak_ptr<const Storage> storage;
+    const void* data;
+    Shape shape;
+    std::shared_ptr<Recipe> recipe;
+  };
   Saved stash_;
   std::vector<Deferred> queue_;
+  std::vector<Recomputable> recomputable_;  // entries die with their tensor
 };
 
 // What incremental decoding (Module::infer) needs besides the input: the context, the KV cache

@@ -95,6 +95,8 @@ class Tensor {
   void fill_(float v);  // f32 only
 
   bool same_storage(const Tensor& o) const { return storage_ == o.storage_; }
+  // Observes the storage without keeping it alive (selective recomputation's stash hook).
+  std::weak_ptr<const Storage> weak_storage() const { return storage_; }
   std::string str() const;  // "f32[2, 3] cpu"
 
  private:

@@ -13,6 +13,7 @@ void add_eval_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_export_command(CLI::App& app);
 void add_import_command(CLI::App& app);
+void add_merge_lora_command(CLI::App& app);
 // `braid plan` is declared in launch/plan/plan_command.h (it takes the calibrator).
 void add_report_command(CLI::App& app);
 

@@ -22,6 +22,9 @@ const std::map<std::string, std::string>& section_blurbs() {
       {"checkpoint",
        "When checkpoints are written, how many are kept, and resuming "
        "(launch/checkpoint_config.h)."},
+      {"lora",
+       "Low-rank adapters on a frozen base model; off while rank is 0 "
+       "(core/models/lora_config.h)."},
   };
   return blurbs;
 }

@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
   braid::add_generate_command(app);
   braid::add_export_command(app);
   braid::add_import_command(app);
+  braid::add_merge_lora_command(app);
   braid::add_plan_command(app, braid::plan::calibrate_machine);
   braid::add_report_command(app);
   reject_negative_numbers(app);

@@ -3,6 +3,7 @@
 
 #include "launch/commands.h"
 #include "launch/config.h"
+#include "launch/dry_run.h"
 #include "launch/trainer.h"
 
 namespace braid {
@@ -11,12 +12,16 @@ void add_train_command(CLI::App& app) {
   struct Opts {
     std::string config;
     std::vector<std::string> overrides;
+    bool dry_run = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = app.add_subcommand("train", "Train a model from a YAML config file");
   c->add_option("config", o->config, "YAML config file (see docs/config.md)")->required();
   c->add_option("--set", o->overrides,
                 "Override a config key, e.g. --set optim.lr=1e-3 (repeatable)");
+  c->add_flag("--dry-run", o->dry_run,
+              "Print this rank's memory plan (planner formulas) next to what one real step "
+              "measured, then exit without writing a run directory");
   c->footer(
       "The run directory <run.dir>/<run.name> receives config.yaml (resolved), run.json "
       "(version, commit, machine), metrics.jsonl, TensorBoard events, tokenizer.json and "
@@ -25,6 +30,10 @@ void add_train_command(CLI::App& app) {
       "once. One `braid train` per run directory (a lock refuses a second).");
   c->callback([o] {
     RunConfig cfg = load_run_config(o->config, o->overrides);
+    if (o->dry_run) {
+      dry_run(cfg);
+      return;
+    }
     train(cfg, o->config);
   });
 }

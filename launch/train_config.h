@@ -5,6 +5,7 @@
 
 #include "core/config_fields.h"
 #include "core/model_config.h"
+#include "core/models/lora_config.h"
 #include "data/data_config.h"
 #include "launch/checkpoint_config.h"
 #include "optim/optim_config.h"
@@ -22,6 +23,8 @@ struct TrainConfig {
   std::string sample_prompt = "";
   float sample_temperature = 0.8f;
   int sample_top_k = 40;
+  std::string checkpointing = "none";
+  int checkpoint_every_n_layers = 1;
 
   template <class V>
   void visit(V& v) {
@@ -35,6 +38,8 @@ struct TrainConfig {
     v("sample_prompt", sample_prompt, "Prompt of the sample at the end of training.");
     v("sample_temperature", sample_temperature, "Sampling temperature of the sample at the end.");
     v("sample_top_k", sample_top_k, "Top-k of the sample at the end (0: whole vocabulary).");
+    v("checkpointing", checkpointing, "Activation checkpointing: none; full (keep only each wrapped block's input, recompute the block in backward); selective (rebuild the norm and activation-function outputs in backward instead of keeping them; no GEMM is recomputed).");
+    v("checkpoint_every_n_layers", checkpoint_every_n_layers, "With checkpointing: full, wrap every n-th block (layers 0, n, 2n, ...).");
   }
   void validate() const {
     if (steps < 1) config_error("steps", "steps is {}; expected >= 1", steps);
@@ -46,6 +51,10 @@ struct TrainConfig {
     if (sample_tokens < 0) config_error("sample_tokens", "sample_tokens is {}; expected >= 0", sample_tokens);
     if (!(sample_temperature >= 0.0f)) config_error("sample_temperature", "sample_temperature is {}; expected >= 0", sample_temperature);
     if (sample_top_k < 0) config_error("sample_top_k", "sample_top_k is {}; expected >= 0", sample_top_k);
+    if (checkpointing != "none" && checkpointing != "full" && checkpointing != "selective")
+      config_error("checkpointing", "checkpointing is '{}'; expected none, full or selective", checkpointing);
+    if (checkpoint_every_n_layers < 1)
+      config_error("checkpoint_every_n_layers", "checkpoint_every_n_layers is {}; expected >= 1", checkpoint_every_n_layers);
   }
 };
 
@@ -75,6 +84,7 @@ struct RunConfig {
   OptimConfig optim;
   TrainConfig train;
   CheckpointConfig checkpoint;
+  LoraConfig lora;
 
   // Calls v.section(name, struct) for each section, in file order.
   template <class V>
@@ -85,6 +95,7 @@ struct RunConfig {
     v.section("optim", optim);
     v.section("train", train);
     v.section("checkpoint", checkpoint);
+    v.section("lora", lora);
   }
 };
 

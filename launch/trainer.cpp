@@ -22,8 +22,11 @@
 #include "launch/config.h"
 #include "launch/config_json.h"
 #include "launch/exec_setup.h"
+#include "launch/lora_adapter.h"
+#include "launch/memory_report.h"
 #include "launch/metrics.h"
 #include "launch/model_io.h"
+#include "launch/model_passes.h"
 #include "launch/peak_cache.h"
 #include "launch/run_lock.h"
 #include "launch/run_record.h"
@@ -149,8 +152,10 @@ double evaluate(ExecContext& ctx, Transformer& model, const ValidationSet& val, 
 
 }  // namespace
 
-TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
+TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
   const auto t_start = std::chrono::steady_clock::now();
+  std::unique_ptr<LoadedModel> init_base;  // lora.init_from's model, until copied in
+  const RunConfig cfg = resolve_init_from(cfg_in, init_base);
   if (cfg.train.threads > 0) omp_set_num_threads(cfg.train.threads);
   const fs::path run_dir = fs::path(cfg.run.dir) / cfg.run.name;
   const fs::path data_dir = cfg.data.dir;
@@ -174,6 +179,8 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
   ExecContext& ctx = *ctx_owner;
   Transformer model(ctx, cfg.model);
   model.init_weights();
+  apply_model_passes(model, cfg, init_base.get());  // init_from, LoRA, checkpointing
+  init_base.reset();
   AdamW opt(ctx, model.parameters(), cfg.optim);
   fs::create_directories(run_dir);
   const RunLock run_lock(run_dir.string());  // before anything in run_dir is read or written
@@ -259,6 +266,7 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
   // Kernel-group times of the steps only (evaluation and checkpoints excluded).
   KernelTimes window_kernels, train_kernels;
   auto last_checkpoint_time = std::chrono::steady_clock::now();
+  MemoryWindows memory(ctx.allocator());
   std::string last_checkpoint = resume_from.value_or("");
   for (int64_t step = start_step; step < total; ++step) {
     const KernelTimes k0 = ctx.profiler().times();
@@ -268,6 +276,7 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
     for (int m = 0; m < accum; ++m) {
       Batch b = loader.next();
       MicroBatch mb(ctx);
+      mb.dropout_seed = micro_batch_dropout_seed(cfg.data.seed, step, m);
       LossSum l = model.forward_backward(mb, b.tokens, b.targets, grad_scale);
       ls.sum += l.sum;
       ls.count += l.count;
@@ -304,11 +313,14 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
       const double tok_s = tokens_per_step / step_s;
       const double flops = flops_per_step / step_s;
       const double eta = step_s * static_cast<double>(total - done);
-      const double mem_mib = static_cast<double>(ctx.allocator().stats().peak_total) / 1048576.0;
+      const MemoryStats window_mem = memory.end_window();  // this window's peaks
+      const double mem_mib = static_cast<double>(window_mem.peak_total) / 1048576.0;
+      const double act_mib =
+          static_cast<double>(window_mem.peak_bytes[static_cast<int>(MemCategory::Activations)]) / 1048576.0;
       log.print(fmt::format("step {:>6}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} tok/s | "
-                            "{} | MFU {:.1f}% | mem {:.0f} MiB | ETA {}",
+                            "{} | MFU {:.1f}% | mem {:.0f} MiB (act {:.0f}) | ETA {}",
                             done, total, window_loss / window_steps, lr, norm, tok_s,
-                            format_si(flops, "FLOP/s"), 100.0 * flops / peak, mem_mib, format_duration(eta)));
+                            format_si(flops, "FLOP/s"), 100.0 * flops / peak, mem_mib, act_mib, format_duration(eta)));
       log.record("train",
                  {{"step", done},
                   {"loss", window_loss / window_steps},
@@ -318,6 +330,7 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
                   {"flops_per_s", flops},
                   {"mfu", flops / peak},
                   {"peak_tensor_mib", mem_mib},
+                  {"peak_memory_mib", peaks_mib_json(window_mem)},
                   {"peak_rss_mib", peak_rss_mib()},
                   {"memory_mib", memory_by_category_mib(ctx.allocator().stats())},
                   {"step_s", step_s},
@@ -342,6 +355,8 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
       last_checkpoint = ckpt.save(done, named_weights(model), opt.state_tensors(),
                                   checkpoint_state(cfg, done, opt.steps_taken()));
       last_checkpoint_time = std::chrono::steady_clock::now();
+      if (cfg.lora.enabled())  // the adapters alone, PEFT layout, beside the checkpoints
+        save_peft_adapter(model, cfg.lora, cfg.lora.init_from, run_dir / "adapter");
       log.record("checkpoint",
                  {{"step", done}, {"path", last_checkpoint}, {"save_s", seconds_since(t_save)}});
       log.print(fmt::format("checkpoint: {}", last_checkpoint));
@@ -364,7 +379,7 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path) {
               {"kernel_s", kernel_seconds_json(train_kernels, train_time, summary.steps_done)}});
   if (summary.steps_done > 0) {
     log.print(time_split_line(train_kernels, train_time, summary.steps_done));
-    log.print("peak memory by category: " + memory_peaks_line(ctx.allocator().stats()));
+    log.print("peak memory by category: " + memory_peaks_line(memory.run_peaks()));
   }
 
   if (cfg.train.sample_tokens > 0 && !tok_path.empty() && summary.stopped_by.empty()) {

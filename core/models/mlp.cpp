@@ -1,8 +1,7 @@
-// MLP forward/backward for both families. Slots: llama gate_proj, up_proj, down_proj; gpt2
-// c_fc, c_proj.
+// MLP forward/backward for both families. Slots: llama gate_proj, up_proj, down_proj, act_fn;
+// gpt2 c_fc, c_proj, act.
 #include "core/models/mlp.h"
 
-#include "core/kernels/activation.h"
 #include "core/kernels/elementwise.h"
 
 namespace braid {
@@ -17,61 +16,54 @@ MLP::MLP(ExecContext& ctx, const ModelConfig& cfg, const std::string& path)
     linear("gate_proj", C, F, false);
     linear("up_proj", C, F, false);
     linear("down_proj", F, C, false);
+    add_slot("act_fn", std::make_unique<SwiGlu>(path + ".act_fn"));
   } else {
     linear("c_fc", C, F, true);
     linear("c_proj", F, C, true);
+    add_slot("act", std::make_unique<Gelu>(path + ".act"));
   }
 }
 
+ActivationFn& MLP::act() const {
+  auto* a = dynamic_cast<ActivationFn*>(&child(llama_ ? 3 : 2));
+  BRAID_CHECK(a, "{}: the activation slot holds no ActivationFn", path());
+  return *a;
+}
+
 Tensor MLP::forward(const Tensor& x, MicroBatch& mb) {
-  ExecContext& ctx = mb.ctx();
   if (llama_) {
     Tensor gate = child(0).forward(x, mb);  // (B, T, F)
     Tensor up = child(1).forward(x, mb);
-    Tensor h = empty_like(gate);
-    Tensor h2 = as_rows(h);
-    swiglu_forward(ctx, h2, as_rows(gate), as_rows(up));
-    mb.push(gate);
-    mb.push(up);
+    Tensor h = act().forward2(gate, up, mb);
     return child(2).forward(h, mb);
   }
   Tensor pre = child(0).forward(x, mb);  // (B, T, F)
-  Tensor act = empty_like(pre);
-  gelu_forward(ctx, act, pre);
-  mb.push(pre);
-  return child(1).forward(act, mb);
+  Tensor a = act().forward2(pre, Tensor(), mb);
+  return child(1).forward(a, mb);
 }
 
 Tensor MLP::backward(const Tensor& dy, MicroBatch& mb) {
   ExecContext& ctx = mb.ctx();
   if (llama_) {
     Tensor dh = child(2).backward(dy, mb);
-    Tensor up = mb.pop(), gate = mb.pop();
-    Tensor dgate = empty_like(gate), dup = empty_like(up);
-    Tensor dgate2 = as_rows(dgate), dup2 = as_rows(dup);
-    swiglu_backward(ctx, dgate2, dup2, as_rows(dh), as_rows(gate), as_rows(up));
+    Tensor dup;
+    Tensor dgate = act().backward2(dh, mb, &dup);
     Tensor dx = child(1).backward(dup, mb);
     add_inplace(ctx, dx, child(0).backward(dgate, mb));
     return dx;
   }
   Tensor dact = child(1).backward(dy, mb);
-  Tensor pre = mb.pop();
-  gelu_backward(ctx, dact, dact, pre);  // in place: dact becomes dpre
-  return child(0).backward(dact, mb);
+  Tensor dpre = act().backward2(dact, mb, nullptr);
+  return child(0).backward(dpre, mb);
 }
 
 Tensor MLP::infer(const Tensor& x, InferState& st) {
-  ExecContext& ctx = st.ctx;
   if (llama_) {
     Tensor gate = child(0).infer(x, st), up = child(1).infer(x, st);
-    Tensor h = empty_like(gate);
-    Tensor h2 = as_rows(h);
-    swiglu_forward(ctx, h2, as_rows(gate), as_rows(up));
-    return child(2).infer(h, st);
+    return child(2).infer(act().apply(st.ctx, gate, up), st);
   }
   Tensor h = child(0).infer(x, st);
-  gelu_forward(ctx, h, h);
-  return child(1).infer(h, st);
+  return child(1).infer(act().apply(st.ctx, h, Tensor()), st);
 }
 
 }  // namespace braid

@@ -1,10 +1,12 @@
 // Feed-forward blocks: GPT-2 (c_fc, GELU, c_proj) and Llama (SwiGLU: gate, up, down), with the
-// projections as child slots.
+// projections and the activation function as child slots (the activation last, so the
+// projections keep their slot indices).
 #pragma once
 
 #include <memory>
 
 #include "core/model_config.h"
+#include "core/models/activation_fn.h"
 #include "core/models/layers.h"
 
 namespace braid {
@@ -18,6 +20,7 @@ class MLP : public Module {
   Tensor infer(const Tensor& x, InferState& st) override;
 
  private:
+  ActivationFn& act() const;
   bool llama_;
 };
 

@@ -1,0 +1,28 @@
+// CPU dropout: one counter-based draw per element, independent of thread count.
+#include "core/kernels/cpu/cpu_checks.h"
+#include "core/kernels/cpu/dropout_cpu.h"
+#include "core/profile.h"
+#include "core/random.h"
+
+namespace braid::cpu {
+
+void dropout_apply(ExecContext& ctx, Tensor& y, const Tensor& x, float p, uint64_t seed,
+                   uint64_t stream) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
+  check_f32(y, "dropout_apply", "y");
+  check_f32(x, "dropout_apply", "x");
+  check_shape(y, x.shape(), "dropout_apply y");
+  const int64_t n = x.numel();
+  const float* xp = x.f32();
+  float* yp = y.f32();  // may be x
+  const float keep_scale = 1.0f / (1.0f - p);
+  const uint64_t base = hash_combine(seed, stream);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const double u =
+        static_cast<double>(hash_combine(base, static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53;
+    yp[i] = u < p ? 0.0f : xp[i] * keep_scale;
+  }
+}
+
+}  // namespace braid::cpu

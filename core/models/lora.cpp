@@ -1,0 +1,191 @@
+// LoraLinear forward/backward and the LoRA pass.
+#include "core/models/lora.h"
+
+#include <fmt/ranges.h>
+
+#include <cmath>
+
+#include "core/kernels/dropout.h"
+#include "core/kernels/elementwise.h"
+#include "core/kernels/linear.h"
+#include "core/random.h"
+
+namespace braid {
+
+namespace {
+
+Linear& as_linear(Module& m) {
+  auto* l = dynamic_cast<Linear*>(&m);
+  BRAID_CHECK(l, "LoRA wraps Linear layers; {} is not one", m.path());
+  return *l;
+}
+
+float lora_scale(const LoraConfig& c) {
+  const float r = static_cast<float>(c.rank);
+  return c.rslora ? c.alpha / std::sqrt(r) : c.alpha / r;
+}
+
+Shape with_last(const Shape& s, int64_t last) {
+  Shape r = s;
+  r.back() = last;
+  return r;
+}
+
+}  // namespace
+
+ShardSpec lora_a_shard(const ShardSpec& base) {
+  ShardSpec s;
+  if (base.sharded() && base.dim == 1) {  // row-parallel: A splits on its inputs too
+    s.dim = 1;
+    s.parts = base.parts;
+  }
+  return s;
+}
+
+ShardSpec lora_b_shard(const ShardSpec& base) {
+  ShardSpec s;
+  if (base.sharded() && base.dim == 0) {  // column-parallel: B splits on its outputs
+    s.dim = 0;
+    s.parts = base.parts;
+    s.blocks = base.blocks;  // GPT-2's fused q|k|v rows split per block
+  }
+  return s;
+}
+
+LoraLinear::LoraLinear(std::unique_ptr<Module> base, const LoraConfig& cfg)
+    : Module(base->path()),
+      lora_A(base->path() + ".lora_A.weight", Tensor()),
+      lora_B(base->path() + ".lora_B.weight", Tensor()),
+      base_(as_linear(*base)),
+      scale_(lora_scale(cfg)),
+      dropout_(cfg.dropout),
+      stream_(hash_string(base->path())) {
+  BRAID_CHECK(cfg.rank > 0, "LoRA rank {}", cfg.rank);
+  const Tensor& w = base_.weight.value;  // (out, in), local to this rank
+  const Shape& g = base_.weight.global_shape;
+  lora_A.shard = lora_a_shard(base_.weight.shard);
+  lora_B.shard = lora_b_shard(base_.weight.shard);
+  lora_A.global_shape = {cfg.rank, g[1]};
+  lora_B.global_shape = {g[0], cfg.rank};
+  lora_A.value =
+      w.new_zeros(lora_A.shard.local_shape(lora_A.global_shape), DType::F32, MemCategory::Weights);
+  lora_B.value =
+      w.new_zeros(lora_B.shard.local_shape(lora_B.global_shape), DType::F32, MemCategory::Weights);
+  add_slot("base", std::move(base));
+}
+
+void LoraLinear::init(uint64_t seed, int tp_part) {
+  // Draw the global A so every layout starts from the same values.
+  Tensor full = Tensor::empty(lora_A.global_shape);
+  const double bound = 1.0 / std::sqrt(static_cast<double>(lora_A.global_shape[1]));
+  const uint64_t stream = hash_string(lora_A.name);
+  float* p = full.f32();
+  for (int64_t i = 0; i < full.numel(); ++i)
+    p[i] = static_cast<float>((2.0 * uniform_at(seed, stream, i) - 1.0) * bound);
+  lora_A.value.copy_from(lora_A.shard.sharded() ? extract_shard(full, lora_A.shard, tp_part)
+                                                : full);
+  lora_B.value.zero_();
+}
+
+void LoraLinear::own_parameters(std::vector<Parameter*>& out) {
+  out.push_back(&lora_A);
+  out.push_back(&lora_B);
+}
+
+Tensor LoraLinear::dropped(ExecContext& ctx, const Tensor& x, uint64_t seed) const {
+  if (dropout_ <= 0.0f || seed == 0) return x;
+  Tensor xd = empty_like(x);
+  dropout_apply(ctx, xd, x, dropout_, seed, stream_);
+  return xd;
+}
+
+Tensor LoraLinear::add_update(ExecContext& ctx, Tensor& y, const Tensor& xd) const {
+  const int64_t r = lora_A.value.dim(0);
+  Tensor t = xd.new_empty(with_last(xd.shape(), r), DType::F32);  // (..., r)
+  Tensor t2 = as_rows(t);
+  linear_forward(ctx, t2, as_rows(xd), lora_A.value, Tensor());
+  scale_inplace(ctx, t2, scale_);
+  Tensor u = empty_like(y);
+  Tensor u2 = as_rows(u);
+  linear_forward(ctx, u2, t2, lora_B.value, Tensor());
+  add_inplace(ctx, y, u);
+  return t;
+}
+
+Tensor LoraLinear::forward(const Tensor& x, MicroBatch& mb) {
+  ExecContext& ctx = mb.ctx();
+  Tensor y = base_.forward(x, mb);  // base keeps x (frozen: only for its input gradient)
+  Tensor t = add_update(ctx, y, dropped(ctx, x, mb.dropout_seed));
+  mb.push(x);  // the dropout mask is redrawn from the seed in backward
+  mb.push(t);
+  return y;
+}
+
+Tensor LoraLinear::infer(const Tensor& x, InferState& st) {
+  Tensor y = base_.infer(x, st);
+  add_update(st.ctx, y, x);
+  return y;
+}
+
+Tensor LoraLinear::backward(const Tensor& dy, MicroBatch& mb) {
+  ExecContext& ctx = mb.ctx();
+  Tensor t = mb.pop(), x = mb.pop();
+  const Tensor dy2 = as_rows(dy), t2 = as_rows(t);
+  // dt = s * dy B (N, r): the path back to A and x.
+  Tensor dt = t.new_empty(t.shape(), DType::F32);
+  Tensor dt2 = as_rows(dt);
+  linear_backward_input(ctx, dt2, dy2, lora_B.value);
+  scale_inplace(ctx, dt2, scale_);
+  Tensor dx = base_.backward(dy, mb);
+  // dx += dropout(dt A): the mask is the forward's, redrawn from the seed.
+  Tensor dxd = empty_like(dx);
+  Tensor dxd2 = as_rows(dxd);
+  linear_backward_input(ctx, dxd2, dt2, lora_A.value);
+  if (dropout_ > 0.0f && mb.dropout_seed != 0)
+    dropout_apply(ctx, dxd, dxd, dropout_, mb.dropout_seed, stream_);
+  add_inplace(ctx, dx, dxd);
+  // Weight gradients: dB += dy^T t, dA += dt^T dropout(x).
+  auto work = [this, &ctx, dy2, t2, dt2, x, seed = mb.dropout_seed] {
+    Tensor none;
+    Tensor dB = lora_B.grad(), dA = lora_A.grad();
+    linear_backward_weight(ctx, dB, none, dy2, t2);
+    linear_backward_weight(ctx, dA, none, dt2, as_rows(dropped(ctx, x, seed)));
+  };
+  std::vector<Parameter*> ready = {&lora_B, &lora_A};  // reverse order of use
+  if (mb.defer_weight_grads()) {
+    mb.defer(std::move(work), std::move(ready));
+  } else {
+    work();
+    for (Parameter* p : ready) mb.grad_ready(*p);
+  }
+  return dx;
+}
+
+bool lora_targets(const std::string& path, const std::vector<std::string>& targets) {
+  const std::string name = path.substr(path.rfind('.') + 1);
+  for (const std::string& t : targets) {
+    if (t == "all-linear") return true;
+    if (t == name) return true;            // c_attn, c_proj, c_fc
+    if (t + "_proj" == name) return true;  // q k v o up down gate
+  }
+  return false;
+}
+
+int apply_lora(Transformer& model, const LoraConfig& cfg, uint64_t seed) {
+  std::vector<LoraLinear*> wrapped;
+  const int n = model.replace(
+      [&](const Module& m) { return is_linear(m) && lora_targets(m.path(), cfg.targets); },
+      [&](std::unique_ptr<Module> m) {
+        auto l = std::make_unique<LoraLinear>(std::move(m), cfg);
+        wrapped.push_back(l.get());
+        return l;
+      });
+  BRAID_USER_CHECK(n > 0, "lora.targets [{}] match no Linear of this {} model",
+                   fmt::join(cfg.targets, ", "), model.config().family);
+  for (Parameter* p : model.parameters()) p->freeze();  // the base, before the adapters exist
+  model.refresh_parameters();
+  for (LoraLinear* l : wrapped) l->init(seed);
+  return n;
+}
+
+}  // namespace braid

@@ -1,0 +1,68 @@
+// LoRA (Hu et al. 2021) as a pass over the model's named slots: target Linears are wrapped in
+// LoraLinear, which keeps the Linear (frozen) in its `base` slot and adds trainable low-rank
+// factors: y = base(x) + s * B A dropout(x), A (r, in), B (out, r), s = alpha / r (or
+// alpha / sqrt(r) with rslora). Every parameter of the model other than A and B is frozen, so
+// the base has no gradients, no optimizer state, no weight-gradient GEMMs and no place in a
+// gradient bucket.
+//
+// Names: <linear path>.lora_A.weight / .lora_B.weight (the PEFT adapter file prefixes them
+// with base_model.model.). Under tensor parallelism A and B follow the base layer's shard:
+// a column-parallel base (weight split on dim 0, outputs) keeps A whole and splits B on its
+// outputs (with the same fused blocks); a row-parallel base (split on dim 1, inputs) splits A
+// on its inputs and keeps B whole.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/models/layers.h"
+#include "core/models/lora_config.h"
+#include "core/models/transformer.h"
+
+namespace braid {
+
+class LoraLinear final : public Module {
+ public:
+  LoraLinear(std::unique_ptr<Module> base, const LoraConfig& cfg);
+
+  Tensor forward(const Tensor& x, MicroBatch& mb) override;  // x: (..., in) -> (..., out)
+  Tensor backward(const Tensor& dy, MicroBatch& mb) override;
+  Tensor infer(const Tensor& x, InferState& st) override;
+  void own_parameters(std::vector<Parameter*>& out) override;
+
+  Linear& base() const { return base_; }
+  float scale() const { return scale_; }
+  // A kaiming-uniform (a = sqrt(5), as torch.nn.Linear and PEFT: U(-1/sqrt(in), 1/sqrt(in)))
+  // from (seed, A's name), B zero. Values depend only on the seed and the name; a sharded A
+  // gets part `tp_part` of the global draw.
+  void init(uint64_t seed, int tp_part = 0);
+
+  Parameter lora_A;  // (r, in)
+  Parameter lora_B;  // (out, r)
+
+ private:
+  // x, or dropout(x) with the micro-batch's mask when dropout is on and seed != 0.
+  Tensor dropped(ExecContext& ctx, const Tensor& x, uint64_t seed) const;
+  // t = s * dropped(x) A^T (N, r); y += t B^T.
+  Tensor add_update(ExecContext& ctx, Tensor& y, const Tensor& xd) const;
+
+  Linear& base_;
+  float scale_, dropout_;
+  uint64_t stream_;  // the dropout stream: a hash of the path
+};
+
+// True when the Linear at `path` is named by `targets` (its last path component, mapped: q ->
+// q_proj, ..., c_attn, c_proj, c_fc, or all-linear).
+bool lora_targets(const std::string& path, const std::vector<std::string>& targets);
+
+// The shard specs of A and B for a base weight with spec `base`.
+ShardSpec lora_a_shard(const ShardSpec& base);
+ShardSpec lora_b_shard(const ShardSpec& base);
+
+// The pass: wraps every target Linear, initialises the adapters and freezes everything else;
+// refreshes the model's parameter list. Throws UserError when no Linear matches. Returns how
+// many Linears it wrapped.
+int apply_lora(Transformer& model, const LoraConfig& cfg, uint64_t seed);
+
+}  // namespace braid

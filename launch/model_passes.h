@@ -1,0 +1,27 @@
+// What the trainer does to the model between building it and training it: start from
+// lora.init_from, wrap LoRA adapters, wrap activation checkpointing (in that order, the
+// order of the passes in docs/architecture.md), and the per-micro-batch dropout seed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "launch/model_io.h"
+#include "launch/train_config.h"
+
+namespace braid {
+
+// cfg with its model section replaced by the shape of lora.init_from's model (loaded into
+// `base`, kept for apply_model_passes); cfg itself when init_from is empty.
+RunConfig resolve_init_from(const RunConfig& cfg, std::unique_ptr<LoadedModel>& base);
+
+// Copies `base`'s weights (if any), applies LoRA (lora.rank > 0) and train.checkpointing.
+// Prints one line per pass. Call after init_weights and before the optimizer is built.
+void apply_model_passes(Transformer& model, const RunConfig& cfg, const LoadedModel* base);
+
+// The dropout stream of micro-batch `micro` of optimizer step `step`: a pure function of the
+// data seed and the position, never 0 (0 means no dropout), so a resumed run draws the same
+// masks as an uninterrupted one.
+uint64_t micro_batch_dropout_seed(uint64_t seed, int64_t step, int micro);
+
+}  // namespace braid

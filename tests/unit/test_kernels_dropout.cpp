@@ -1,0 +1,47 @@
+// dropout_apply (core/kernels/dropout.h): the drop rate, the 1/(1-p) scale of kept elements,
+// the mask as a pure function of (seed, stream, index), and in-place use.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cstring>
+
+#include "core/kernels/dropout.h"
+#include "core/random.h"
+#include "kernel_test_util.h"
+
+namespace braid {
+namespace {
+
+TEST(KernelsDropout, RateScaleAndCounterBasedMask) {
+  ExecContext& ctx = test_ctx();
+  const int64_t n = 20000;
+  Tensor x = kernel_test::random_tensor({n}, 1), y = Tensor::empty({n});
+  const float p = 0.3f;
+  dropout_apply(ctx, y, x, p, 42, 7);
+  int64_t dropped = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const bool drop = uniform_at(42, 7, static_cast<uint64_t>(i)) < p;  // the documented mask
+    if (drop) {
+      ++dropped;
+      EXPECT_EQ(y.f32()[i], 0.0f) << i;
+    } else {
+      EXPECT_EQ(y.f32()[i], x.f32()[i] * (1.0f / (1.0f - p))) << i;
+    }
+  }
+  EXPECT_NEAR(static_cast<double>(dropped) / n, p, 0.02);
+  // One thread gives the same mask; in place gives the same values; another stream differs.
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  Tensor z = x.clone();
+  dropout_apply(ctx, z, z, p, 42, 7);
+  omp_set_num_threads(threads);
+  EXPECT_EQ(0, std::memcmp(z.f32(), y.f32(), y.nbytes()));
+  Tensor w = Tensor::empty({n});
+  dropout_apply(ctx, w, x, p, 42, 8);
+  EXPECT_NE(0, std::memcmp(w.f32(), y.f32(), y.nbytes()));
+  kernel_test::expect_error_with([&] { dropout_apply(ctx, y, x, 1.0f, 1, 1); },
+                                 {"dropout_apply", "0 <= p < 1"});
+}
+
+}  // namespace
+}  // namespace braid
