@@ -7,6 +7,7 @@
 #include "core/model_config.h"
 #include "data/data_config.h"
 #include "launch/checkpoint_config.h"
+#include "optim/loss_scaler.h"
 #include "optim/optim_config.h"
 
 namespace braid {
@@ -22,6 +23,8 @@ struct TrainConfig {
   std::string sample_prompt = "";
   float sample_temperature = 0.8f;
   int sample_top_k = 40;
+  std::string precision = "fp32";
+  LossScaleConfig loss_scale;  // fp16 only
 
   template <class V>
   void visit(V& v) {
@@ -35,6 +38,11 @@ struct TrainConfig {
     v("sample_prompt", sample_prompt, "Prompt of the sample at the end of training.");
     v("sample_temperature", sample_temperature, "Sampling temperature of the sample at the end.");
     v("sample_top_k", sample_top_k, "Top-k of the sample at the end (0: whole vocabulary).");
+    v("precision", precision,
+      "fp32, bf16 or fp16: the storage of weights and activations for compute (arithmetic inside "
+      "kernels, gradients and the optimizer's master weights stay fp32; fp16 adds dynamic loss "
+      "scaling).");
+    loss_scale.visit(v);
   }
   void validate() const {
     if (steps < 1) config_error("steps", "steps is {}; expected >= 1", steps);
@@ -46,6 +54,9 @@ struct TrainConfig {
     if (sample_tokens < 0) config_error("sample_tokens", "sample_tokens is {}; expected >= 0", sample_tokens);
     if (!(sample_temperature >= 0.0f)) config_error("sample_temperature", "sample_temperature is {}; expected >= 0", sample_temperature);
     if (sample_top_k < 0) config_error("sample_top_k", "sample_top_k is {}; expected >= 0", sample_top_k);
+    if (precision != "fp32" && precision != "bf16" && precision != "fp16")
+      config_error("precision", "precision is '{}'; expected fp32, bf16 or fp16", precision);
+    loss_scale.validate();
   }
 };
 
