@@ -8,6 +8,7 @@
 #include "core/models/lora_config.h"
 #include "data/data_config.h"
 #include "launch/checkpoint_config.h"
+#include "optim/loss_scaler.h"
 #include "optim/optim_config.h"
 
 namespace braid {
@@ -25,6 +26,8 @@ struct TrainConfig {
   int sample_top_k = 40;
   std::string checkpointing = "none";
   int checkpoint_every_n_layers = 1;
+  std::string precision = "fp32";
+  LossScaleConfig loss_scale;  // fp16 only
 
   template <class V>
   void visit(V& v) {
@@ -40,6 +43,11 @@ struct TrainConfig {
     v("sample_top_k", sample_top_k, "Top-k of the sample at the end (0: whole vocabulary).");
     v("checkpointing", checkpointing, "Activation checkpointing: none; full (keep only each wrapped block's input, recompute the block in backward); selective (rebuild the norm and activation-function outputs in backward instead of keeping them; no GEMM is recomputed).");
     v("checkpoint_every_n_layers", checkpoint_every_n_layers, "With checkpointing: full, wrap every n-th block (layers 0, n, 2n, ...).");
+    v("precision", precision,
+      "fp32, bf16 or fp16: the storage of weights and activations for compute (arithmetic inside "
+      "kernels, gradients and the optimizer's master weights stay fp32; fp16 adds dynamic loss "
+      "scaling).");
+    loss_scale.visit(v);
   }
   void validate() const {
     if (steps < 1) config_error("steps", "steps is {}; expected >= 1", steps);
@@ -55,6 +63,9 @@ struct TrainConfig {
       config_error("checkpointing", "checkpointing is '{}'; expected none, full or selective", checkpointing);
     if (checkpoint_every_n_layers < 1)
       config_error("checkpoint_every_n_layers", "checkpoint_every_n_layers is {}; expected >= 1", checkpoint_every_n_layers);
+    if (precision != "fp32" && precision != "bf16" && precision != "fp16")
+      config_error("precision", "precision is '{}'; expected fp32, bf16 or fp16", precision);
+    loss_scale.validate();
   }
 };
 

@@ -25,6 +25,7 @@
 #include "launch/lora_adapter.h"
 #include "launch/memory_report.h"
 #include "launch/metrics.h"
+#include "launch/mixed_precision.h"
 #include "launch/model_io.h"
 #include "launch/model_passes.h"
 #include "launch/peak_cache.h"
@@ -113,19 +114,22 @@ double read_unigram_entropy(const std::string& meta_path) {
 }
 
 // The manifest's `state`: everything besides the tensors that a resume needs.
-nlohmann::json checkpoint_state(const RunConfig& cfg, int64_t done, int64_t optimizer_steps) {
-  return {{"model", fields_to_json(cfg.model)},
-          {"optimizer_steps", optimizer_steps},
-          {"data", {{"seed", cfg.data.seed}, {"next_step", done}}},
-          // Training draws randomness only from counter-based streams (data windows from
-          // (seed, step, micro), init from (seed, name)), so the seeds and the step are the
-          // whole RNG state.
-          {"rng",
-           {{"kind", "counter"},
-            {"data_seed", cfg.data.seed},
-            {"init_seed", cfg.model.seed},
-            {"counter", done}}},
-          {"config_yaml", dump_run_config(cfg)}};
+nlohmann::json checkpoint_state(const RunConfig& cfg, int64_t done, int64_t optimizer_steps,
+                                const MixedPrecision& mp) {
+  nlohmann::json j = {{"model", fields_to_json(cfg.model)},
+                      {"optimizer_steps", optimizer_steps},
+                      {"data", {{"seed", cfg.data.seed}, {"next_step", done}}},
+                      // Training draws randomness only from counter-based streams (data windows
+                      // from (seed, step, micro), init from (seed, name)), so the seeds and the
+                      // step are the whole RNG state.
+                      {"rng",
+                       {{"kind", "counter"},
+                        {"data_seed", cfg.data.seed},
+                        {"init_seed", cfg.model.seed},
+                        {"counter", done}}},
+                      {"config_yaml", dump_run_config(cfg)}};
+  if (mp.scaling()) j["loss_scaler"] = mp.state_json();
+  return j;
 }
 
 // When to write a checkpoint after step `done`: every checkpoint.interval steps, at the end,
@@ -181,7 +185,9 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
   model.init_weights();
   apply_model_passes(model, cfg, init_base.get());  // init_from, LoRA, checkpointing
   init_base.reset();
-  AdamW opt(ctx, model.parameters(), cfg.optim);
+  // train.precision: bf16/fp16 compute weights, f32 masters for the optimizer (fp32: as is).
+  MixedPrecision mp(ctx, model, cfg.train);
+  AdamW opt(ctx, mp.optimizer_params(), cfg.optim);
   fs::create_directories(run_dir);
   const RunLock run_lock(run_dir.string());  // before anything in run_dir is read or written
   const StopSignals stop;
@@ -207,7 +213,8 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
       BRAID_USER_CHECK(diff.empty(), "cannot resume from {}: {}; the checkpoint was written for a "
                        "different model config", *resume_from, diff);
     }
-    load_weights(model, ck.model);
+    mp.load_weights(ck.model);
+    if (ck.state.contains("loss_scaler")) mp.restore(ck.state.at("loss_scaler"));
     if (!ck.optimizer.names().empty()) {
       opt.load_state([&](const std::string& n) {
         check_tensor_matches(ck.optimizer, n, model.find_parameter(n.substr(0, n.rfind('.')))->value.shape(),
@@ -240,6 +247,7 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
   std::printf("tokens/step %.0f (micro-batch %d x %d x accum %d); MFU peak %s (%s)\n",
               tokens_per_step, B, T, accum, format_si(peak, "FLOP/s").c_str(),
               peak_choice.source.c_str());
+  if (mp.low_precision()) std::printf("%s\n", mp.describe(ctx.gemm()).c_str());
   std::fflush(stdout);
 
   MetricsLog log(run_dir.string(), total, start_step);
@@ -263,6 +271,7 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
   const float grad_scale = static_cast<float>(1.0 / tokens_per_step);
   double window_time = 0.0, window_loss = 0.0, train_time = 0.0;
   int window_steps = 0;
+  int window_loss_steps = 0, window_skipped = 0;  // fp16: skipped steps have no loss in the mean
   // Kernel-group times of the steps only (evaluation and checkpoints excluded).
   KernelTimes window_kernels, train_kernels;
   auto last_checkpoint_time = std::chrono::steady_clock::now();
@@ -277,13 +286,20 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
       Batch b = loader.next();
       MicroBatch mb(ctx);
       mb.dropout_seed = micro_batch_dropout_seed(cfg.data.seed, step, m);
-      LossSum l = model.forward_backward(mb, b.tokens, b.targets, grad_scale);
+      LossSum l = model.forward_backward(mb, b.tokens, b.targets,
+                                         mp.scaling() ? grad_scale * mp.loss_scale() : grad_scale);
       ls.sum += l.sum;
       ls.count += l.count;
     }
     const double loss = ls.sum / static_cast<double>(ls.count);
-    const double norm = global_grad_norm(ctx, model.parameters());
-    if (!std::isfinite(loss) || !std::isfinite(norm)) {
+    if (mp.low_precision()) mp.inject_test_overflow(step + 1);
+    double norm = global_grad_norm(ctx, model.parameters());
+    // fp16: an overflowing step is skipped (the scale backs off); else gradients are unscaled.
+    const bool skipped = mp.check_overflow(loss, &norm, step + 1, [&](const std::string& m) {
+      log.print(m);
+      log.record("loss_scale", {{"step", step + 1}, {"message", m}, {"scale", mp.loss_scale()}});
+    });
+    if (!skipped && (!std::isfinite(loss) || !std::isfinite(norm))) {
       log.record("diverged", {{"step", step + 1}, {"step_loss", loss}, {"grad_norm", norm}});
       user_error(
           "training diverged at step {}: loss {}, gradient norm {}; no checkpoint was "
@@ -291,18 +307,22 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
           step + 1, loss, norm,
           last_checkpoint.empty() ? "the start (no checkpoint yet)" : last_checkpoint);
     }
-    clip_grad_norm(ctx, model.parameters(), norm, cfg.optim.grad_clip);
     const float lr = lr_at(cfg.optim, step, total);
-    opt.step(lr);
+    if (!skipped) {
+      clip_grad_norm(ctx, model.parameters(), norm, cfg.optim.grad_clip);
+      mp.step(opt, lr);
+    }
     const double dt = seconds_since(t0);
     const KernelTimes dk = ctx.profiler().times() - k0;
     window_kernels += dk;
     train_kernels += dk;
     window_time += dt;
     train_time += dt;
-    window_loss += loss;
+    window_loss += skipped ? 0.0 : loss;  // an overflowed loss would poison the window mean
     ++window_steps;
-    summary.last_train_loss = loss;
+    if (!skipped) ++window_loss_steps;
+    window_skipped += skipped ? 1 : 0;
+    summary.last_train_loss = skipped ? summary.last_train_loss : loss;
     summary.final_step = step + 1;
     ++summary.steps_done;
     const int64_t done = step + 1;
@@ -310,6 +330,7 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
 
     if (done % cfg.train.log_interval == 0 || done == total) {
       const double step_s = window_time / window_steps;
+      const double mean_loss = window_loss_steps > 0 ? window_loss / window_loss_steps : NAN;
       const double tok_s = tokens_per_step / step_s;
       const double flops = flops_per_step / step_s;
       const double eta = step_s * static_cast<double>(total - done);
@@ -319,11 +340,11 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
           static_cast<double>(window_mem.peak_bytes[static_cast<int>(MemCategory::Activations)]) / 1048576.0;
       log.print(fmt::format("step {:>6}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} tok/s | "
                             "{} | MFU {:.1f}% | mem {:.0f} MiB (act {:.0f}) | ETA {}",
-                            done, total, window_loss / window_steps, lr, norm, tok_s,
+                            done, total, mean_loss, lr, norm, tok_s,
                             format_si(flops, "FLOP/s"), 100.0 * flops / peak, mem_mib, act_mib, format_duration(eta)));
       log.record("train",
                  {{"step", done},
-                  {"loss", window_loss / window_steps},
+                  {"loss", mean_loss},
                   {"lr", lr},
                   {"grad_norm", norm},
                   {"tokens_per_s", tok_s},
@@ -337,7 +358,11 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
                   {"step_loss", loss},
                   {"kernel_s", kernel_seconds_json(window_kernels, window_time, window_steps)}});
       window_time = window_loss = 0.0;
-      window_steps = 0;
+      if (mp.scaling()) {
+        log.record("loss_scale",
+                   {{"step", done}, {"scale", mp.loss_scale()}, {"skipped_steps", window_skipped}});
+      }
+      window_steps = window_loss_steps = window_skipped = 0;
       window_kernels = KernelTimes{};
     }
     if (cfg.train.eval_interval > 0 && (done % cfg.train.eval_interval == 0 || done == total)) {
@@ -352,8 +377,8 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
     if (checkpoint_due(cfg.checkpoint, done, total, seconds_since(last_checkpoint_time) / 60.0,
                        stop_signal != 0)) {
       const auto t_save = std::chrono::steady_clock::now();
-      last_checkpoint = ckpt.save(done, named_weights(model), opt.state_tensors(),
-                                  checkpoint_state(cfg, done, opt.steps_taken()));
+      last_checkpoint = ckpt.save(done, mp.checkpoint_weights(), opt.state_tensors(),
+                                  checkpoint_state(cfg, done, opt.steps_taken(), mp));
       last_checkpoint_time = std::chrono::steady_clock::now();
       if (cfg.lora.enabled())  // the adapters alone, PEFT layout, beside the checkpoints
         save_peft_adapter(model, cfg.lora, cfg.lora.init_from, run_dir / "adapter");

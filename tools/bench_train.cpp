@@ -1,8 +1,10 @@
-// Training throughput benchmark: tokens/s and achieved FLOP/s of a full fp32 AdamW step,
-// next to the f32 GEMM peak measured in the same run.
+// Training throughput benchmark: tokens/s and achieved FLOP/s of a full AdamW step, next to
+// the GEMM peak measured in the same run. --precision bf16|fp16 trains with 16-bit weights and
+// activations and f32 masters (as train.precision does), after an fp32 run of the same model
+// for the tokens/s ratio, and measures the bf16 GEMM peak (gemm_bf16) beside the f32 one.
 //
 //   build/bench_train [--family gpt2] [--vocab 8192] [--ctx 256] [--layers 6] [--width 512]
-//                     [--heads 8] [--batch 8] [--steps 6] [--warmup 2]
+//                     [--heads 8] [--batch 8] [--steps 6] [--warmup 2] [--precision fp32]
 #include <omp.h>
 
 #include <chrono>
@@ -11,14 +13,69 @@
 #include <cstring>
 #include <string>
 
-#include "launch/exec_setup.h"
+#include "core/kernels/cpu/convert.h"
+#include "core/kernels/elementwise.h"
 #include "core/kernels/gemm.h"
 #include "core/memory.h"
 #include "core/models/transformer.h"
 #include "core/random.h"
+#include "launch/exec_setup.h"
 #include "optim/adamw.h"
+#include "optim/master_weights.h"
 
 using namespace braid;
+
+namespace {
+
+struct Result {
+  double sec = 0, loss = 0, peak_mib = 0;
+};
+
+// Trains `steps` timed steps (after `warmup`) with weights/activations in `dt`.
+Result run(ExecContext& ctx, const ModelConfig& cfg, int batch, int steps, int warmup, DType dt) {
+  const int T = cfg.context_length;
+  ctx.allocator().reset_peaks();
+  Transformer model(ctx, cfg);
+  model.init_weights();
+  std::unique_ptr<MasterWeights> masters;
+  if (dt != DType::F32) masters = std::make_unique<MasterWeights>(ctx, model.parameters(), dt);
+  OptimConfig ocfg;
+  AdamW opt(ctx, masters ? masters->params() : model.parameters(), ocfg);
+  Tensor tokens = Tensor::empty({batch, T}, DType::I32),
+         targets = Tensor::empty({batch, T}, DType::I32);
+  for (int64_t i = 0; i < tokens.numel(); ++i) {
+    tokens.i32()[i] = static_cast<int32_t>(mix64(i) % cfg.vocab_size);
+    targets.i32()[i] = static_cast<int32_t>(mix64(i + 1) % cfg.vocab_size);
+  }
+  // fp16: a fixed loss scale of 1024 (no overflow on this model), unscaled before clipping.
+  const float loss_scale = dt == DType::F16 ? 1024.0f : 1.0f;
+  const float scale = loss_scale / static_cast<float>(batch * T);
+  auto step = [&] {
+    model.zero_grad(ctx);
+    MicroBatch mb(ctx);
+    LossSum l = model.forward_backward(mb, tokens, targets, scale);
+    double norm = global_grad_norm(ctx, model.parameters());
+    if (loss_scale != 1.0f) {
+      for (Parameter* p : model.parameters()) scale_inplace(ctx, p->grad(), 1.0f / loss_scale);
+      norm /= loss_scale;
+    }
+    clip_grad_norm(ctx, model.parameters(), norm, 1.0f);
+    if (masters)
+      masters->step(opt, 1e-4f);
+    else
+      opt.step(1e-4f);
+    return l.sum / l.count;
+  };
+  for (int i = 0; i < warmup; ++i) step();
+  const auto t0 = std::chrono::steady_clock::now();
+  Result r;
+  for (int i = 0; i < steps; ++i) r.loss = step();
+  r.sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / steps;
+  r.peak_mib = ctx.allocator().stats().peak_total / 1048576.0;
+  return r;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   ModelConfig cfg;
@@ -29,67 +86,89 @@ int main(int argc, char** argv) {
   cfg.n_embd = 512;
   cfg.n_head = 8;
   int batch = 8, steps = 6, warmup = 2;
+  std::string precision = "fp32";
+  DType dtype = DType::F32;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const char* v = argv[i + 1];
-    if (k == "--family") cfg.family = v;
-    else if (k == "--vocab") cfg.vocab_size = std::atoi(v);
-    else if (k == "--ctx") cfg.context_length = std::atoi(v);
-    else if (k == "--layers") cfg.n_layer = std::atoi(v);
-    else if (k == "--width") cfg.n_embd = std::atoi(v);
-    else if (k == "--heads") cfg.n_head = std::atoi(v);
-    else if (k == "--batch") batch = std::atoi(v);
-    else if (k == "--steps") steps = std::atoi(v);
-    else if (k == "--warmup") warmup = std::atoi(v);
-    else { std::fprintf(stderr, "unknown option %s\n", k.c_str()); return 2; }
+    if (k == "--family")
+      cfg.family = v;
+    else if (k == "--vocab")
+      cfg.vocab_size = std::atoi(v);
+    else if (k == "--ctx")
+      cfg.context_length = std::atoi(v);
+    else if (k == "--layers")
+      cfg.n_layer = std::atoi(v);
+    else if (k == "--width")
+      cfg.n_embd = std::atoi(v);
+    else if (k == "--heads")
+      cfg.n_head = std::atoi(v);
+    else if (k == "--batch")
+      batch = std::atoi(v);
+    else if (k == "--steps")
+      steps = std::atoi(v);
+    else if (k == "--warmup")
+      warmup = std::atoi(v);
+    else if (k == "--precision")
+      precision = v;
+    else {
+      std::fprintf(stderr, "unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  if (!parse_dtype(precision, &dtype) || dtype == DType::I32) {
+    std::fprintf(stderr, "--precision %s: expected fp32, bf16 or fp16\n", precision.c_str());
+    return 2;
   }
   cfg.validate();
   const int T = cfg.context_length;
-  std::printf("bench_train: %s vocab %d ctx %d layers %d width %d heads %d, batch %d x %d, f32, "
-              "AdamW, %d threads, gemm %s\n",
-              cfg.family.c_str(), cfg.vocab_size, T, cfg.n_layer, cfg.n_embd, cfg.n_head, batch, T,
-              omp_get_max_threads(), gemm_backend_name(gemm_plan_from_env()).c_str());
+  std::printf(
+      "bench_train: %s vocab %d ctx %d layers %d width %d heads %d, batch %d x %d, %s, "
+      "AdamW, %d threads, gemm %s\n",
+      cfg.family.c_str(), cfg.vocab_size, T, cfg.n_layer, cfg.n_embd, cfg.n_head, batch, T,
+      std::string(dtype_name(dtype)).c_str(), omp_get_max_threads(),
+      gemm_backend_name(gemm_plan_from_env()).c_str());
 
   const std::unique_ptr<ExecContext> ctx_owner = make_cpu_context();
   ExecContext& ctx = *ctx_owner;
-  Transformer model(ctx, cfg);
-  model.init_weights();
-  OptimConfig ocfg;
-  AdamW opt(ctx, model.parameters(), ocfg);
-  Tensor tokens = Tensor::empty({batch, T}, DType::I32), targets = Tensor::empty({batch, T}, DType::I32);
-  for (int64_t i = 0; i < tokens.numel(); ++i) {
-    tokens.i32()[i] = static_cast<int32_t>(mix64(i) % cfg.vocab_size);
-    targets.i32()[i] = static_cast<int32_t>(mix64(i + 1) % cfg.vocab_size);
-  }
-  const float scale = 1.0f / static_cast<float>(batch * T);
-  auto step = [&] {
-    model.zero_grad(ctx);
-    MicroBatch mb(ctx);
-    LossSum l = model.forward_backward(mb, tokens, targets, scale);
-    const double norm = global_grad_norm(ctx, model.parameters());
-    clip_grad_norm(ctx, model.parameters(), norm, 1.0f);
-    opt.step(1e-4f);
-    return l.sum / l.count;
-  };
-  for (int i = 0; i < warmup; ++i) step();
-  const auto t0 = std::chrono::steady_clock::now();
-  double loss = 0;
-  for (int i = 0; i < steps; ++i) loss = step();
-  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / steps;
-
-  // The GEMM peak in the same run, so the ratio does not depend on how busy the machine was.
-  const double peak = measure_gemm_peak_f32(ctx, 2.0);
+  if (dtype != DType::F32)
+    std::printf("%s\n%s\n", gemm_bf16_description(ctx.gemm()).c_str(),
+                cpu::convert_isa_description().c_str());
   const double tokens_per_step = static_cast<double>(batch) * T;
-  const double flops = cfg.flops_per_token(T) * tokens_per_step / sec;
-  std::printf("\n%-28s %12s\n", "metric", "value");
-  std::printf("%-28s %12lld\n", "parameters", static_cast<long long>(cfg.num_params()));
-  std::printf("%-28s %12.1f\n", "model GFLOP per step", cfg.flops_per_token(T) * tokens_per_step / 1e9);
-  std::printf("%-28s %12.3f\n", "step time (s)", sec);
-  std::printf("%-28s %12.0f\n", "tokens/s", tokens_per_step / sec);
-  std::printf("%-28s %12.1f\n", "training GFLOP/s", flops / 1e9);
-  std::printf("%-28s %12.1f\n", "f32 GEMM peak GFLOP/s", peak / 1e9);
-  std::printf("%-28s %11.1f%%\n", "training / GEMM peak", 100.0 * flops / peak);
-  std::printf("%-28s %12.1f\n", "peak tensor memory (MiB)", ctx.allocator().stats().peak_total / 1048576.0);
-  std::printf("%-28s %12.4f\n", "last loss", loss);
+  const double model_flops = cfg.flops_per_token(T) * tokens_per_step;
+  // fp32 always runs: the baseline of the tokens/s ratio of a 16-bit run.
+  const Result f32 = run(ctx, cfg, batch, steps, warmup, DType::F32);
+  const Result low = dtype == DType::F32 ? f32 : run(ctx, cfg, batch, steps, warmup, dtype);
+
+  // The GEMM peaks in the same run, so the ratios do not depend on how busy the machine was.
+  const double peak = measure_gemm_peak_f32(ctx, 2.0);
+  const double peak_bf16 = dtype == DType::F32 ? 0.0 : measure_gemm_peak_bf16(ctx, 2.0);
+  std::printf("\n%-34s %12s\n", "metric", "value");
+  std::printf("%-34s %12lld\n", "parameters", static_cast<long long>(cfg.num_params()));
+  std::printf("%-34s %12.1f\n", "model GFLOP per step", model_flops / 1e9);
+  auto rows = [&](const char* tag, const Result& r) {
+    std::printf("%s%-*s %12.3f\n", tag, 34 - static_cast<int>(std::strlen(tag)), " step time (s)",
+                r.sec);
+    std::printf("%s%-*s %12.0f\n", tag, 34 - static_cast<int>(std::strlen(tag)), " tokens/s",
+                tokens_per_step / r.sec);
+    std::printf("%s%-*s %12.1f\n", tag, 34 - static_cast<int>(std::strlen(tag)),
+                " training GFLOP/s", model_flops / r.sec / 1e9);
+    std::printf("%s%-*s %12.1f\n", tag, 34 - static_cast<int>(std::strlen(tag)),
+                " peak tensor memory (MiB)", r.peak_mib);
+    std::printf("%s%-*s %12.4f\n", tag, 34 - static_cast<int>(std::strlen(tag)), " last loss",
+                r.loss);
+  };
+  rows("f32", f32);
+  std::printf("%-34s %12.1f\n", "f32 GEMM peak GFLOP/s", peak / 1e9);
+  std::printf("%-34s %11.1f%%\n", "f32 training / f32 GEMM peak",
+              100.0 * model_flops / f32.sec / peak);
+  if (dtype != DType::F32) {
+    const std::string tag(dtype_name(dtype));
+    rows(tag.c_str(), low);
+    std::printf("%-34s %12.1f\n", "bf16 GEMM peak GFLOP/s", peak_bf16 / 1e9);
+    std::printf("%-34s %11.1f%%\n", (tag + " training / bf16 GEMM peak").c_str(),
+                100.0 * model_flops / low.sec / peak_bf16);
+    std::printf("%-34s %12.2f\n", (tag + " / f32 tokens/s").c_str(), f32.sec / low.sec);
+  }
   return 0;
 }

@@ -31,6 +31,12 @@ double sum_squares(ExecContext& ctx, const Tensor& x) {
   return cpu::sum_squares(ctx, x);
 }
 
+void cast(ExecContext& ctx, Tensor& dst, const Tensor& src) {
+  KernelArgs args(ctx, "cast", {{&dst, "dst"}, {&src, "src"}});
+  args.require_cpu();
+  cpu::cast(ctx, dst, src);
+}
+
 void split_columns(ExecContext& ctx, const std::vector<Tensor*>& parts, const Tensor& src) {
   KernelArgs args(ctx, "split_columns", {{&src, "src"}});
   args.add_all(parts, "parts");

@@ -21,6 +21,9 @@ double sum_squares(ExecContext& ctx, const Tensor& x);
 void split_columns(ExecContext& ctx, const std::vector<Tensor*>& parts, const Tensor& src);
 // The conjugate: dst (N, W0 + W1 + ...) from parts[i] (N, Wi).
 void concat_columns(ExecContext& ctx, Tensor& dst, const std::vector<const Tensor*>& parts);
+// dst = src converted to dst's dtype (f32, bf16, f16; same element count; round to nearest
+// even when narrowing): refreshing low-precision weights from f32 masters.
+void cast(ExecContext& ctx, Tensor& dst, const Tensor& src);
 // Rows [row, row + src.dim(0)) of dst = src (same row size and dtype): appending to a KV cache.
 void copy_rows(ExecContext& ctx, Tensor& dst, int64_t row, const Tensor& src);
 

@@ -25,6 +25,16 @@ void gemm_bf16(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t 
                float alpha, const bf16* A, int64_t lda, const bf16* B, int64_t ldb, float beta,
                float* C, int64_t ldc);
 
+// Same contract with f16 inputs: widened to f32 in front of the f32 GEMM (no CPU library
+// here has an f16 matmul that is faster than that without AVX512_FP16/AMX-FP16).
+void gemm_f16(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+              float alpha, const f16* A, int64_t lda, const f16* B, int64_t ldb, float beta,
+              float* C, int64_t ldc);
+
+// "native (oneDNN bf16 matmul)" or "widened to f32 (...)": what gemm_bf16 does under a plan,
+// for the training log.
+std::string gemm_bf16_description(const GemmPlan& plan);
+
 // Which implementation a plan runs ("onednn", "openblas", "reference"), for logs.
 std::string gemm_backend_name(const GemmPlan& plan);
 
@@ -36,6 +46,8 @@ namespace braid {
 // after a warm-up) and returns the best observed FLOP/s: a machine peak for MFU when none
 // is configured.
 double measure_gemm_peak_f32(ExecContext& ctx, double seconds);
+// The same through gemm_bf16 (bf16 inputs, f32 output): the bf16 peak under the context's plan.
+double measure_gemm_peak_bf16(ExecContext& ctx, double seconds);
 
 }  // namespace braid
 

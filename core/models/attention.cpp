@@ -46,9 +46,9 @@ void SelfAttention::project(ExecContext& ctx, const Tensor& x, MicroBatch* mb, I
     rope_forward(ctx, k, pos, rope_theta_);
   } else {
     Tensor qkv = run(0);
-    q = x.new_empty({B, T, n_head_, head_dim_}, DType::F32);
-    k = x.new_empty({B, T, n_head_, head_dim_}, DType::F32);
-    v = x.new_empty({B, T, n_head_, head_dim_}, DType::F32);
+    q = x.new_empty({B, T, n_head_, head_dim_}, x.dtype());
+    k = x.new_empty({B, T, n_head_, head_dim_}, x.dtype());
+    v = x.new_empty({B, T, n_head_, head_dim_}, x.dtype());
     Tensor q2 = q.view({B * T, C}), k2 = k.view({B * T, C}), v2 = v.view({B * T, C});
     split_columns(ctx, {&q2, &k2, &v2}, qkv.view({B * T, 3 * C}));
   }
@@ -59,7 +59,7 @@ Tensor SelfAttention::forward(const Tensor& x, MicroBatch& mb) {
   const int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2);
   Tensor q, k, v;
   project(ctx, x, &mb, nullptr, q, k, v);
-  Tensor out = x.new_empty({B, T, n_head_, head_dim_}, DType::F32);
+  Tensor out = x.new_empty({B, T, n_head_, head_dim_}, x.dtype());
   Tensor lse = x.new_empty({B, n_head_, T}, DType::F32);
   attention_forward(ctx, out, lse, q, k, v);
   mb.push(q);
@@ -86,7 +86,7 @@ Tensor SelfAttention::backward(const Tensor& dy, MicroBatch& mb) {
     add_inplace(ctx, dx, child(0).backward(dq.view({B, T, C}), mb));
     return dx;
   }
-  Tensor dqkv = dy.new_empty({B, T, 3 * C}, DType::F32);
+  Tensor dqkv = dy.new_empty({B, T, 3 * C}, dy.dtype());
   Tensor dqkv2 = dqkv.view({B * T, 3 * C});
   const Tensor dq2 = dq.view({B * T, C}), dk2 = dk.view({B * T, C}), dv2 = dv.view({B * T, C});
   concat_columns(ctx, dqkv2, {&dq2, &dk2, &dv2});
@@ -108,7 +108,7 @@ Tensor SelfAttention::infer(const Tensor& x, InferState& st) {
   copy_rows(ctx, cache.v, pos, v.view({Tn, n_kv_head_, head_dim_}));
   const Tensor kc = cache.k.slice0(0, pos + Tn).view({1, pos + Tn, n_kv_head_, head_dim_});
   const Tensor vc = cache.v.slice0(0, pos + Tn).view({1, pos + Tn, n_kv_head_, head_dim_});
-  Tensor out = x.new_empty({1, Tn, n_head_, head_dim_}, DType::F32);
+  Tensor out = x.new_empty({1, Tn, n_head_, head_dim_}, x.dtype());
   Tensor lse = x.new_empty({1, n_head_, Tn}, DType::F32);
   attention_forward(ctx, out, lse, q, kc, vc);
   return out_proj().infer(out.view({1, Tn, C}), st);

@@ -39,7 +39,7 @@ Linear::Linear(ExecContext& ctx, const std::string& path, int64_t in, int64_t ou
 }
 
 Tensor Linear::run(ExecContext& ctx, const Tensor& x) const {
-  Tensor y = x.new_empty(with_last(x.shape(), out_features), DType::F32);
+  Tensor y = x.new_empty(with_last(x.shape(), out_features), x.dtype());
   Tensor y2 = as_rows(y);
   linear_forward(ctx, y2, as_rows(x), weight.value, bias ? bias->value : Tensor());
   return y;
@@ -188,7 +188,8 @@ Embedding::Embedding(ExecContext& ctx, const std::string& path, const std::strin
 }
 
 Tensor Embedding::infer(const Tensor& tokens, InferState& st) {
-  Tensor out = st.ctx.empty({tokens.dim(0), tokens.dim(1), wte.value.dim(1)});
+  // Activations are stored in the weights' dtype (bf16/f16 under mixed precision).
+  Tensor out = st.ctx.empty({tokens.dim(0), tokens.dim(1), wte.value.dim(1)}, wte.value.dtype());
   embedding_forward(st.ctx, out, tokens, wte.value, wpe ? wpe->value : Tensor(), st.pos);
   return out;
 }

@@ -124,7 +124,7 @@ LossSum Transformer::loss(const Tensor& x, const Tensor& targets, float grad_sca
   const int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2);
   Tensor h = final_norm_->forward(x, mb);
   Tensor losses = x.new_empty({B * T}, DType::F32);
-  Tensor dh = x.new_empty({B * T, C}, DType::F32);
+  Tensor dh = x.new_empty({B * T, C}, x.dtype());
   Parameter& head = head_weight();
   Tensor dw = head.trainable ? head.grad() : Tensor();
   lm_head_cross_entropy(ctx, losses, dh, dw, h.view({B * T, C}), head.value, targets.view({B * T}),
@@ -197,7 +197,9 @@ Tensor Transformer::infer(const Tensor& input, InferState& st) {
 KVCache Transformer::make_cache(ExecContext& ctx, int64_t max_len) const {
   BRAID_CHECK(max_len <= cfg_.context_length, "cache of {} exceeds context_length {}", max_len,
               cfg_.context_length);
-  return KVCache(ctx, cfg_.n_layer, first_, last_, max_len, cfg_.kv_heads(), cfg_.head_dim());
+  // Activations take the dtype of the weights (embedding output); so does the cache.
+  const DType dt = embedding_ ? embedding_->wte.value.dtype() : DType::F32;
+  return KVCache(ctx, cfg_.n_layer, first_, last_, max_len, cfg_.kv_heads(), cfg_.head_dim(), dt);
 }
 
 Tensor Transformer::decode(ExecContext& ctx, const Tensor& tokens, KVCache& cache) {

@@ -10,6 +10,7 @@
 #include "core/kernels/cpu/cpu_checks.h"
 #include "core/kernels/cpu/cpu_kernels.h"
 #include "core/kernels/cpu/fast_math.h"
+#include "core/kernels/cpu/lowp.h"
 #include "core/profile.h"
 
 namespace braid {
@@ -69,6 +70,12 @@ namespace cpu {
 
 void gelu_forward(ExecContext& ctx, Tensor& y, const Tensor& x) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Activation);
+  if (any_low_precision({&y, &x})) {  // bf16/f16 storage: f32 arithmetic on staged copies
+    F32Staging s(ctx, "gelu_forward");
+    Tensor y32 = s.out(y, "y");
+    cpu::gelu_forward(ctx, y32, s.in(x, "x"));
+    return s.finish();
+  }
   cpu::check_f32(x, "gelu_forward", "x");
   cpu::check_f32(y, "gelu_forward", "y");
   check_shape(y, x.shape(), "gelu_forward y");
@@ -81,6 +88,12 @@ void gelu_forward(ExecContext& ctx, Tensor& y, const Tensor& x) {
 
 void gelu_backward(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor& x) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Activation);
+  if (any_low_precision({&dx, &dy, &x})) {  // bf16/f16 storage: f32 arithmetic on staged copies
+    F32Staging s(ctx, "gelu_backward");
+    Tensor dx32 = s.out(dx, "dx");
+    cpu::gelu_backward(ctx, dx32, s.in(dy, "dy"), s.in(x, "x"));
+    return s.finish();
+  }
   cpu::check_f32(x, "gelu_backward", "x");
   cpu::check_f32(dy, "gelu_backward", "dy");
   cpu::check_f32(dx, "gelu_backward", "dx");
@@ -97,6 +110,12 @@ void gelu_backward(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor&
 
 void swiglu_forward(ExecContext& ctx, Tensor& y, const Tensor& gate, const Tensor& up) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Activation);
+  if (any_low_precision({&y, &gate, &up})) {  // bf16/f16 storage: f32 arithmetic on staged copies
+    F32Staging s(ctx, "swiglu_forward");
+    Tensor y32 = s.out(y, "y");
+    cpu::swiglu_forward(ctx, y32, s.in(gate, "gate"), s.in(up, "up"));
+    return s.finish();
+  }
   cpu::check_f32(gate, "swiglu_forward", "gate");
   cpu::check_f32(up, "swiglu_forward", "up");
   cpu::check_f32(y, "swiglu_forward", "y");
@@ -115,6 +134,13 @@ void swiglu_forward(ExecContext& ctx, Tensor& y, const Tensor& gate, const Tenso
 void swiglu_backward(ExecContext& ctx, Tensor& dgate, Tensor& dup, const Tensor& dy,
                      const Tensor& gate, const Tensor& up) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Activation);
+  if (any_low_precision(
+          {&dgate, &dup, &dy, &gate, &up})) {  // bf16/f16 storage: f32 arithmetic on staged copies
+    F32Staging s(ctx, "swiglu_backward");
+    Tensor dg32 = s.out(dgate, "dgate"), du32 = s.out(dup, "dup");
+    cpu::swiglu_backward(ctx, dg32, du32, s.in(dy, "dy"), s.in(gate, "gate"), s.in(up, "up"));
+    return s.finish();
+  }
   cpu::check_f32(gate, "swiglu_backward", "gate");
   cpu::check_f32(up, "swiglu_backward", "up");
   cpu::check_f32(dy, "swiglu_backward", "dy");

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/cpu/lowp.h"
 #include "core/kernels/cpu/small_gemm.h"
 #include "core/kernels/cpu/vec_math.h"
 #include "core/profile.h"
@@ -108,6 +109,12 @@ namespace cpu {
 void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
                        const Tensor& v) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Attention);
+  if (any_low_precision({&out, &q, &k, &v})) {  // bf16/f16 storage: f32 arithmetic on staged copies
+    F32Staging s(ctx, "attention_forward");
+    Tensor out32 = s.out(out, "out");
+    cpu::attention_forward(ctx, out32, lse, s.in(q, "q"), s.in(k, "k"), s.in(v, "v"));
+    return s.finish();
+  }
   const char* op = "attention_forward";
   const AttnDims d = check_qkv(op, q, k, v);
   check_input(out, op, "out");
@@ -161,6 +168,14 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                         const Tensor& lse) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Attention);
+  if (any_low_precision({&dq, &dk, &dv, &dout, &q, &k, &v,
+                         &out})) {  // bf16/f16 storage: f32 arithmetic on staged copies
+    F32Staging s(ctx, "attention_backward");
+    Tensor dq32 = s.out(dq, "dq"), dk32 = s.out(dk, "dk"), dv32 = s.out(dv, "dv");
+    cpu::attention_backward(ctx, dq32, dk32, dv32, s.in(dout, "dout"), s.in(q, "q"), s.in(k, "k"),
+                            s.in(v, "v"), s.in(out, "out"), lse);
+    return s.finish();
+  }
   const char* op = "attention_backward";
   const AttnDims d = check_qkv(op, q, k, v);
   check_input(dq, op, "dq");

@@ -1,4 +1,4 @@
-// Argument guards shared by the CPU kernels: device (no CUDA kernels yet) and dtype (f32 only).
+// Argument guards shared by the CPU kernels: device (no CUDA kernels yet) and dtype.
 #pragma once
 
 #include "core/tensor.h"
@@ -12,12 +12,14 @@ inline void check_cpu(const Tensor& t, const char* op, const char* name) {
               t.device().str(), op);
 }
 
-// The kernels compute in f32 only for now; other dtypes fail naming the dtype they got.
+// The kernels' arithmetic is f32: bf16/f16 arguments are widened before this check runs
+// (cpu/lowp.h), so what fails here is a non-float dtype (or an f32-only output such as a
+// saved statistic given in 16 bits), naming the dtype it got.
 inline void check_f32(const Tensor& t, const char* op, const char* name) {
   check_cpu(t, op, name);
   BRAID_CHECK(t.defined(), "{}: {} is undefined", op, name);
-  BRAID_CHECK(t.dtype() == DType::F32, "{}: {} has dtype {}; only f32 is implemented on the CPU",
-              op, name, dtype_name(t.dtype()));
+  BRAID_CHECK(t.dtype() == DType::F32, "{}: {} has dtype {}; expected f32 here", op, name,
+              dtype_name(t.dtype()));
 }
 
 }  // namespace braid::cpu

@@ -33,6 +33,7 @@ void add(ExecContext& ctx, Tensor& y, const Tensor& a, const Tensor& b);
 void add_inplace(ExecContext& ctx, Tensor& y, const Tensor& x);
 void scale_inplace(ExecContext& ctx, Tensor& x, float s);
 double sum_squares(ExecContext& ctx, const Tensor& x);
+void cast(ExecContext& ctx, Tensor& dst, const Tensor& src);
 void split_columns(ExecContext& ctx, const std::vector<Tensor*>& parts, const Tensor& src);
 void concat_columns(ExecContext& ctx, Tensor& dst, const std::vector<const Tensor*>& parts);
 void copy_rows(ExecContext& ctx, Tensor& dst, int64_t row, const Tensor& src);

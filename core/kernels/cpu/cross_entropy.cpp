@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/cpu/lowp.h"
 #include "core/kernels/cpu/vec_math.h"
 #include "core/kernels/gemm.h"
 #include "core/profile.h"
@@ -36,6 +37,13 @@ void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor&
                            const Tensor& x, const Tensor& w, const Tensor& targets,
                            float grad_scale) {
   KernelTimer timer(ctx.profiler(), KernelGroup::LmHead, Nested::Absorb);
+  if (any_low_precision({&dx, &dw, &x, &w})) {  // bf16/f16 storage: f32 arithmetic on staged copies
+    F32Staging s(ctx, "lm_head_cross_entropy");
+    Tensor dx32 = s.out(dx, "dx"), dw32 = s.out(dw, "dw", true);
+    cpu::lm_head_cross_entropy(ctx, losses, dx32, dw32, s.in(x, "x"), s.in(w, "w"), targets,
+                               grad_scale);
+    return s.finish();
+  }
   check_input(x, DType::F32, "x");
   check_input(w, DType::F32, "w");
   check_input(targets, DType::I32, "targets");

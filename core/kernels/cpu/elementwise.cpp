@@ -1,19 +1,36 @@
-// CPU elementwise glue ops: residual add, in-place add and scale, sum of squares, column
-// splits and row copies.
+// CPU elementwise glue ops: residual add, in-place add and scale, sum of squares, dtype casts,
+// column splits and row copies.
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
+#include "core/kernels/cpu/convert.h"
 #include "core/kernels/cpu/cpu_checks.h"
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/cpu/lowp.h"
 #include "core/profile.h"
 
 namespace braid {
 
 namespace cpu {
 
+namespace {
+// Copies accept every float storage dtype (f32, bf16, f16).
+void check_copyable(const Tensor& t, const char* op, const char* name) {
+  check_cpu(t, op, name);
+  BRAID_CHECK(t.defined(), "{}: {} is undefined", op, name);
+  BRAID_CHECK(t.dtype() != DType::I32, "{}: {} has dtype i32; expected f32, bf16 or f16", op, name);
+}
+}  // namespace
+
 void add(ExecContext& ctx, Tensor& y, const Tensor& a, const Tensor& b) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
+  if (any_low_precision({&y, &a, &b})) {  // bf16/f16 storage: f32 arithmetic on staged copies
+    F32Staging s(ctx, "add");
+    Tensor y32 = s.out(y, "y");
+    cpu::add(ctx, y32, s.in(a, "a"), s.in(b, "b"));
+    return s.finish();
+  }
   cpu::check_f32(y, "add", "y");
   cpu::check_f32(a, "add", "a");
   cpu::check_f32(b, "add", "b");
@@ -29,6 +46,12 @@ void add(ExecContext& ctx, Tensor& y, const Tensor& a, const Tensor& b) {
 
 void add_inplace(ExecContext& ctx, Tensor& y, const Tensor& x) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
+  if (any_low_precision({&y, &x})) {  // bf16/f16 storage: f32 arithmetic on staged copies
+    F32Staging s(ctx, "add_inplace");
+    Tensor y32 = s.out(y, "y", true);
+    cpu::add_inplace(ctx, y32, s.in(x, "x"));
+    return s.finish();
+  }
   cpu::check_f32(y, "add_inplace", "y");
   cpu::check_f32(x, "add_inplace", "x");
   check_shape(x, y.shape(), "add_inplace x");
@@ -40,7 +63,13 @@ void add_inplace(ExecContext& ctx, Tensor& y, const Tensor& x) {
 }
 
 // Untimed here: its callers (clipping) charge it to the optimizer group.
-void scale_inplace(ExecContext& /*ctx*/, Tensor& x, float s) {
+void scale_inplace(ExecContext& ctx, Tensor& x, float s) {
+  if (any_low_precision({&x})) {  // bf16/f16 storage: f32 arithmetic on staged copies
+    F32Staging st(ctx, "scale_inplace");
+    Tensor x32 = st.out(x, "x", true);
+    cpu::scale_inplace(ctx, x32, s);
+    return st.finish();
+  }
   cpu::check_f32(x, "scale_inplace", "x");
   const int64_t n = x.numel();
   float* xp = x.f32();
@@ -50,7 +79,11 @@ void scale_inplace(ExecContext& /*ctx*/, Tensor& x, float s) {
 
 // Fixed-size blocks summed in double, then added in block order: the result is the same for
 // any thread count (stronger than the header promises, and free).
-double sum_squares(ExecContext& /*ctx*/, const Tensor& x) {
+double sum_squares(ExecContext& ctx, const Tensor& x) {
+  if (any_low_precision({&x})) {  // bf16/f16 storage: f32 arithmetic on staged copies
+    F32Staging s(ctx, "sum_squares");
+    return cpu::sum_squares(ctx, s.in(x, "x"));
+  }
   cpu::check_f32(x, "sum_squares", "x");
   constexpr int64_t kBlock = 16384;
   const int64_t n = x.numel();
@@ -70,28 +103,53 @@ double sum_squares(ExecContext& /*ctx*/, const Tensor& x) {
   return total;
 }
 
+void cast(ExecContext& ctx, Tensor& dst, const Tensor& src) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
+  const char* op = "cast";
+  check_copyable(dst, op, "dst");
+  check_copyable(src, op, "src");
+  BRAID_CHECK(dst.numel() == src.numel(), "{}: dst {} and src {} differ in size", op, dst.str(),
+              src.str());
+  const int64_t n = src.numel();
+  if (dst.dtype() == src.dtype()) {
+    if (n) std::memcpy(dst.raw(), src.raw(), src.nbytes());
+  } else if (src.dtype() == DType::F32) {
+    narrow_from_f32(dst.dtype(), src.f32(), dst.raw(), n);
+  } else if (dst.dtype() == DType::F32) {
+    widen_to_f32(src.dtype(), src.raw(), dst.f32(), n);
+  } else {  // bf16 <-> f16 through f32
+    Tensor tmp = ctx.empty(src.shape(), DType::F32, MemCategory::Workspace);
+    widen_to_f32(src.dtype(), src.raw(), tmp.f32(), n);
+    narrow_from_f32(dst.dtype(), tmp.f32(), dst.raw(), n);
+  }
+}
+
 void split_columns(ExecContext& ctx, const std::vector<Tensor*>& parts, const Tensor& src) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "split_columns";
-  cpu::check_f32(src, op, "src");
+  check_copyable(src, op, "src");
   BRAID_CHECK(src.ndim() == 2, "{}: src must be (N, W), got {}", op, src.str());
   const int64_t N = src.dim(0), W = src.dim(1);
   int64_t total = 0;
   for (const Tensor* p : parts) {
-    cpu::check_f32(*p, op, "part");
+    check_copyable(*p, op, "part");
+    BRAID_CHECK(p->dtype() == src.dtype(), "{}: part {} and src {} differ in dtype", op, p->str(),
+                src.str());
     BRAID_CHECK(p->ndim() == 2 && p->dim(0) == N, "{}: part {} does not have {} rows", op, p->str(),
                 N);
     total += p->dim(1);
   }
   BRAID_CHECK(total == W, "{}: parts have {} columns, src has {}", op, total, W);
-  const float* sp = src.f32();  // src: (N, W)
+  // A pure copy: any storage dtype works byte for byte.
+  const size_t es = dtype_size(src.dtype());
+  const char* sp = static_cast<const char*>(src.raw());  // src: (N, W)
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < N; ++n) {
-    const float* row = sp + n * W;
+    const char* row = sp + n * W * es;
     for (Tensor* p : parts) {
       const int64_t w = p->dim(1);
-      std::memcpy(p->f32() + n * w, row, sizeof(float) * w);
-      row += w;
+      std::memcpy(static_cast<char*>(p->raw()) + n * w * es, row, es * w);
+      row += w * es;
     }
   }
 }
@@ -99,25 +157,28 @@ void split_columns(ExecContext& ctx, const std::vector<Tensor*>& parts, const Te
 void concat_columns(ExecContext& ctx, Tensor& dst, const std::vector<const Tensor*>& parts) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "concat_columns";
-  cpu::check_f32(dst, op, "dst");
+  check_copyable(dst, op, "dst");
   BRAID_CHECK(dst.ndim() == 2, "{}: dst must be (N, W), got {}", op, dst.str());
   const int64_t N = dst.dim(0), W = dst.dim(1);
   int64_t total = 0;
   for (const Tensor* p : parts) {
-    cpu::check_f32(*p, op, "part");
+    check_copyable(*p, op, "part");
+    BRAID_CHECK(p->dtype() == dst.dtype(), "{}: part {} and dst {} differ in dtype", op, p->str(),
+                dst.str());
     BRAID_CHECK(p->ndim() == 2 && p->dim(0) == N, "{}: part {} does not have {} rows", op, p->str(),
                 N);
     total += p->dim(1);
   }
   BRAID_CHECK(total == W, "{}: parts have {} columns, dst has {}", op, total, W);
-  float* dp = dst.f32();  // dst: (N, W)
+  const size_t es = dtype_size(dst.dtype());
+  char* dp = static_cast<char*>(dst.raw());  // dst: (N, W)
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < N; ++n) {
-    float* row = dp + n * W;
+    char* row = dp + n * W * es;
     for (const Tensor* p : parts) {
       const int64_t w = p->dim(1);
-      std::memcpy(row, p->f32() + n * w, sizeof(float) * w);
-      row += w;
+      std::memcpy(row, static_cast<const char*>(p->raw()) + n * w * es, es * w);
+      row += w * es;
     }
   }
 }

@@ -4,6 +4,7 @@
 
 #include "core/kernels/cpu/cpu_checks.h"
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/cpu/lowp.h"
 #include "core/profile.h"
 
 namespace braid {
@@ -13,6 +14,12 @@ namespace cpu {
 void embedding_forward(ExecContext& ctx, Tensor& out, const Tensor& tokens, const Tensor& wte,
                        const Tensor& wpe, int64_t pos_offset) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
+  if (any_low_precision({&out, &wte, &wpe})) {  // bf16/f16 storage: f32 arithmetic on staged copies
+    F32Staging s(ctx, "embedding_forward");
+    Tensor out32 = s.out(out, "out");
+    cpu::embedding_forward(ctx, out32, tokens, s.in(wte, "wte"), s.in(wpe, "wpe"), pos_offset);
+    return s.finish();
+  }
   const char* op = "embedding_forward";
   cpu::check_f32(out, op, "out");
   cpu::check_f32(wte, op, "wte");
@@ -62,6 +69,13 @@ void embedding_forward(ExecContext& ctx, Tensor& out, const Tensor& tokens, cons
 void embedding_backward(ExecContext& ctx, Tensor& dwte, Tensor& dwpe, const Tensor& dout,
                         const Tensor& tokens, int64_t pos_offset) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
+  if (any_low_precision(
+          {&dwte, &dwpe, &dout})) {  // bf16/f16 storage: f32 arithmetic on staged copies
+    F32Staging s(ctx, "embedding_backward");
+    Tensor dwte32 = s.out(dwte, "dwte", true), dwpe32 = s.out(dwpe, "dwpe", true);
+    cpu::embedding_backward(ctx, dwte32, dwpe32, s.in(dout, "dout"), tokens, pos_offset);
+    return s.finish();
+  }
   const char* op = "embedding_backward";
   if (dwte.defined()) cpu::check_f32(dwte, op, "dwte");
   if (dwpe.defined()) cpu::check_f32(dwpe, op, "dwpe");

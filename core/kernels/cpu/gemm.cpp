@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/kernels/cpu/convert.h"
 #include "core/kernels/cpu/gemm_backends.h"
 #include "core/profile.h"
 
@@ -30,6 +31,34 @@ const float* widen(const bf16* src, int64_t rows, int64_t cols, int64_t ld,
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = bf16_to_float(src[r * ld + c]);
   return dst;
+}
+
+// The same for f16, through the run-time chosen conversion path.
+const float* widen(const f16* src, int64_t rows, int64_t cols, int64_t ld,
+                   std::vector<float>& buf) {
+  buf.resize(static_cast<size_t>(rows * cols));
+  float* dst = buf.data();
+  const bool threaded = !omp_in_parallel() && rows * cols >= (int64_t{1} << 16);
+  const cpu::ConvertIsa isa = cpu::convert_isa_best();
+#pragma omp parallel for schedule(static) if (threaded)
+  for (int64_t r = 0; r < rows; ++r)
+    cpu::widen_to_f32(isa, DType::F16, src + r * ld, dst + r * cols, cols);
+  return dst;
+}
+
+// Times best-of square n^3 GEMMs by `run` for about `seconds` after a warm-up call.
+template <class Run>
+double best_gemm_rate(int64_t n, double seconds, Run run) {
+  run();  // warm-up: thread pool start, page faults, packing buffers
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  double best_s = 1e30;
+  do {
+    const auto t0 = clock::now();
+    run();
+    best_s = std::min(best_s, std::chrono::duration<double>(clock::now() - t0).count());
+  } while (std::chrono::duration<double>(clock::now() - start).count() < seconds);
+  return 2.0 * static_cast<double>(n * n * n) / best_s;  // best call: the peak, not the mean
 }
 
 }  // namespace
@@ -136,6 +165,30 @@ void gemm_bf16(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t 
                  beta, C, ldc);
 }
 
+void gemm_f16(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+              float alpha, const f16* A, int64_t lda, const f16* B, int64_t ldb, float beta,
+              float* C, int64_t ldc) {
+  BRAID_CHECK(ctx.device().is_cpu(), "gemm_f16 on {}: no CUDA GEMM yet", ctx.device().str());
+  KernelTimer timer(ctx.profiler(), KernelGroup::Gemm);
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) return scale_c(M, N, beta, C, ldc);
+  thread_local std::vector<float> a_buf, b_buf;
+  const int64_t a_cols = trans_a ? M : K, b_cols = trans_b ? K : N;
+  const float* a = widen(A, trans_a ? K : M, a_cols, lda, a_buf);
+  const float* bw = widen(B, trans_b ? N : K, b_cols, ldb, b_buf);
+  gemm_f32_with(ctx.gemm().backend, trans_a, trans_b, M, N, K, alpha, a, a_cols, bw, b_cols, beta,
+                C, ldc);
+}
+
+std::string gemm_bf16_description(const GemmPlan& plan) {
+  if (plan.bf16_mode == Bf16Mode::Native && native_bf16_available(plan.backend))
+    return fmt::format("bf16 GEMM: native ({} bf16 matmul)", gemm_backend_label(plan.backend));
+  return fmt::format(
+      "bf16 GEMM: widened to f32 in front of {} sgemm (no AVX512_BF16/AMX bf16 dot products "
+      "on this CPU, or the backend has no bf16 matmul)",
+      gemm_backend_label(plan.backend));
+}
+
 std::string gemm_backend_name(const GemmPlan& plan) {
   return std::string(gemm_backend_label(plan.backend));
 }
@@ -147,19 +200,22 @@ double measure_gemm_peak_f32(ExecContext& ctx, double seconds) {
     a[i] = static_cast<float>((i * 7) % 13) * 0.01f;
     b[i] = static_cast<float>((i * 5) % 11) * 0.01f;
   }
-  auto run = [&] {
+  return best_gemm_rate(n, seconds, [&] {
     gemm_f32(ctx, false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
-  };
-  run();  // warm-up: thread pool start, page faults, packing buffers
-  using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
-  double best_s = 1e30;
-  do {
-    const auto t0 = clock::now();
-    run();
-    best_s = std::min(best_s, std::chrono::duration<double>(clock::now() - t0).count());
-  } while (std::chrono::duration<double>(clock::now() - start).count() < seconds);
-  return 2.0 * static_cast<double>(n * n * n) / best_s;  // best call: the peak, not the mean
+  });
+}
+
+double measure_gemm_peak_bf16(ExecContext& ctx, double seconds) {
+  constexpr int64_t n = 1024;
+  std::vector<bf16> a(n * n), b(n * n);
+  std::vector<float> c(n * n);
+  for (int64_t i = 0; i < n * n; ++i) {
+    a[i] = float_to_bf16(static_cast<float>((i * 7) % 13) * 0.01f);
+    b[i] = float_to_bf16(static_cast<float>((i * 5) % 11) * 0.01f);
+  }
+  return best_gemm_rate(n, seconds, [&] {
+    gemm_bf16(ctx, false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+  });
 }
 
 }  // namespace braid

@@ -6,6 +6,7 @@
 #include "core/kernels/cpu/chunked_sum.h"
 #include "core/kernels/cpu/cpu_checks.h"
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/cpu/lowp.h"
 #include "core/profile.h"
 
 namespace braid {
@@ -15,6 +16,12 @@ namespace cpu {
 void layernorm_forward(ExecContext& ctx, Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x,
                        const Tensor& w, const Tensor& b, float eps) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
+  if (any_low_precision({&y, &x, &w, &b})) {  // bf16/f16 storage: f32 arithmetic on staged copies
+    F32Staging s(ctx, "layernorm_forward");
+    Tensor y32 = s.out(y, "y");
+    cpu::layernorm_forward(ctx, y32, mean, rstd, s.in(x, "x"), s.in(w, "w"), s.in(b, "b"), eps);
+    return s.finish();
+  }
   const char* op = "layernorm_forward";
   for (auto [t, name] : {std::pair{&y, "y"}, {&mean, "mean"}, {&rstd, "rstd"}})
     cpu::check_f32(*t, op, name);
@@ -60,6 +67,14 @@ void layernorm_forward(ExecContext& ctx, Tensor& y, Tensor& mean, Tensor& rstd, 
 void layernorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dy,
                         const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
+  if (any_low_precision(
+          {&dx, &dw, &db, &dy, &x, &w})) {  // bf16/f16 storage: f32 arithmetic on staged copies
+    F32Staging s(ctx, "layernorm_backward");
+    Tensor dx32 = s.out(dx, "dx"), dw32 = s.out(dw, "dw", true), db32 = s.out(db, "db", true);
+    cpu::layernorm_backward(ctx, dx32, dw32, db32, s.in(dy, "dy"), s.in(x, "x"), s.in(w, "w"), mean,
+                            rstd);
+    return s.finish();
+  }
   const char* op = "layernorm_backward";
   cpu::check_f32(dx, op, "dx");
   for (auto [t, name] : {std::pair{&dw, "dw"}, {&db, "db"}})

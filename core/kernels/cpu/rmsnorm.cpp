@@ -6,6 +6,7 @@
 #include "core/kernels/cpu/chunked_sum.h"
 #include "core/kernels/cpu/cpu_checks.h"
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/cpu/lowp.h"
 #include "core/profile.h"
 
 namespace braid {
@@ -15,6 +16,12 @@ namespace cpu {
 void rmsnorm_forward(ExecContext& ctx, Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& w,
                      float eps) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
+  if (any_low_precision({&y, &x, &w})) {  // bf16/f16 storage: f32 arithmetic on staged copies
+    F32Staging s(ctx, "rmsnorm_forward");
+    Tensor y32 = s.out(y, "y");
+    cpu::rmsnorm_forward(ctx, y32, rstd, s.in(x, "x"), s.in(w, "w"), eps);
+    return s.finish();
+  }
   const char* op = "rmsnorm_forward";
   cpu::check_f32(y, op, "y");
   cpu::check_f32(rstd, op, "rstd");
@@ -50,6 +57,13 @@ void rmsnorm_forward(ExecContext& ctx, Tensor& y, Tensor& rstd, const Tensor& x,
 void rmsnorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, const Tensor& dy, const Tensor& x,
                       const Tensor& w, const Tensor& rstd) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
+  if (any_low_precision(
+          {&dx, &dw, &dy, &x, &w})) {  // bf16/f16 storage: f32 arithmetic on staged copies
+    F32Staging s(ctx, "rmsnorm_backward");
+    Tensor dx32 = s.out(dx, "dx"), dw32 = s.out(dw, "dw", true);
+    cpu::rmsnorm_backward(ctx, dx32, dw32, s.in(dy, "dy"), s.in(x, "x"), s.in(w, "w"), rstd);
+    return s.finish();
+  }
   const char* op = "rmsnorm_backward";
   cpu::check_f32(dx, op, "dx");
   if (dw.defined()) cpu::check_f32(dw, op, "dw");

@@ -4,6 +4,7 @@
 
 #include "core/kernels/cpu/cpu_checks.h"
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/cpu/lowp.h"
 #include "core/profile.h"
 
 namespace braid {
@@ -70,12 +71,24 @@ namespace cpu {
 
 void rope_forward(ExecContext& ctx, Tensor& x, int64_t pos_offset, float theta) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
+  if (any_low_precision({&x})) {  // bf16/f16 storage: f32 arithmetic on staged copies
+    F32Staging s(ctx, "rope_forward");
+    Tensor x32 = s.out(x, "x", true);
+    cpu::rope_forward(ctx, x32, pos_offset, theta);
+    return s.finish();
+  }
   rope_rotate(ctx, x, pos_offset, theta, 1.0f, "rope_forward");
 }
 
 // The rotation is orthogonal, so its transpose (the gradient map) is the rotation by -angle.
 void rope_backward(ExecContext& ctx, Tensor& dx, int64_t pos_offset, float theta) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
+  if (any_low_precision({&dx})) {  // bf16/f16 storage: f32 arithmetic on staged copies
+    F32Staging s(ctx, "rope_backward");
+    Tensor dx32 = s.out(dx, "dx", true);
+    cpu::rope_backward(ctx, dx32, pos_offset, theta);
+    return s.finish();
+  }
   rope_rotate(ctx, dx, pos_offset, theta, -1.0f, "rope_backward");
 }
 

@@ -1,0 +1,50 @@
+// F32Staging: widen inputs, stage outputs in f32 workspace, narrow them back.
+#include "core/kernels/cpu/lowp.h"
+
+#include "core/kernels/cpu/convert.h"
+#include "core/kernels/cpu/cpu_checks.h"
+
+namespace braid::cpu {
+namespace {
+
+bool is_low(DType t) { return t == DType::BF16 || t == DType::F16; }
+
+void check_float(const Tensor& t, const char* op, const char* name) {
+  check_cpu(t, op, name);
+  BRAID_CHECK(t.dtype() == DType::F32 || is_low(t.dtype()),
+              "{}: {} has dtype {}; expected f32, bf16 or f16", op, name, dtype_name(t.dtype()));
+}
+
+}  // namespace
+
+bool any_low_precision(std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts)
+    if (t->defined() && is_low(t->dtype())) return true;
+  return false;
+}
+
+Tensor F32Staging::in(const Tensor& t, const char* name) {
+  if (!t.defined()) return t;
+  check_float(t, op_, name);
+  if (t.dtype() == DType::F32) return t;
+  Tensor w = ctx_.empty(t.shape(), DType::F32, MemCategory::Workspace);
+  widen_to_f32(t.dtype(), t.raw(), w.f32(), t.numel());
+  return w;
+}
+
+Tensor F32Staging::out(Tensor& t, const char* name, bool keep_contents) {
+  if (!t.defined()) return t;
+  check_float(t, op_, name);
+  if (t.dtype() == DType::F32) return t;
+  Tensor w = ctx_.empty(t.shape(), DType::F32, MemCategory::Workspace);
+  if (keep_contents) widen_to_f32(t.dtype(), t.raw(), w.f32(), t.numel());
+  outs_.emplace_back(t, w);
+  return w;
+}
+
+void F32Staging::finish() {
+  for (auto& [t, w] : outs_) narrow_from_f32(t.dtype(), w.f32(), t.raw(), t.numel());
+  outs_.clear();
+}
+
+}  // namespace braid::cpu

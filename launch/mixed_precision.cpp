@@ -1,0 +1,113 @@
+// MixedPrecision: the trainer's one place for train.precision.
+#include "launch/mixed_precision.h"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "core/kernels/cpu/convert.h"
+#include "core/kernels/elementwise.h"
+#include "core/kernels/gemm.h"
+#include "launch/checkpoint.h"
+#include "launch/model_io.h"
+
+namespace braid {
+
+DType precision_dtype(const std::string& precision) {
+  if (precision == "bf16") return DType::BF16;
+  if (precision == "fp16") return DType::F16;
+  BRAID_USER_CHECK(precision == "fp32", "train.precision is '{}'; expected fp32, bf16 or fp16",
+                   precision);
+  return DType::F32;
+}
+
+MixedPrecision::MixedPrecision(ExecContext& ctx, Transformer& model, const TrainConfig& cfg)
+    : ctx_(ctx), model_(model) {
+  const DType dt = precision_dtype(cfg.precision);
+  if (dt == DType::F32) return;
+  // Test hook (tests/e2e/precision.sh): poison the gradients of this 1-based step once.
+  if (const char* s = std::getenv("BRAID_TEST_OVERFLOW_AT_STEP")) inject_step_ = std::atoll(s);
+  masters_ = std::make_unique<MasterWeights>(ctx, model.parameters(), dt);
+  if (dt == DType::F16) scaler_.emplace(cfg.loss_scale);
+}
+
+std::string MixedPrecision::describe(const GemmPlan& plan) const {
+  if (!masters_) return "";
+  std::string s = fmt::format(
+      "precision {}: weights and activations {}, fp32 master weights, "
+      "gradients and optimizer state; {}; {}",
+      dtype_name(masters_->compute_dtype()), dtype_name(masters_->compute_dtype()),
+      cpu::convert_isa_description(), gemm_bf16_description(plan));
+  if (scaler_) s += fmt::format("; dynamic loss scale from {}", scaler_->scale());
+  return s;
+}
+
+std::vector<Parameter*> MixedPrecision::optimizer_params() {
+  return masters_ ? masters_->params() : model_.parameters();
+}
+
+std::vector<std::pair<std::string, Tensor>> MixedPrecision::checkpoint_weights() const {
+  return masters_ ? masters_->named_masters() : named_weights(model_);
+}
+
+void MixedPrecision::load_weights(const SafetensorsFile& file) {
+  if (!masters_) return braid::load_weights(model_, file);
+  for (Parameter* p : masters_->params()) {
+    check_tensor_matches(file, p->name, p->value.shape(), DType::F32, file.path());
+    p->value.copy_from(file.get(p->name));
+  }
+  masters_->refresh();
+}
+
+bool MixedPrecision::check_overflow(double loss, double* norm, int64_t step,
+                                    const std::function<void(const std::string&)>& say) {
+  if (!scaler_) return false;
+  const bool overflow = !std::isfinite(loss) || !std::isfinite(*norm);
+  const LossScaleUpdate u = scaler_->update(overflow);  // throws after too many skips
+  if (u.skip) {
+    say(fmt::format(
+        "step {}: fp16 overflow (loss {}, gradient norm {}): step skipped, loss scale "
+        "{} -> {}{} ({} skipped in a row)",
+        step, loss, *norm, u.old_scale, u.new_scale,
+        u.backed_off ? " (backed off)" : " (kept: hysteresis)", scaler_->skipped_in_a_row()));
+    return true;
+  }
+  if (u.grew)
+    say(fmt::format("step {}: fp16 loss scale grew {} -> {}", step, u.old_scale, u.new_scale));
+  // Gradients carry the scale of the step's loss (u.old_scale): take it out before clipping.
+  const float inv = 1.0f / u.old_scale;
+  for (Parameter* p : model_.parameters())
+    if (p->trainable) scale_inplace(ctx_, p->grad(), inv);
+  *norm /= static_cast<double>(u.old_scale);
+  return false;
+}
+
+void MixedPrecision::inject_test_overflow(int64_t step) {
+  if (step != inject_step_) return;
+  for (Parameter* p : model_.parameters())
+    if (p->trainable) return p->grad().fill_(INFINITY);  // one inf gradient is an overflow
+}
+
+void MixedPrecision::step(AdamW& opt, float lr) {
+  if (masters_) return masters_->step(opt, lr);
+  opt.step(lr);
+}
+
+nlohmann::json MixedPrecision::state_json() const {
+  if (!scaler_) return nullptr;
+  const LossScaler::State s = scaler_->state();
+  return {{"scale", s.scale},
+          {"good_steps", s.good_steps},
+          {"hysteresis_left", s.hysteresis_left},
+          {"skips_in_a_row", s.skips_in_a_row},
+          {"skipped_total", s.skipped_total}};
+}
+
+void MixedPrecision::restore(const nlohmann::json& state) {
+  if (!scaler_ || !state.is_object()) return;  // a checkpoint from fp32/bf16 keeps the start scale
+  LossScaler::State s{state.value("scale", scaler_->scale()), state.value("good_steps", 0),
+                      state.value("hysteresis_left", scaler_->state().hysteresis_left),
+                      state.value("skips_in_a_row", 0), state.value("skipped_total", int64_t{0})};
+  scaler_->restore(s);
+}
+
+}  // namespace braid

@@ -1,0 +1,47 @@
+// Mixed precision: the model computes with bf16/f16 weights while the optimizer updates f32
+// master copies; the low-precision weights are refreshed from the masters after each step.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/context.h"
+#include "core/parameter.h"
+
+namespace braid {
+
+class AdamW;
+
+class MasterWeights {
+ public:
+  // Keeps an f32 master (MemCategory::MasterWeights) of every parameter's current value and
+  // replaces the value by a `compute` (bf16 or f16) copy (MemCategory::Weights). Gradients
+  // stay f32 (Parameter::grad) and are shared with the masters.
+  MasterWeights(ExecContext& ctx, const std::vector<Parameter*>& params, DType compute);
+  MasterWeights(const MasterWeights&) = delete;
+  MasterWeights& operator=(const MasterWeights&) = delete;
+
+  DType compute_dtype() const { return compute_; }
+  // The masters as parameters (same names, value = f32 master, grad = the model parameter's
+  // gradient): what the optimizer updates and checkpoints save.
+  std::vector<Parameter*> params();
+  // (name, f32 master) of every non-replica parameter, for checkpoints.
+  std::vector<std::pair<std::string, Tensor>> named_masters() const;
+  // One optimizer step on the masters, then refresh(). Rebinds the gradients first, so a
+  // gradient rebound on the model (a data-parallel bucket) is the one the step reads.
+  void step(AdamW& opt, float lr);
+  // Writes every master into its model parameter's low-precision value (round to nearest
+  // even); after a step and after loading masters from a checkpoint.
+  void refresh();
+
+ private:
+  void bind_grads();
+  ExecContext& ctx_;
+  DType compute_;
+  std::vector<Parameter*> model_;
+  std::vector<std::unique_ptr<Parameter>> masters_;  // same order as model_
+};
+
+}  // namespace braid
