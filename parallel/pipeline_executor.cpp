@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "core/kernels/elementwise.h"
+#include "parallel/tensor_parallel.h"
 
 namespace braid {
 
@@ -317,20 +317,7 @@ std::vector<TraceEvent> gather_trace(Communicator& comm, const std::vector<Trace
 
 double pipeline_grad_norm(ExecContext& ctx, const std::vector<Parameter*>& params,
                           Communicator* pp) {
-  double sq = 0.0;
-  for (Parameter* p : params)
-    if (p->trainable && !p->replica && p->has_grad()) sq += sum_squares(ctx, p->grad());
-  if (!pp || pp->size() == 1) return std::sqrt(sq);
-  // The communicator reduces f32 only: send the double as a hi + lo pair of floats and add the
-  // members' pairs in double, in rank order (every member gets the same bits).
-  const float hi = static_cast<float>(sq), lo = static_cast<float>(sq - static_cast<double>(hi));
-  Tensor mine = Tensor::from_vector({hi, lo}, {2});
-  Tensor all = Tensor::empty({2 * pp->size()});
-  pp->all_gather(mine, all).wait();
-  double total = 0.0;
-  for (int r = 0; r < pp->size(); ++r)
-    total += static_cast<double>(all.f32()[2 * r]) + static_cast<double>(all.f32()[2 * r + 1]);
-  return std::sqrt(total);
+  return model_parallel_grad_norm(ctx, params, nullptr, pp);
 }
 
 }  // namespace braid
