@@ -1,6 +1,7 @@
 // Tensor parallelism on tp = world size ranks: the pass's model gives the single-rank model's
 // losses and (gathered) gradients, for one step and over 10 optimizer steps, both families;
-// composed with the pipeline executor (tp = 2 x pp = 2 on 4 ranks); and clear errors.
+// composed with the pipeline executor (tp = 2 x pp = 2 on 4 ranks) and with data parallelism
+// (dp = 2 x tp = 2); and clear errors.
 //
 // Tolerance: a row-parallel projection sums its partial products across ranks, the
 // vocab-parallel cross-entropy sums exponentials per rank, so results differ from one rank in
@@ -134,6 +135,35 @@ TEST_P(TensorParallel, TimesPipelineEqualsOneRank) {
   }
   const Grads gw = grads_of(whole.parameters());
   for (Parameter* p : stage.parameters()) {
+    const std::vector<float> g = gathered(*mc.tp, *p, is_vocab(*p) ? cfg.vocab_size : 0);
+    EXPECT_LT(max_scaled_err(g, gw.at(p->name)), 1e-5) << p->name;
+  }
+}
+
+// dp = 2 x tp = 2 (4 ranks): each data-parallel replica takes its own micro-batch; gradients
+// summed over dp equal the whole model's over both micro-batches.
+TEST_P(TensorParallel, TimesDataParallelEqualsOneRank) {
+  if (world().size() != 4) GTEST_SKIP() << "needs 4 ranks";
+  const ModelConfig cfg = tp_config(GetParam());
+  MeshComms mc = world().build_mesh(Mesh::resolve(2, 2, 1, 4));
+  ExecContext ctx;
+  Transformer model(ctx, cfg), whole(ctx, cfg);
+  model.init_weights();
+  whole.init_weights();
+  apply_tensor_parallel(ctx, model, *mc.tp);
+  const Batches b = batches(cfg, 2, kB, kT, 0);
+  const float scale = 1.0f / (2 * kB * kT);
+  Batches mine;
+  mine.tokens = {b.tokens[static_cast<size_t>(mc.coord.dp)]};
+  mine.targets = {b.targets[static_cast<size_t>(mc.coord.dp)]};
+  LossSum l = reference_step(ctx, model, mine, scale);
+  for (Parameter* p : model.parameters()) mc.dp->all_reduce(p->grad(), ReduceOp::Sum).wait();
+  Tensor ls = Tensor::from_vector({static_cast<float>(l.sum)}, {1});
+  mc.dp->all_reduce(ls, ReduceOp::Sum).wait();
+  const LossSum ref = reference_step(ctx, whole, b, scale);
+  EXPECT_NEAR(ls.f32()[0], ref.sum, 1e-6 * ref.sum);
+  const Grads gw = grads_of(whole.parameters());
+  for (Parameter* p : model.parameters()) {
     const std::vector<float> g = gathered(*mc.tp, *p, is_vocab(*p) ? cfg.vocab_size : 0);
     EXPECT_LT(max_scaled_err(g, gw.at(p->name)), 1e-5) << p->name;
   }
