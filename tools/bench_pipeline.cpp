@@ -61,9 +61,12 @@ std::vector<float> gather(Communicator& c, float x) {
 
 void bench_pipeline(World& w, int steps) {
   const int p = w.size();
-  const ModelConfig cfg = bench_model();
+  ModelConfig cfg = bench_model();
+  cfg.n_embd = 256;  // a few ms per micro-batch and stage, so p2p latency is small beside it
+  cfg.ffn_hidden = 768;
+  cfg.context_length = 128;
   MeshComms mc = w.build_mesh(Mesh::resolve(1, 1, p, p));
-  const int64_t B = 1, T = 64;
+  const int64_t B = 1, T = 128;
   if (w.rank() == 0)
     std::printf("pp=%d, llama n_layer=%d n_embd=%d, micro-batch %lldx%lld, %d steps\n", p,
                 cfg.n_layer, cfg.n_embd, static_cast<long long>(B), static_cast<long long>(T),
