@@ -2,6 +2,8 @@
 //   mpirun -np P bench_pipeline pipeline [--steps N]
 //       pp = P: measured bubble per schedule for m = 4, 8, 16 against (p-1)/(m+p-1), and the
 //       peak activation bytes per stage (the ExecContext allocator's Activations peak).
+//       --trace out.json [--schedule 1f1b --m 8]: also writes that run's timeline, every rank
+//       in one Chrome trace file (tools/plot_trace.py draws it).
 //   mpirun -np T bench_pipeline tp [--steps N]   (T = 1 or 2; same total threads)
 //       one micro-batch's forward + backward time with tp = T, and the share of it spent in
 //       the tensor-parallel collectives.
@@ -59,7 +61,13 @@ std::vector<float> gather(Communicator& c, float x) {
   return std::vector<float>(all.f32(), all.f32() + c.size());
 }
 
-void bench_pipeline(World& w, int steps) {
+struct TraceRequest {
+  const char* path = nullptr;
+  ScheduleKind kind = ScheduleKind::OneFOneB;
+  int m = 8;
+};
+
+void bench_pipeline(World& w, int steps, const TraceRequest& tr) {
   const int p = w.size();
   ModelConfig cfg = bench_model();
   cfg.n_embd = 256;  // a few ms per micro-batch and stage, so p2p latency is small beside it
@@ -88,7 +96,9 @@ void bench_pipeline(World& w, int steps) {
         chunks.back()->init_weights();
         ptrs.push_back(chunks.back().get());
       }
-      PipelineExecutor ex(ctx, ps, mc.coord.pp, ptrs, mc.pp, mc.embedding);
+      PipelineExecutorOptions eo;
+      eo.trace = tr.path && tr.kind == k && tr.m == m;
+      PipelineExecutor ex(ctx, ps, mc.coord.pp, ptrs, mc.pp, mc.embedding, eo);
       PipelineStepInput in{{}, {}, B, T, 1.0f / static_cast<float>(m * B * T)};
       for (int i = 0; i < m; ++i) {
         in.tokens.push_back(tokens(cfg, B, T, 2 * i + 1));
@@ -104,6 +114,10 @@ void bench_pipeline(World& w, int steps) {
         bubbles.push_back(r.bubble());
         peak = std::max<double>(
             peak, ctx.allocator().stats().peak_bytes[static_cast<int>(MemCategory::Activations)]);
+      }
+      if (eo.trace) {
+        const std::vector<TraceEvent> all = gather_trace(w.world(), ex.trace());
+        if (w.rank() == 0) write_chrome_trace(tr.path, all);
       }
       // The step's bubble: the mean over stages of each stage's idle share.
       const std::vector<float> b = gather(*mc.pp, static_cast<float>(median(bubbles)));
@@ -193,14 +207,24 @@ int main(int argc, char** argv) {
   try {
     const std::string mode = argc > 1 ? argv[1] : "";
     int steps = 5;
-    for (int i = 2; i + 1 < argc; ++i)
+    TraceRequest tr;
+    for (int i = 2; i + 1 < argc; ++i) {
       if (std::strcmp(argv[i], "--steps") == 0) steps = std::atoi(argv[i + 1]);
+      if (std::strcmp(argv[i], "--trace") == 0) tr.path = argv[i + 1];
+      if (std::strcmp(argv[i], "--m") == 0) tr.m = std::atoi(argv[i + 1]);
+      if (std::strcmp(argv[i], "--schedule") == 0)
+        BRAID_USER_CHECK(parse_schedule_kind(argv[i + 1], &tr.kind),
+                         "--schedule {}: expected gpipe, 1f1b, interleaved-1f1b or zb-h1",
+                         argv[i + 1]);
+    }
     if (mode == "pipeline") {
-      bench_pipeline(world, steps);
+      bench_pipeline(world, steps, tr);
     } else if (mode == "tp") {
       bench_tp(world, steps);
     } else {
-      std::fprintf(stderr, "usage: bench_pipeline pipeline|tp [--steps N] (under mpirun)\n");
+      std::fprintf(stderr,
+                   "usage: bench_pipeline pipeline|tp [--steps N] [--trace out.json --schedule "
+                   "1f1b --m 8] (under mpirun)\n");
       return 2;
     }
   } catch (const std::exception& e) {
