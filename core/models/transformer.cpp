@@ -29,7 +29,7 @@ Transformer::Transformer(ExecContext& ctx, const ModelConfig& cfg, BlockRange ra
                    : std::make_unique<Embedding>(ctx, "transformer.wte", embedding_name(cfg),
                                                  cfg.vocab_size, cfg.n_embd,
                                                  "transformer.wpe.weight", cfg.context_length);
-    embedding_ = e.get();
+    has_embedding_ = true;
     add_slot(llama ? "embed_tokens" : "wte", std::move(e));
   }
   block_slot0_ = num_slots();
@@ -41,12 +41,12 @@ Transformer::Transformer(ExecContext& ctx, const ModelConfig& cfg, BlockRange ra
       n = std::make_unique<RMSNorm>(ctx, "model.norm", cfg.n_embd, cfg.norm_eps);
     else
       n = std::make_unique<LayerNorm>(ctx, "transformer.ln_f", cfg.n_embd, cfg.norm_eps);
-    final_norm_ = n.get();
+    has_head_ = true;
     add_slot(llama ? "norm" : "ln_f", std::move(n));
     if (!cfg.tied()) {
       lm_head_ = std::make_unique<Parameter>("lm_head.weight",
                                              weight_tensor(ctx, {cfg.vocab_size, cfg.n_embd}));
-    } else if (!embedding_) {
+    } else if (!has_embedding_) {
       // The head's replica of the token table (same name, so init gives it the same values).
       lm_head_ = std::make_unique<Parameter>(embedding_name(cfg),
                                              weight_tensor(ctx, {cfg.vocab_size, cfg.n_embd}));
@@ -70,13 +70,25 @@ Parameter* Transformer::find_parameter(const std::string& name) const {
 
 Parameter* Transformer::tied_embedding() {
   if (!cfg_.tied()) return nullptr;
-  if (embedding_) return &embedding_->wte;
+  if (has_embedding_) return find_parameter(embedding_name(cfg_));
   return lm_head_.get();  // null on a middle stage
 }
 
 Parameter& Transformer::head_weight() {
   BRAID_CHECK(has_head(), "the LM head is on the last stage");
-  return lm_head_ ? *lm_head_ : embedding_->wte;
+  if (lm_head_) return *lm_head_;
+  Parameter* wte = find_parameter(embedding_name(cfg_));
+  BRAID_CHECK(wte, "the tied head has no {}", embedding_name(cfg_));
+  return *wte;
+}
+
+void Transformer::run_head_loss(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw,
+                                const Tensor& x, const Tensor& w, const Tensor& targets,
+                                float grad_scale) {
+  if (head_loss_)
+    head_loss_(ctx, losses, dx, dw, x, w, targets, grad_scale);
+  else
+    lm_head_cross_entropy(ctx, losses, dx, dw, x, w, targets, grad_scale);
 }
 
 void Transformer::init_weights() {
@@ -107,10 +119,10 @@ void Transformer::zero_grad(ExecContext& ctx) {
 
 Tensor Transformer::forward(const Tensor& input, MicroBatch& mb) {
   Tensor x = input;
-  if (embedding_) {
+  if (has_embedding_) {
     BRAID_CHECK(input.ndim() == 2 && input.dim(1) <= cfg_.context_length,
                 "tokens {} exceed context_length {}", input.str(), cfg_.context_length);
-    x = embedding_->forward(input, mb);
+    x = embedding().forward(input, mb);
   }
   for (int i = 0; i < last_ - first_; ++i) x = block(i).forward(x, mb);
   return x;
@@ -122,16 +134,16 @@ LossSum Transformer::loss(const Tensor& x, const Tensor& targets, float grad_sca
               last_, cfg_.n_layer);
   ExecContext& ctx = mb.ctx();
   const int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2);
-  Tensor h = final_norm_->forward(x, mb);
+  Tensor h = final_norm().forward(x, mb);
   Tensor losses = x.new_empty({B * T}, DType::F32);
   Tensor dh = x.new_empty({B * T, C}, x.dtype());
   Parameter& head = head_weight();
   Tensor dw = head.trainable ? head.grad() : Tensor();
-  lm_head_cross_entropy(ctx, losses, dh, dw, h.view({B * T, C}), head.value, targets.view({B * T}),
-                        grad_scale);
+  run_head_loss(ctx, losses, dh, dw, h.view({B * T, C}), head.value, targets.view({B * T}),
+                grad_scale);
   // The tied token table on this stage gets its last contribution in the embedding's backward.
-  if (head.trainable && !(cfg_.tied() && embedding_)) mb.grad_ready(head);
-  mb.push(final_norm_->backward(dh.view({B, T, C}), mb));
+  if (head.trainable && !(cfg_.tied() && has_embedding_)) mb.grad_ready(head);
+  mb.push(final_norm().backward(dh.view({B, T, C}), mb));
   return loss_sum(ctx, losses, targets.view({B * T}));
 }
 
@@ -142,15 +154,15 @@ Tensor Transformer::backward(const Tensor& dy, MicroBatch& mb) {
     dx = mb.pop();  // kept by loss()
   }
   for (int i = last_ - first_ - 1; i >= 0; --i) dx = block(i).backward(dx, mb);
-  if (embedding_) return embedding_->backward(dx, mb);
+  if (has_embedding_) return embedding().backward(dx, mb);
   return dx;
 }
 
 Tensor Transformer::forward_eval(ExecContext& ctx, const Tensor& input) {
   Tensor x = input;
-  if (embedding_) {
+  if (has_embedding_) {
     InferState st{ctx};
-    x = embedding_->infer(input, st);
+    x = embedding().infer(input, st);
   }
   MicroBatch scratch(ctx);  // thrown away: nothing is kept
   for (int i = 0; i < last_ - first_; ++i) {
@@ -164,18 +176,18 @@ LossSum Transformer::loss_eval(ExecContext& ctx, const Tensor& x, const Tensor& 
   BRAID_CHECK(has_head(), "loss_eval() on a stage without the LM head");
   const int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2);
   InferState st{ctx};
-  Tensor h = final_norm_->infer(x, st);
+  Tensor h = final_norm().infer(x, st);
   Tensor losses = x.new_empty({B * T}, DType::F32);
-  Tensor none;
+  Tensor none, none_w;
   Parameter& head = head_weight();
-  lm_head_cross_entropy(ctx, losses, none, none, h.view({B * T, C}), head.value,
-                        targets.view({B * T}), 0.0f);
+  run_head_loss(ctx, losses, none, none_w, h.view({B * T, C}), head.value, targets.view({B * T}),
+                0.0f);
   return loss_sum(ctx, losses, targets.view({B * T}));
 }
 
 LossSum Transformer::forward_backward(MicroBatch& mb, const Tensor& tokens, const Tensor& targets,
                                       float grad_scale) {
-  BRAID_CHECK(embedding_ && has_head(), "forward_backward() needs the whole model");
+  BRAID_CHECK(has_embedding_ && has_head(), "forward_backward() needs the whole model");
   LossSum r = loss(forward(tokens, mb), targets, grad_scale, mb);
   backward(Tensor(), mb);
   BRAID_CHECK(mb.stash_size() == 0, "{} saved tensors left after backward", mb.stash_size());
@@ -183,13 +195,13 @@ LossSum Transformer::forward_backward(MicroBatch& mb, const Tensor& tokens, cons
 }
 
 LossSum Transformer::forward_loss(ExecContext& ctx, const Tensor& tokens, const Tensor& targets) {
-  BRAID_CHECK(embedding_ && has_head(), "forward_loss() needs the whole model");
+  BRAID_CHECK(has_embedding_ && has_head(), "forward_loss() needs the whole model");
   return loss_eval(ctx, forward_eval(ctx, tokens), targets);
 }
 
 Tensor Transformer::infer(const Tensor& input, InferState& st) {
   Tensor x = input;
-  if (embedding_) x = embedding_->infer(input, st);
+  if (has_embedding_) x = embedding().infer(input, st);
   for (int i = 0; i < last_ - first_; ++i) x = block(i).infer(x, st);
   return x;
 }
@@ -203,12 +215,13 @@ KVCache Transformer::make_cache(ExecContext& ctx, int64_t max_len) const {
 }
 
 Tensor Transformer::decode(ExecContext& ctx, const Tensor& tokens, KVCache& cache) {
-  BRAID_CHECK(embedding_ && has_head(), "decode() needs the whole model");
+  BRAID_CHECK(has_embedding_ && has_head(), "decode() needs the whole model");
+  BRAID_CHECK(!head_loss_, "decode() needs the single-rank LM head (no tensor parallelism)");
   const int64_t Tn = tokens.dim(1), C = cfg_.n_embd;
   InferState st{ctx, &cache, cache.len};
   Tensor x = infer(tokens, st);
   cache.len += Tn;
-  Tensor last = final_norm_->infer(x.view({Tn, C}).slice0(Tn - 1, Tn), st);  // (1, C)
+  Tensor last = final_norm().infer(x.view({Tn, C}).slice0(Tn - 1, Tn), st);  // (1, C)
   Tensor logits = x.new_empty({1, cfg_.vocab_size}, DType::F32);
   linear_forward(ctx, logits, last, head_weight().value, Tensor());
   return logits.view({cfg_.vocab_size});

@@ -10,6 +10,7 @@
 // writes its weight gradient there, so gradients accumulate in backward order.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -21,6 +22,14 @@ namespace braid {
 
 // Blocks [first, last) of the model; the embedding lives with block 0 and the final norm and
 // LM head with the last block. The default is the whole model.
+// The LM head + cross-entropy that loss() and loss_eval() run, with lm_head_cross_entropy's
+// contract (core/kernels/cross_entropy.h). Replaceable so that a pass (tensor parallelism's
+// vocab-parallel cross-entropy) can change it without the model knowing; w is the head weight
+// as this rank holds it.
+using HeadLossFn =
+    std::function<void(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw, const Tensor& x,
+                       const Tensor& w, const Tensor& targets, float grad_scale)>;
+
 struct BlockRange {
   int first = 0;
   int last = -1;  // -1: n_layer
@@ -33,8 +42,10 @@ class Transformer : public Module {
   const ModelConfig& config() const { return cfg_; }
   int first_block() const { return first_; }
   int last_block() const { return last_; }
-  bool has_embedding() const { return embedding_ != nullptr; }
-  bool has_head() const { return final_norm_ != nullptr; }
+  bool has_embedding() const { return has_embedding_; }
+  bool has_head() const { return has_head_; }
+  // Replaces the head's loss (null restores lm_head_cross_entropy). Decoding needs the default.
+  void set_head_loss(HeadLossFn fn) { head_loss_ = std::move(fn); }
 
   // Every parameter once, in order of use (the tied LM head is the token embedding; a last
   // stage without the embedding holds a replica of it). Recollected after passes.
@@ -81,12 +92,18 @@ class Transformer : public Module {
  private:
   Parameter& head_weight();
   Module& block(int i) const { return child(block_slot0_ + i); }
+  // Through the slots, not pointers to the built modules: a pass may have replaced them.
+  Module& embedding() const { return child(0); }
+  Module& final_norm() const { return child(num_slots() - 1); }
+  void run_head_loss(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw, const Tensor& x,
+                     const Tensor& w, const Tensor& targets, float grad_scale);
 
   ModelConfig cfg_;
   int first_, last_;
-  Embedding* embedding_ = nullptr;  // slot 0 on the first stage
-  Module* final_norm_ = nullptr;    // last slot on the last stage
+  bool has_embedding_ = false;  // slot 0 on the first stage
+  bool has_head_ = false;       // the final norm in the last slot on the last stage
   size_t block_slot0_ = 0;
+  HeadLossFn head_loss_;
   std::unique_ptr<Parameter> lm_head_;  // untied head, or the tied replica on a last stage
   std::vector<Parameter*> params_;
 };

@@ -1,0 +1,219 @@
+// The tensor-parallel pass, the vocab-parallel cross-entropy and the model-parallel grad norm.
+#include "parallel/tensor_parallel.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "core/kernels/elementwise.h"
+#include "core/kernels/linear.h"
+#include "parallel/tp_layers.h"
+
+namespace braid {
+
+int64_t padded_vocab(int64_t vocab, int tp, int align) {
+  const int64_t unit = static_cast<int64_t>(tp) * align;
+  return (vocab + unit - 1) / unit * unit;
+}
+
+void check_tensor_parallel(const ModelConfig& cfg, int tp, const TensorParallelOptions& o) {
+  BRAID_USER_CHECK(tp >= 1, "parallel.tp is {}; expected >= 1", tp);
+  BRAID_USER_CHECK(o.vocab_align >= 1, "the vocabulary alignment is {}; expected >= 1",
+                   o.vocab_align);
+  if (tp == 1) return;
+  BRAID_USER_CHECK(cfg.n_head % tp == 0,
+                   "model.n_head is {}, which parallel.tp = {} does not divide: attention is split "
+                   "by heads; choose a tp that divides {}",
+                   cfg.n_head, tp, cfg.n_head);
+  BRAID_USER_CHECK(cfg.kv_heads() % tp == 0,
+                   "model.n_kv_head is {}, which parallel.tp = {} does not divide: key/value heads "
+                   "are split across tensor-parallel ranks (replicating them when tp > n_kv_head "
+                   "is not supported yet); choose a tp that divides {}",
+                   cfg.kv_heads(), tp, cfg.kv_heads());
+  BRAID_USER_CHECK(cfg.ffn() % tp == 0,
+                   "the MLP hidden size (model.ffn_hidden) is {}, which parallel.tp = {} does not "
+                   "divide; set model.ffn_hidden to a multiple of {}",
+                   cfg.ffn(), tp, tp);
+  BRAID_USER_CHECK(cfg.n_embd % tp == 0,
+                   "model.n_embd is {}, which parallel.tp = {} does not divide", cfg.n_embd, tp);
+}
+
+namespace {
+
+void shard_into(Parameter& dst, const Parameter& full, const ShardSpec& s, int part) {
+  s.validate(full.value.shape(), full.name);
+  dst.value = extract_shard(full.value, s, part);
+  dst.global_shape = full.value.shape();
+  dst.shard = s;
+  dst.trainable = full.trainable;
+  dst.replica = full.replica;
+}
+
+// Column-parallel: this rank's rows (output features) of the weight and bias.
+std::unique_ptr<Module> column(ExecContext& ctx, const Module& m, int n, int part,
+                               std::vector<int64_t> blocks = {}) {
+  const auto& l = dynamic_cast<const Linear&>(m);
+  auto out =
+      std::make_unique<Linear>(ctx, l.path(), l.in_features, l.out_features / n, l.bias != nullptr);
+  const ShardSpec s{0, n, std::move(blocks)};
+  shard_into(out->weight, l.weight, s, part);
+  if (l.bias) shard_into(*out->bias, *l.bias, s, part);
+  return out;
+}
+
+// Row-parallel: this rank's columns (input features) of the weight; the bias replicated.
+std::unique_ptr<Module> row(const Module& m, int n, int part, Communicator& tp) {
+  const auto& l = dynamic_cast<const Linear&>(m);
+  const ShardSpec s{1, n, {}};
+  auto out = std::make_unique<RowParallelLinear>(l.path(), Tensor(), Tensor(), tp);
+  shard_into(out->weight, l.weight, s, part);
+  if (l.bias) {
+    out->bias = std::make_unique<Parameter>(l.bias->name, l.bias->value, l.bias->trainable);
+  }
+  return out;
+}
+
+// The full (V, C) table padded with zero rows to (Vp, C), then this rank's rows.
+void shard_vocab(Parameter& p, int64_t padded, int n, int part) {
+  const Shape& g = p.value.shape();
+  Tensor full = p.value.new_zeros({padded, g[1]}, DType::F32, MemCategory::Weights);
+  std::memcpy(full.raw(), p.value.raw(), p.value.nbytes());
+  Parameter whole(p.name, full, p.trainable);
+  whole.replica = p.replica;
+  shard_into(p, whole, ShardSpec{0, n, {}}, part);
+}
+
+}  // namespace
+
+int apply_tensor_parallel(ExecContext& ctx, Transformer& model, Communicator& tp,
+                          const TensorParallelOptions& o) {
+  const ModelConfig& cfg = model.config();
+  const int n = tp.size(), r = tp.rank();
+  check_tensor_parallel(cfg, n, o);
+  if (n == 1) return 0;
+  const int64_t V = cfg.vocab_size, Vp = padded_vocab(V, n, o.vocab_align), rows = Vp / n;
+  const bool llama = cfg.is_llama();
+  // The head's own weight (untied, or the tied replica of a last stage) first: replacing
+  // modules below leaves model.parameters() stale until refresh_parameters().
+  if (model.has_head()) {
+    Parameter* own = cfg.tied() ? (model.has_embedding() ? nullptr : model.tied_embedding())
+                                : model.find_parameter("lm_head.weight");
+    if (own) shard_vocab(*own, Vp, n, r);
+    model.set_head_loss(vocab_parallel_cross_entropy(tp, V, r * rows));
+  }
+  int replaced = model.replace(
+      [](const Module& m) { return dynamic_cast<const SelfAttention*>(&m) != nullptr; },
+      [&](std::unique_ptr<Module> old) -> std::unique_ptr<Module> {
+        std::vector<std::unique_ptr<Module>> cols;
+        if (llama) {
+          for (size_t i = 0; i < 3; ++i) cols.push_back(column(ctx, old->child(i), n, r));
+        } else {
+          const int64_t C = cfg.n_embd;
+          cols.push_back(column(ctx, old->child(0), n, r, {C, C, C}));
+        }
+        auto out = row(old->child(llama ? 3 : 1), n, r, tp);
+        return std::make_unique<TpSelfAttention>(cfg, old->path(), n, std::move(cols),
+                                                 std::move(out), tp);
+      });
+  replaced += model.replace([](const Module& m) { return dynamic_cast<const MLP*>(&m) != nullptr; },
+                            [&](std::unique_ptr<Module> old) -> std::unique_ptr<Module> {
+                              std::vector<std::unique_ptr<Module>> cols;
+                              const size_t ncol = llama ? 2 : 1;
+                              for (size_t i = 0; i < ncol; ++i)
+                                cols.push_back(column(ctx, old->child(i), n, r));
+                              auto out = row(old->child(ncol), n, r, tp);
+                              return std::make_unique<TpMLP>(cfg, old->path(), std::move(cols),
+                                                             std::move(out), tp);
+                            });
+  replaced +=
+      model.replace([](const Module& m) { return dynamic_cast<const Embedding*>(&m) != nullptr; },
+                    [&](std::unique_ptr<Module> old) -> std::unique_ptr<Module> {
+                      auto& e = dynamic_cast<Embedding&>(*old);
+                      Parameter wte(e.wte.name, e.wte.value, e.wte.trainable);
+                      shard_vocab(wte, Vp, n, r);
+                      return std::make_unique<VocabParallelEmbedding>(
+                          e.path(), std::move(wte), std::move(e.wpe), V, r * rows, tp);
+                    });
+  model.refresh_parameters();
+  return replaced;
+}
+
+HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t row_begin) {
+  return [&tp, vocab, row_begin](ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw,
+                                 const Tensor& x, const Tensor& w, const Tensor& targets,
+                                 float grad_scale) {
+    const int64_t N = x.dim(0), rows = w.dim(0);
+    // Only this rank's (N, V / tp) block of the logits ever exists.
+    Tensor logits = ctx.empty({N, rows});
+    linear_forward(ctx, logits, x, w, Tensor());
+    float* lg = logits.f32();
+    const int32_t* tgt = targets.i32();
+    const int64_t real = std::max<int64_t>(0, std::min(rows, vocab - row_begin));
+    // Per row: max, then sum of exp and the target's logit (owned by one rank; 0 elsewhere).
+    Tensor mx = ctx.empty({N});
+    Tensor st = ctx.zeros({2 * N});  // [sum exp | target logit]
+    for (int64_t i = 0; i < N; ++i) {
+      BRAID_CHECK(tgt[i] >= -1 && tgt[i] < vocab, "target {} outside [-1, {})", tgt[i], vocab);
+      float m = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < real; ++j) m = std::max(m, lg[i * rows + j]);
+      mx.f32()[i] = m;
+      const int64_t local = tgt[i] - row_begin;
+      if (tgt[i] >= 0 && local >= 0 && local < real) st.f32()[N + i] = lg[i * rows + local];
+    }
+    if (tp.size() > 1) tp.all_reduce(mx, ReduceOp::Max).wait();
+    for (int64_t i = 0; i < N; ++i) {
+      const float m = mx.f32()[i];
+      float s = 0;
+      for (int64_t j = 0; j < real; ++j) {
+        lg[i * rows + j] = std::exp(lg[i * rows + j] - m);  // logits become exp(l - max)
+        s += lg[i * rows + j];
+      }
+      st.f32()[i] = s;
+    }
+    if (tp.size() > 1) tp.all_reduce(st, ReduceOp::Sum).wait();
+    for (int64_t i = 0; i < N; ++i)
+      losses.f32()[i] = tgt[i] < 0 ? 0.0f : std::log(st.f32()[i]) + mx.f32()[i] - st.f32()[N + i];
+    if (!dx.defined()) return;
+    // d loss / d logit = softmax - onehot; padded columns and ignored rows get 0.
+    for (int64_t i = 0; i < N; ++i) {
+      const float inv = tgt[i] < 0 ? 0.0f : grad_scale / st.f32()[i];
+      for (int64_t j = 0; j < rows; ++j) lg[i * rows + j] = j < real ? lg[i * rows + j] * inv : 0;
+      const int64_t local = tgt[i] - row_begin;
+      if (tgt[i] >= 0 && local >= 0 && local < real) lg[i * rows + local] -= grad_scale;
+    }
+    linear_backward_input(ctx, dx, logits, w);
+    if (tp.size() > 1) tp.all_reduce(dx, ReduceOp::Sum).wait();
+    if (dw.defined()) {
+      Tensor none;
+      linear_backward_weight(ctx, dw, none, logits, x);
+    }
+  };
+}
+
+namespace {
+// The communicator reduces f32 only: a double travels as a hi + lo pair of floats, and the
+// members' pairs are added in double in rank order (every member gets the same bits).
+double sum_over(Communicator* comm, double x) {
+  if (!comm || comm->size() == 1) return x;
+  const float hi = static_cast<float>(x), lo = static_cast<float>(x - static_cast<double>(hi));
+  Tensor mine = Tensor::from_vector({hi, lo}, {2});
+  Tensor all = Tensor::empty({2 * comm->size()});
+  comm->all_gather(mine, all).wait();
+  double total = 0.0;
+  for (int r = 0; r < comm->size(); ++r)
+    total += static_cast<double>(all.f32()[2 * r]) + static_cast<double>(all.f32()[2 * r + 1]);
+  return total;
+}
+}  // namespace
+
+double model_parallel_grad_norm(ExecContext& ctx, const std::vector<Parameter*>& params,
+                                Communicator* tp, Communicator* pp) {
+  double sharded = 0.0, replicated = 0.0;
+  for (Parameter* p : params) {
+    if (!p->trainable || p->replica || !p->has_grad()) continue;
+    (p->shard.sharded() ? sharded : replicated) += sum_squares(ctx, p->grad());
+  }
+  return std::sqrt(sum_over(pp, sum_over(tp, sharded) + replicated));
+}
+
+}  // namespace braid

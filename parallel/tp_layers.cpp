@@ -1,0 +1,299 @@
+// Tensor-parallel attention, MLP, row-parallel linear and vocab-parallel embedding.
+#include "parallel/tp_layers.h"
+
+#include <cstring>
+
+#include "core/kernels/activation.h"
+#include "core/kernels/attention.h"
+#include "core/kernels/elementwise.h"
+#include "core/kernels/linear.h"
+#include "core/kernels/rope.h"
+
+namespace braid {
+
+namespace {
+Shape with_last(const Shape& s, int64_t last) {
+  Shape r = s;
+  r.back() = last;
+  return r;
+}
+void all_reduce_sum(Communicator& tp, Tensor& t) {
+  if (tp.size() > 1) tp.all_reduce(t, ReduceOp::Sum).wait();
+}
+}  // namespace
+
+// ---- RowParallelLinear ----
+
+RowParallelLinear::RowParallelLinear(const std::string& path, Tensor w, Tensor b, Communicator& tp)
+    : Module(path), weight(path + ".weight", std::move(w)), tp_(tp) {
+  if (b.defined()) bias = std::make_unique<Parameter>(path + ".bias", std::move(b));
+}
+
+Tensor RowParallelLinear::run(ExecContext& ctx, const Tensor& x) {
+  const int64_t out = weight.value.dim(0);
+  Tensor y = x.new_empty(with_last(x.shape(), out), DType::F32);
+  Tensor y2 = as_rows(y);
+  // The bias once: group rank 0 adds it to its partial sum.
+  const Tensor b = bias && tp_.rank() == 0 ? bias->value : Tensor();
+  linear_forward(ctx, y2, as_rows(x), weight.value, b);
+  all_reduce_sum(tp_, y);
+  return y;
+}
+
+Tensor RowParallelLinear::forward(const Tensor& x, MicroBatch& mb) {
+  mb.push(x);
+  return run(mb.ctx(), x);
+}
+
+Tensor RowParallelLinear::infer(const Tensor& x, InferState& st) { return run(st.ctx, x); }
+
+Tensor RowParallelLinear::backward(const Tensor& dy, MicroBatch& mb) {
+  ExecContext& ctx = mb.ctx();
+  Tensor x = mb.pop();
+  Tensor dx = empty_like(x);
+  Tensor dx2 = as_rows(dx);
+  const Tensor dy2 = as_rows(dy);
+  linear_backward_input(ctx, dx2, dy2, weight.value);
+  const bool train_w = weight.trainable, train_b = bias && bias->trainable;
+  if (!train_w && !train_b) return dx;
+  auto work = [this, &ctx, dy2, x2 = as_rows(x), train_w, train_b] {
+    Tensor dw = train_w ? weight.grad() : Tensor();
+    Tensor db = train_b ? bias->grad() : Tensor();
+    linear_backward_weight(ctx, dw, db, dy2, x2);
+  };
+  std::vector<Parameter*> ready;
+  if (train_b) ready.push_back(bias.get());
+  if (train_w) ready.push_back(&weight);
+  if (mb.defer_weight_grads()) {
+    mb.defer(std::move(work), std::move(ready));
+  } else {
+    work();
+    for (Parameter* p : ready) mb.grad_ready(*p);
+  }
+  return dx;
+}
+
+void RowParallelLinear::own_parameters(std::vector<Parameter*>& out) {
+  out.push_back(&weight);
+  if (bias) out.push_back(bias.get());
+}
+
+// ---- TpSelfAttention ----
+
+TpSelfAttention::TpSelfAttention(const ModelConfig& cfg, const std::string& path, int tp_size,
+                                 std::vector<std::unique_ptr<Module>> column,
+                                 std::unique_ptr<Module> out, Communicator& tp)
+    : Module(path),
+      llama_(cfg.is_llama()),
+      n_head_(cfg.n_head / tp_size),
+      n_kv_head_(cfg.kv_heads() / tp_size),
+      head_dim_(cfg.head_dim()),
+      rope_theta_(cfg.rope_theta),
+      tp_(tp) {
+  static const char* llama_names[] = {"q_proj", "k_proj", "v_proj"};
+  for (size_t i = 0; i < column.size(); ++i)
+    add_slot(llama_ ? llama_names[i] : "c_attn", std::move(column[i]));
+  out_slot_ = add_slot(llama_ ? "o_proj" : "c_proj", std::move(out));
+}
+
+Tensor TpSelfAttention::forward(const Tensor& x, MicroBatch& mb) {
+  ExecContext& ctx = mb.ctx();
+  const int64_t B = x.dim(0), T = x.dim(1), Cl = n_head_ * head_dim_;
+  Tensor q, k, v;
+  if (llama_) {
+    q = child(0).forward(x, mb).view({B, T, n_head_, head_dim_});
+    k = child(1).forward(x, mb).view({B, T, n_kv_head_, head_dim_});
+    v = child(2).forward(x, mb).view({B, T, n_kv_head_, head_dim_});
+    rope_forward(ctx, q, 0, rope_theta_);
+    rope_forward(ctx, k, 0, rope_theta_);
+  } else {
+    // The c_attn shard's rows are this rank's q, k and v heads, in that order.
+    Tensor qkv = child(0).forward(x, mb);
+    q = x.new_empty({B, T, n_head_, head_dim_}, DType::F32);
+    k = x.new_empty({B, T, n_head_, head_dim_}, DType::F32);
+    v = x.new_empty({B, T, n_head_, head_dim_}, DType::F32);
+    Tensor q2 = q.view({B * T, Cl}), k2 = k.view({B * T, Cl}), v2 = v.view({B * T, Cl});
+    split_columns(ctx, {&q2, &k2, &v2}, qkv.view({B * T, 3 * Cl}));
+  }
+  Tensor out = x.new_empty({B, T, n_head_, head_dim_}, DType::F32);
+  Tensor lse = x.new_empty({B, n_head_, T}, DType::F32);
+  attention_forward(ctx, out, lse, q, k, v);
+  mb.push(q);
+  mb.push(k);
+  mb.push(v);
+  mb.push(out);
+  mb.push(lse);
+  return child(out_slot_).forward(out.view({B, T, Cl}), mb);
+}
+
+Tensor TpSelfAttention::backward(const Tensor& dy, MicroBatch& mb) {
+  ExecContext& ctx = mb.ctx();
+  const int64_t B = dy.dim(0), T = dy.dim(1), Cl = n_head_ * head_dim_;
+  Tensor dout = child(out_slot_).backward(dy, mb).view({B, T, n_head_, head_dim_});
+  Tensor lse = mb.pop(), out = mb.pop(), v = mb.pop(), k = mb.pop(), q = mb.pop();
+  Tensor dq = empty_like(q), dk = empty_like(k), dv = empty_like(v);
+  attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse);
+  Tensor dx;
+  if (llama_) {
+    rope_backward(ctx, dq, 0, rope_theta_);
+    rope_backward(ctx, dk, 0, rope_theta_);
+    const int64_t kv = n_kv_head_ * head_dim_;
+    dx = child(2).backward(dv.view({B, T, kv}), mb);
+    add_inplace(ctx, dx, child(1).backward(dk.view({B, T, kv}), mb));
+    add_inplace(ctx, dx, child(0).backward(dq.view({B, T, Cl}), mb));
+  } else {
+    Tensor dqkv = dy.new_empty({B, T, 3 * Cl}, DType::F32);
+    Tensor dqkv2 = dqkv.view({B * T, 3 * Cl});
+    const Tensor dq2 = dq.view({B * T, Cl}), dk2 = dk.view({B * T, Cl}), dv2 = dv.view({B * T, Cl});
+    concat_columns(ctx, dqkv2, {&dq2, &dk2, &dv2});
+    dx = child(0).backward(dqkv, mb);
+  }
+  all_reduce_sum(tp_, dx);  // entering the region: each rank has its heads' part of dx
+  return dx;
+}
+
+Tensor TpSelfAttention::infer(const Tensor&, InferState&) {
+  throw Error(
+      fmt::format("{}: KV-cache decoding is not supported under tensor parallelism; "
+                  "export the model and generate on one rank",
+                  path()));
+}
+
+// ---- TpMLP ----
+
+TpMLP::TpMLP(const ModelConfig& cfg, const std::string& path,
+             std::vector<std::unique_ptr<Module>> column, std::unique_ptr<Module> out,
+             Communicator& tp)
+    : Module(path), llama_(cfg.is_llama()), tp_(tp) {
+  static const char* llama_names[] = {"gate_proj", "up_proj"};
+  for (size_t i = 0; i < column.size(); ++i)
+    add_slot(llama_ ? llama_names[i] : "c_fc", std::move(column[i]));
+  add_slot(llama_ ? "down_proj" : "c_proj", std::move(out));
+}
+
+Tensor TpMLP::forward(const Tensor& x, MicroBatch& mb) {
+  ExecContext& ctx = mb.ctx();
+  if (llama_) {
+    Tensor gate = child(0).forward(x, mb), up = child(1).forward(x, mb);
+    Tensor h = empty_like(gate);
+    Tensor h2 = as_rows(h);
+    swiglu_forward(ctx, h2, as_rows(gate), as_rows(up));
+    mb.push(gate);
+    mb.push(up);
+    return child(2).forward(h, mb);
+  }
+  Tensor pre = child(0).forward(x, mb);
+  Tensor act = empty_like(pre);
+  gelu_forward(ctx, act, pre);
+  mb.push(pre);
+  return child(1).forward(act, mb);
+}
+
+Tensor TpMLP::backward(const Tensor& dy, MicroBatch& mb) {
+  ExecContext& ctx = mb.ctx();
+  Tensor dx;
+  if (llama_) {
+    Tensor dh = child(2).backward(dy, mb);
+    Tensor up = mb.pop(), gate = mb.pop();
+    Tensor dgate = empty_like(gate), dup = empty_like(up);
+    Tensor dgate2 = as_rows(dgate), dup2 = as_rows(dup);
+    swiglu_backward(ctx, dgate2, dup2, as_rows(dh), as_rows(gate), as_rows(up));
+    dx = child(1).backward(dup, mb);
+    add_inplace(ctx, dx, child(0).backward(dgate, mb));
+  } else {
+    Tensor dact = child(1).backward(dy, mb);
+    Tensor pre = mb.pop();
+    gelu_backward(ctx, dact, dact, pre);
+    dx = child(0).backward(dact, mb);
+  }
+  all_reduce_sum(tp_, dx);
+  return dx;
+}
+
+Tensor TpMLP::infer(const Tensor& x, InferState& st) {
+  ExecContext& ctx = st.ctx;
+  if (llama_) {
+    Tensor gate = child(0).infer(x, st), up = child(1).infer(x, st);
+    Tensor h = empty_like(gate);
+    Tensor h2 = as_rows(h);
+    swiglu_forward(ctx, h2, as_rows(gate), as_rows(up));
+    return child(2).infer(h, st);
+  }
+  Tensor h = child(0).infer(x, st);
+  gelu_forward(ctx, h, h);
+  return child(1).infer(h, st);
+}
+
+// ---- VocabParallelEmbedding ----
+
+VocabParallelEmbedding::VocabParallelEmbedding(const std::string& path, Parameter wte_,
+                                               std::unique_ptr<Parameter> wpe_, int64_t vocab,
+                                               int64_t row_begin, Communicator& tp)
+    : Module(path),
+      wte(std::move(wte_)),
+      wpe(std::move(wpe_)),
+      vocab_(vocab),
+      row_begin_(row_begin),
+      tp_(tp) {}
+
+Tensor VocabParallelEmbedding::infer(const Tensor& tokens, InferState& st) {
+  BRAID_CHECK(tokens.device().is_cpu() && st.pos == 0,
+              "the vocab-parallel embedding runs on the host, from position 0");
+  const int64_t B = tokens.dim(0), T = tokens.dim(1), C = wte.value.dim(1);
+  const int64_t rows = wte.value.dim(0);
+  Tensor out = st.ctx.zeros({B, T, C});
+  const int32_t* tok = tokens.i32();
+  const float* w = wte.value.f32();
+  const float* pos = wpe && tp_.rank() == 0 ? wpe->value.f32() : nullptr;
+  BRAID_CHECK(!wpe || T <= wpe->value.dim(0), "position {} outside the table", T - 1);
+  float* o = out.f32();
+  for (int64_t i = 0; i < B * T; ++i) {
+    const int64_t t = tok[i];
+    BRAID_CHECK(t >= 0 && t < vocab_, "token id {} outside the vocabulary [0, {})", t, vocab_);
+    float* row = o + i * C;
+    const int64_t local = t - row_begin_;
+    if (local >= 0 && local < rows) std::memcpy(row, w + local * C, sizeof(float) * C);
+    if (pos)
+      for (int64_t c = 0; c < C; ++c) row[c] += pos[(i % T) * C + c];
+  }
+  all_reduce_sum(tp_, out);
+  return out;
+}
+
+Tensor VocabParallelEmbedding::forward(const Tensor& tokens, MicroBatch& mb) {
+  mb.push(tokens);
+  InferState st{mb.ctx()};
+  return infer(tokens, st);
+}
+
+Tensor VocabParallelEmbedding::backward(const Tensor& dx, MicroBatch& mb) {
+  Tensor tokens = mb.pop();
+  const int64_t B = tokens.dim(0), T = tokens.dim(1), C = wte.value.dim(1);
+  const int64_t rows = wte.value.dim(0);
+  const int32_t* tok = tokens.i32();
+  const float* d = dx.f32();
+  if (wte.trainable) {
+    float* g = wte.grad().f32();
+    for (int64_t i = 0; i < B * T; ++i) {
+      const int64_t local = tok[i] - row_begin_;
+      if (local < 0 || local >= rows) continue;
+      for (int64_t c = 0; c < C; ++c) g[local * C + c] += d[i * C + c];
+    }
+  }
+  // dx is the same on every rank, so the replicated position table's gradient is too.
+  if (wpe && wpe->trainable) {
+    float* g = wpe->grad().f32();
+    for (int64_t i = 0; i < B * T; ++i)
+      for (int64_t c = 0; c < C; ++c) g[(i % T) * C + c] += d[i * C + c];
+  }
+  if (wpe && wpe->trainable) mb.grad_ready(*wpe);
+  if (wte.trainable) mb.grad_ready(wte);
+  return Tensor();
+}
+
+void VocabParallelEmbedding::own_parameters(std::vector<Parameter*>& out) {
+  out.push_back(&wte);
+  if (wpe) out.push_back(wpe.get());
+}
+
+}  // namespace braid

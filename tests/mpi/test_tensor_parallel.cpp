@@ -1,0 +1,203 @@
+// Tensor parallelism on tp = world size ranks: the pass's model gives the single-rank model's
+// losses and (gathered) gradients, for one step and over 10 optimizer steps, both families;
+// composed with the pipeline executor (tp = 2 x pp = 2 on 4 ranks) and with data parallelism
+// (dp = 2 x tp = 2); and clear errors.
+//
+// Tolerance: a row-parallel projection sums its partial products across ranks, the
+// vocab-parallel cross-entropy sums exponentials per rank, so results differ from one rank in
+// the order of additions only: losses to 1e-6 relative, gradients to 1e-5 of each tensor's
+// largest magnitude; 10 steps' losses to 1e-4 relative.
+#include <gtest/gtest.h>
+
+#include "parallel/pipeline_executor.h"
+#include "parallel/tensor_parallel.h"
+#include "tests/mpi/model_mpi_util.h"
+#include "tests/mpi/mpi_test_util.h"
+
+namespace braid::test {
+namespace {
+
+constexpr int64_t kB = 2, kT = 6;
+
+ModelConfig tp_config(const std::string& family, int n_layer = 2) {
+  ModelConfig c = model_test::tiny(family, n_layer);
+  c.n_head = 4;  // head_dim 2
+  if (c.is_llama()) {
+    c.n_kv_head = 2;
+    c.ffn_hidden = 12;
+  }
+  return c;
+}
+
+// The full tensor of a (possibly sharded) gradient, padding rows dropped (the first `rows`).
+std::vector<float> gathered(Communicator& tp, const Parameter& p, int64_t rows) {
+  const Tensor& g = p.grad_if_any();
+  if (!p.shard.sharded()) return values_of(g);
+  Tensor all = Tensor::empty({tp.size() * g.numel()});
+  tp.all_gather(g.view({g.numel()}), all).wait();
+  Tensor full = Tensor::zeros(p.global_shape);
+  for (int r = 0; r < tp.size(); ++r)
+    insert_shard(full, all.slice0(r * g.numel(), (r + 1) * g.numel()).view(g.shape()), p.shard, r);
+  const int64_t keep = rows > 0 ? rows * full.dim(1) : full.numel();
+  return std::vector<float>(full.f32(), full.f32() + keep);
+}
+
+bool is_vocab(const Parameter& p) {
+  return p.name == "transformer.wte.weight" || p.name == "model.embed_tokens.weight" ||
+         p.name == "lm_head.weight";
+}
+
+class TensorParallel : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TensorParallel, OneStepEqualsOneRank) {
+  Communicator& tp = world().world();
+  const ModelConfig cfg = tp_config(GetParam());
+  ExecContext ctx;
+  Transformer model(ctx, cfg), whole(ctx, cfg);
+  model.init_weights();
+  whole.init_weights();
+  TensorParallelOptions o;
+  o.vocab_align = 4;  // 11 -> 16 rows at tp 2: rank 1 holds 3 real and 5 padding rows
+  const int n = apply_tensor_parallel(ctx, model, tp, o);
+  EXPECT_EQ(n, 2 * cfg.n_layer + 1);
+  EXPECT_EQ(model.parameters().size(), whole.parameters().size());
+  const Parameter* wte = model.parameters().front();
+  EXPECT_EQ(wte->value.dim(0), padded_vocab(cfg.vocab_size, tp.size(), 4) / tp.size());
+  const Batches b = batches(cfg, 2, kB, kT, 0);
+  const float scale = 1.0f / (2 * kB * kT);
+  const LossSum l = reference_step(ctx, model, b, scale);
+  const LossSum ref = reference_step(ctx, whole, b, scale);
+  EXPECT_NEAR(l.sum, ref.sum, 1e-6 * ref.sum);
+  EXPECT_EQ(l.count, ref.count);
+  const Grads gw = grads_of(whole.parameters());
+  int sharded = 0;
+  for (Parameter* p : model.parameters()) {
+    ASSERT_TRUE(p->has_grad()) << p->name;
+    sharded += p->shard.sharded();
+    const std::vector<float> g = gathered(tp, *p, is_vocab(*p) ? cfg.vocab_size : 0);
+    EXPECT_LT(max_scaled_err(g, gw.at(p->name)), 1e-5) << p->name;
+  }
+  EXPECT_GT(sharded, 4 * cfg.n_layer);
+  // Evaluation takes the same path.
+  const LossSum e = model.forward_loss(ctx, b.tokens[0], b.targets[0]);
+  const LossSum we = whole.forward_loss(ctx, b.tokens[0], b.targets[0]);
+  EXPECT_NEAR(e.sum, we.sum, 1e-6 * we.sum);
+  EXPECT_NEAR(model_parallel_grad_norm(ctx, model.parameters(), &tp, nullptr),
+              global_grad_norm(ctx, whole.parameters()), 1e-5);
+}
+
+TEST_P(TensorParallel, TenOptimizerStepsEqualOneRank) {
+  Communicator& tp = world().world();
+  const ModelConfig cfg = tp_config(GetParam());
+  ExecContext ctx;
+  Transformer model(ctx, cfg), whole(ctx, cfg);
+  model.init_weights();
+  whole.init_weights();
+  apply_tensor_parallel(ctx, model, tp);
+  const OptimConfig oc = test_optim();
+  AdamW opt(ctx, model.parameters(), oc), ref_opt(ctx, whole.parameters(), oc);
+  const float scale = 1.0f / (2 * kB * kT);
+  for (int step = 0; step < 10; ++step) {
+    const Batches b = batches(cfg, 2, kB, kT, step + 1);
+    model.zero_grad(ctx);
+    whole.zero_grad(ctx);
+    const LossSum l = reference_step(ctx, model, b, scale);
+    const LossSum ref = reference_step(ctx, whole, b, scale);
+    clip_grad_norm(ctx, model.parameters(),
+                   model_parallel_grad_norm(ctx, model.parameters(), &tp, nullptr), oc.grad_clip);
+    clip_grad_norm(ctx, whole.parameters(), global_grad_norm(ctx, whole.parameters()),
+                   oc.grad_clip);
+    opt.step(oc.lr);
+    ref_opt.step(oc.lr);
+    EXPECT_NEAR(l.sum, ref.sum, 1e-4 * ref.sum) << "step " << step;
+  }
+}
+
+// tp = 2 inside each of pp = 2 stages (4 ranks), 1f1b: the executor and the pass compose.
+TEST_P(TensorParallel, TimesPipelineEqualsOneRank) {
+  if (world().size() != 4) GTEST_SKIP() << "needs 4 ranks";
+  const ModelConfig cfg = tp_config(GetParam(), 4);
+  MeshComms mc = world().build_mesh(Mesh::resolve(1, 2, 2, 4));
+  ExecContext ctx;
+  const PipelineSchedule ps = build_pipeline_schedule({ScheduleKind::OneFOneB, 2, 4, 1, 4});
+  Transformer stage(ctx, cfg, pipeline_block_range(4, 2, mc.coord.pp));
+  stage.init_weights();
+  apply_tensor_parallel(ctx, stage, *mc.tp);
+  braid::PipelineExecutor ex(ctx, ps, mc.coord.pp, {&stage}, mc.pp, mc.embedding);
+  Transformer whole(ctx, cfg);
+  whole.init_weights();
+  const Batches b = batches(cfg, 4, kB, kT, 0);
+  const float scale = 1.0f / (4 * kB * kT);
+  const PipelineStepResult r = ex.step({b.tokens, b.targets, kB, kT, scale});
+  const LossSum ref = reference_step(ctx, whole, b, scale);
+  if (mc.coord.pp == 1) {
+    EXPECT_NEAR(r.loss.sum, ref.sum, 1e-6 * ref.sum);
+  }
+  const Grads gw = grads_of(whole.parameters());
+  for (Parameter* p : stage.parameters()) {
+    const std::vector<float> g = gathered(*mc.tp, *p, is_vocab(*p) ? cfg.vocab_size : 0);
+    EXPECT_LT(max_scaled_err(g, gw.at(p->name)), 1e-5) << p->name;
+  }
+}
+
+// dp = 2 x tp = 2 (4 ranks): each data-parallel replica takes its own micro-batch; gradients
+// summed over dp equal the whole model's over both micro-batches.
+TEST_P(TensorParallel, TimesDataParallelEqualsOneRank) {
+  if (world().size() != 4) GTEST_SKIP() << "needs 4 ranks";
+  const ModelConfig cfg = tp_config(GetParam());
+  MeshComms mc = world().build_mesh(Mesh::resolve(2, 2, 1, 4));
+  ExecContext ctx;
+  Transformer model(ctx, cfg), whole(ctx, cfg);
+  model.init_weights();
+  whole.init_weights();
+  apply_tensor_parallel(ctx, model, *mc.tp);
+  const Batches b = batches(cfg, 2, kB, kT, 0);
+  const float scale = 1.0f / (2 * kB * kT);
+  Batches mine;
+  mine.tokens = {b.tokens[static_cast<size_t>(mc.coord.dp)]};
+  mine.targets = {b.targets[static_cast<size_t>(mc.coord.dp)]};
+  LossSum l = reference_step(ctx, model, mine, scale);
+  for (Parameter* p : model.parameters()) mc.dp->all_reduce(p->grad(), ReduceOp::Sum).wait();
+  Tensor ls = Tensor::from_vector({static_cast<float>(l.sum)}, {1});
+  mc.dp->all_reduce(ls, ReduceOp::Sum).wait();
+  const LossSum ref = reference_step(ctx, whole, b, scale);
+  EXPECT_NEAR(ls.f32()[0], ref.sum, 1e-6 * ref.sum);
+  const Grads gw = grads_of(whole.parameters());
+  for (Parameter* p : model.parameters()) {
+    const std::vector<float> g = gathered(*mc.tp, *p, is_vocab(*p) ? cfg.vocab_size : 0);
+    EXPECT_LT(max_scaled_err(g, gw.at(p->name)), 1e-5) << p->name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, TensorParallel, ::testing::Values("gpt2", "llama"),
+                         [](const auto& i) { return i.param; });
+
+TEST(TensorParallelErrors, SizesThatDoNotSplitNameTheKey) {
+  ModelConfig c = tp_config("llama");
+  c.n_head = 3;
+  c.n_kv_head = 3;
+  c.n_embd = 9;
+  try {
+    check_tensor_parallel(c, 2);
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.n_head is 3"), std::string::npos) << e.what();
+  }
+  c = tp_config("llama");
+  c.n_kv_head = 1;
+  EXPECT_THROW(check_tensor_parallel(c, 2), UserError);
+  c = tp_config("llama");
+  c.ffn_hidden = 9;
+  try {
+    check_tensor_parallel(c, 2);
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("ffn_hidden"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(padded_vocab(11, 2, 1), 12);
+  EXPECT_EQ(padded_vocab(50257, 2, 64), 50304);
+  EXPECT_THROW(check_tensor_parallel(tp_config("gpt2"), 2, {0}), UserError);
+}
+
+}  // namespace
+}  // namespace braid::test
