@@ -22,6 +22,9 @@ const std::map<std::string, std::string>& section_blurbs() {
       {"checkpoint",
        "When checkpoints are written, how many are kept, and resuming "
        "(launch/checkpoint_config.h)."},
+      {"parallel",
+       "The rank mesh under mpirun, communication timeouts and data-parallel gradient buckets "
+       "(parallel/parallel_config.h). A plain `braid train` is one rank."},
   };
   return blurbs;
 }

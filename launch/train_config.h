@@ -8,6 +8,7 @@
 #include "data/data_config.h"
 #include "launch/checkpoint_config.h"
 #include "optim/optim_config.h"
+#include "parallel/parallel_config.h"
 
 namespace braid {
 
@@ -73,6 +74,7 @@ struct RunConfig {
   OptimConfig optim;
   TrainConfig train;
   CheckpointConfig checkpoint;
+  ParallelConfig parallel;
 
   // Calls v.section(name, struct) for each section, in file order.
   template <class V>
@@ -83,6 +85,7 @@ struct RunConfig {
     v.section("optim", optim);
     v.section("train", train);
     v.section("checkpoint", checkpoint);
+    v.section("parallel", parallel);
   }
 };
 
