@@ -18,15 +18,19 @@ void read_fail_hook(DistRun& d) {
   long long rank = -1, step = 0;
   const int n = std::sscanf(s.c_str(), "%lld:%lld:%15s", &rank, &step, mode);
   const std::string m = mode;
-  BRAID_USER_CHECK(n >= 2 && rank >= 0 && step >= 1 && (m == "throw" || m == "kill" || m == "hang"),
-                   "BRAID_TEST_FAIL_AT_STEP is '{}'; expected rank:step[:throw|kill|hang]", s);
+  BRAID_USER_CHECK(
+      n >= 2 && rank >= 0 && step >= 1 &&
+          (m == "throw" || m == "kill" || m == "hang" || m == "kill_at_save"),
+      "BRAID_TEST_FAIL_AT_STEP is '{}'; expected rank:step[:throw|kill|hang|kill_at_save]", s);
   d.fail_rank = static_cast<int>(rank);
   d.fail_step = step;
   d.fail_mode = m;
 }
 
-void maybe_fail(const DistRun& d, int64_t step) {
+void maybe_fail(const DistRun& d, int64_t step, bool saving) {
   if (d.fail_rank != d.rank() || d.fail_step != step) return;
+  if ((d.fail_mode == "kill_at_save") != saving) return;
+  if (saving) std::raise(SIGKILL);
   if (d.fail_mode == "kill") std::raise(SIGKILL);
   if (d.fail_mode == "hang")
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));

@@ -442,6 +442,7 @@ TrainSummary train(const RunConfig& cfg, const std::string& config_path, const D
       stop_signal = agreed[1];
     }
     if (due) {
+      if (dist) maybe_fail(*dist, done, /*saving=*/true);
       const auto t_save = std::chrono::steady_clock::now();
       // ZeRO-1: every rank sends its moments (collective); rank 0 alone writes the files
       // (temp dir, manifest last, rename), so a rank dying here leaves the last checkpoint.
