@@ -64,7 +64,7 @@ struct Args {
 };
 
 struct Timing {
-  double total;   // backward (with the loss head) + sync
+  double total;  // backward (with the loss head) + sync
   // In finish() on the rank that got there last: communication still running after the
   // backward (exposed). The other ranks also wait there for the last one's backward (skew).
   double finish;
