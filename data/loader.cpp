@@ -13,16 +13,30 @@ void check_loader_config(const DataConfig& cfg) {
 }  // namespace
 
 Loader::Loader(const std::string& shard_path, const DataConfig& cfg, int rank, int world,
-               int64_t start_step)
-    : shard_(shard_path), cfg_(cfg), rank_(rank), world_(world), step_(start_step), micro_(0) {
+               int64_t start_step, int micro_offset, int micro_stride)
+    : shard_(shard_path),
+      cfg_(cfg),
+      rank_(rank),
+      world_(world),
+      micro_offset_(micro_offset),
+      micro_stride_(micro_stride),
+      step_(start_step),
+      micro_(0) {
+  BRAID_CHECK(micro_stride >= 1 && micro_offset >= 0 && micro_offset < micro_stride,
+              "micro offset {} of stride {}", micro_offset, micro_stride);
   check_loader_config(cfg_);
   BRAID_CHECK(start_step >= 0, "start_step {}", start_step);
   // Fail here, on the caller's thread, for a shard too short or a bad rank.
-  (void)sample_train_batch(shard_, cfg_, step_, 0, rank_, world_);
+  (void)sample(step_, 0);
   start_producer();
 }
 
 Loader::~Loader() { stop_producer(); }
+
+Batch Loader::sample(int64_t step, int micro) const {
+  return sample_train_batch(shard_, cfg_, step, micro_offset_ + micro * micro_stride_, rank_,
+                            world_);
+}
 
 void Loader::start_producer() {
   if (cfg_.prefetch == 0) return;
@@ -52,7 +66,7 @@ void Loader::produce(int64_t step, int micro) {
         if (stop_) return;
       }
       // Sampling runs unlocked so the consumer can take ready batches meanwhile.
-      Batch b = sample_train_batch(shard_, cfg_, step, micro, rank_, world_);
+      Batch b = sample(step, micro);
       {
         std::lock_guard<std::mutex> lock(mu_);
         queue_.push_back({step, micro, std::move(b)});
@@ -75,7 +89,7 @@ void Loader::produce(int64_t step, int micro) {
 Batch Loader::next() {
   Batch out;
   if (!thread_.joinable()) {
-    out = sample_train_batch(shard_, cfg_, step_, micro_, rank_, world_);
+    out = sample(step_, micro_);
   } else {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return !queue_.empty() || error_; });
@@ -85,8 +99,8 @@ Batch Loader::next() {
     queue_.pop_front();
     lock.unlock();
     cv_.notify_all();
-    BRAID_CHECK(r.step == step_ && r.micro == micro_, "prefetched batch ({}, {}) but expected ({}, {})",
-                r.step, r.micro, step_, micro_);
+    BRAID_CHECK(r.step == step_ && r.micro == micro_,
+                "prefetched batch ({}, {}) but expected ({}, {})", r.step, r.micro, step_, micro_);
     out = std::move(r.batch);
   }
   if (++micro_ == cfg_.grad_accum) {
@@ -115,8 +129,6 @@ Batch ValidationSet::val_batch(int64_t index) const {
   return validation_batch(shard_, cfg_, index, rank_, world_);
 }
 
-int64_t ValidationSet::num_batches() const {
-  return validation_pass_batches(shard_, cfg_, world_);
-}
+int64_t ValidationSet::num_batches() const { return validation_pass_batches(shard_, cfg_, world_); }
 
 }  // namespace braid

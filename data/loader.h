@@ -21,10 +21,15 @@ namespace braid {
 // resumed run (start_step) sees the same data as an uninterrupted one. With cfg.prefetch > 0
 // a background thread keeps up to cfg.prefetch batches ready; an exception on that thread is
 // rethrown by next(). Not thread-safe: one consumer.
+//
+// Data-parallel ranks split a step's micro-batches, not their rows: with micro_stride = dp and
+// micro_offset = the DP rank, this loader's m-th micro-batch of a step is the step's global
+// micro-batch m * dp + rank (of a loader with rank 0 of world 1), so the union over the ranks is
+// exactly the one-rank run with dp times the grad_accum, whatever the layout.
 class Loader {
  public:
   Loader(const std::string& shard_path, const DataConfig& cfg, int rank = 0, int world = 1,
-         int64_t start_step = 0);
+         int64_t start_step = 0, int micro_offset = 0, int micro_stride = 1);
   ~Loader();
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
@@ -47,11 +52,14 @@ class Loader {
   void start_producer();
   void stop_producer();
   void produce(int64_t step, int micro);
+  Batch sample(int64_t step, int micro) const;
 
   TokenShard shard_;
   DataConfig cfg_;
   int rank_;
   int world_;
+  int micro_offset_;
+  int micro_stride_;
   int64_t step_;  // consumer position
   int micro_;
 
@@ -66,8 +74,7 @@ class Loader {
 // The mapped validation shard and its fixed batches (see validation_batch in sampler.h).
 class ValidationSet {
  public:
-  ValidationSet(const std::string& shard_path, const DataConfig& cfg, int rank = 0,
-                int world = 1);
+  ValidationSet(const std::string& shard_path, const DataConfig& cfg, int rank = 0, int world = 1);
 
   // Same index -> same batch, whatever the seed or training step.
   Batch val_batch(int64_t index) const;

@@ -25,6 +25,9 @@ const std::map<std::string, std::string>& section_blurbs() {
       {"lora",
        "Low-rank adapters on a frozen base model; off while rank is 0 "
        "(core/models/lora_config.h)."},
+      {"parallel",
+       "The rank mesh under mpirun, communication timeouts and data-parallel gradient buckets "
+       "(parallel/parallel_config.h). A plain `braid train` is one rank."},
   };
   return blurbs;
 }

@@ -72,7 +72,8 @@ MachineInfo machine_info(const GemmPlan& gemm) {
   return m;
 }
 
-void append_run_record(const fs::path& run_dir, const MachineInfo& m, int64_t start_step) {
+void append_run_record(const fs::path& run_dir, const MachineInfo& m, int64_t start_step,
+                       const ParallelLayout& layout) {
   const fs::path path = run_dir / "run.json";
   nlohmann::ordered_json rec = nlohmann::ordered_json::object();
   if (fs::exists(path)) {
@@ -93,8 +94,12 @@ void append_run_record(const fs::path& run_dir, const MachineInfo& m, int64_t st
       {"onednn_max_cpu_isa", m.isa_cap},
       {"threads", m.threads},
       {"gemm_backend", m.gemm_backend},
-      // The layout of ranks; every run is one process until parallel training lands.
-      {"parallel_layout", {{"ranks", 1}, {"dp", 1}, {"tp", 1}, {"pp", 1}}}};
+      {"parallel_layout",
+       {{"ranks", layout.ranks},
+        {"dp", layout.dp},
+        {"tp", layout.tp},
+        {"pp", layout.pp},
+        {"zero", layout.zero}}}};
   if (!rec.contains("attempts") || !rec["attempts"].is_array())
     rec["attempts"] = nlohmann::ordered_json::array();
   rec["attempts"].push_back(attempt);

@@ -27,9 +27,13 @@ struct MachineInfo {
 MachineInfo machine_info(const GemmPlan& gemm);
 
 // Appends one attempt (start or resume) to <run_dir>/run.json: version, commit, machine, the
-// step it started at, the time, and the parallel layout (single-process for now).
+// step it started at, the time, and the parallel layout.
+struct ParallelLayout {
+  int ranks = 1, dp = 1, tp = 1, pp = 1;
+  int zero = 0;  // ZeRO stage of the optimizer state
+};
 void append_run_record(const std::filesystem::path& run_dir, const MachineInfo& m,
-                       int64_t start_step);
+                       int64_t start_step, const ParallelLayout& layout = {});
 
 // Writes <run_dir>/config.yaml on a fresh run. On a resume whose config differs from the
 // saved one it keeps config.yaml as it was, saves the new one as config.step-NNNNNNNN.yaml

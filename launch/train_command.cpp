@@ -3,8 +3,9 @@
 
 #include "launch/commands.h"
 #include "launch/config.h"
+#include "launch/dist_run.h"
 #include "launch/dry_run.h"
-#include "launch/trainer.h"
+#include "launch/train_config.h"
 
 namespace braid {
 
@@ -27,14 +28,15 @@ void add_train_command(CLI::App& app) {
       "(version, commit, machine), metrics.jsonl, TensorBoard events, tokenizer.json and "
       "checkpoints/. checkpoint.resume=auto continues from its latest checkpoint. SIGTERM or "
       "SIGINT finishes the step, writes a checkpoint and exits 0; a second one exits at "
-      "once. One `braid train` per run directory (a lock refuses a second).");
+      "once. One `braid train` per run directory (a lock refuses a second). Under mpirun -np N "
+      "it trains data-parallel over N ranks (parallel: section, docs/guide.md).");
   c->callback([o] {
     RunConfig cfg = load_run_config(o->config, o->overrides);
     if (o->dry_run) {
       dry_run(cfg);
       return;
     }
-    train(cfg, o->config);
+    run_train(cfg, o->config);
   });
 }
 

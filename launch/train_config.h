@@ -10,6 +10,7 @@
 #include "launch/checkpoint_config.h"
 #include "optim/loss_scaler.h"
 #include "optim/optim_config.h"
+#include "parallel/parallel_config.h"
 
 namespace braid {
 
@@ -96,6 +97,7 @@ struct RunConfig {
   TrainConfig train;
   CheckpointConfig checkpoint;
   LoraConfig lora;
+  ParallelConfig parallel;
 
   // Calls v.section(name, struct) for each section, in file order.
   template <class V>
@@ -107,6 +109,7 @@ struct RunConfig {
     v.section("train", train);
     v.section("checkpoint", checkpoint);
     v.section("lora", lora);
+    v.section("parallel", parallel);
   }
 };
 

@@ -21,6 +21,7 @@
 #include "launch/checkpoint.h"
 #include "launch/config.h"
 #include "launch/config_json.h"
+#include "launch/dist_run.h"
 #include "launch/exec_setup.h"
 #include "launch/lora_adapter.h"
 #include "launch/memory_report.h"
@@ -33,6 +34,9 @@
 #include "launch/run_record.h"
 #include "launch/signals.h"
 #include "optim/adamw.h"
+#include "optim/zero_adamw.h"
+#include "parallel/grad_buckets.h"
+#include "parallel/scalar_reduce.h"
 
 namespace braid {
 
@@ -115,19 +119,22 @@ double read_unigram_entropy(const std::string& meta_path) {
 
 // The manifest's `state`: everything besides the tensors that a resume needs.
 nlohmann::json checkpoint_state(const RunConfig& cfg, int64_t done, int64_t optimizer_steps,
-                                const MixedPrecision& mp) {
+                                const MixedPrecision& mp, int dp, int zero) {
   nlohmann::json j = {{"model", fields_to_json(cfg.model)},
-                      {"optimizer_steps", optimizer_steps},
-                      {"data", {{"seed", cfg.data.seed}, {"next_step", done}}},
-                      // Training draws randomness only from counter-based streams (data windows
-                      // from (seed, step, micro), init from (seed, name)), so the seeds and the
-                      // step are the whole RNG state.
-                      {"rng",
-                       {{"kind", "counter"},
-                        {"data_seed", cfg.data.seed},
-                        {"init_seed", cfg.model.seed},
-                        {"counter", done}}},
-                      {"config_yaml", dump_run_config(cfg)}};
+          // The layout that wrote it. The optimizer file always holds whole per-parameter
+          // moments, so any DP size, with or without ZeRO-1, can load it.
+          {"layout", {{"dp", dp}, {"tp", 1}, {"pp", 1}, {"zero", zero}}},
+          {"optimizer_steps", optimizer_steps},
+          {"data", {{"seed", cfg.data.seed}, {"next_step", done}}},
+          // Training draws randomness only from counter-based streams (data windows from
+          // (seed, step, micro), init from (seed, name)), so the seeds and the step are the
+          // whole RNG state.
+          {"rng",
+           {{"kind", "counter"},
+            {"data_seed", cfg.data.seed},
+            {"init_seed", cfg.model.seed},
+            {"counter", done}}},
+          {"config_yaml", dump_run_config(cfg)}};
   if (mp.scaling()) j["loss_scaler"] = mp.state_json();
   return j;
 }
@@ -154,9 +161,39 @@ double evaluate(ExecContext& ctx, Transformer& model, const ValidationSet& val, 
   return count > 0 ? sum / static_cast<double>(count) : NAN;
 }
 
+// Gradient buckets over the DP group: all-reduce (sum, since every rank scales its loss by
+// 1 / global tokens), or reduce-scatter for ZeRO-1.
+std::unique_ptr<GradBuckets> make_buckets(ExecContext& ctx, Transformer& model,
+                                          Communicator& dp, const RunConfig& cfg) {
+  GradBucketOptions o;
+  o.bucket_bytes = static_cast<int64_t>(cfg.parallel.bucket_mb * 1048576.0);
+  o.first_bucket_bytes = static_cast<int64_t>(cfg.parallel.first_bucket_mb * 1048576.0);
+  o.comm_dtype = cfg.parallel.allreduce_dtype_value();
+  o.op = ReduceOp::Sum;
+  o.reduce_scatter = cfg.optim.zero == 1;
+  return std::make_unique<GradBuckets>(ctx, model.parameters(), dp, o);
+}
+
+// This rank's own log (logs/rank-N.log) in a multi-rank run; nothing for one process.
+class RankLog {
+ public:
+  RankLog(const fs::path& run_dir, const DistRun* dist) {
+    if (!dist) return;
+    fs::create_directories(run_dir / "logs");
+    out_.open(run_dir / "logs" / fmt::format("rank-{}.log", dist->rank()), std::ios::app);
+    BRAID_USER_CHECK(out_.good(), "cannot write {}", (run_dir / "logs").string());
+  }
+  void line(const std::string& s) {
+    if (out_.is_open()) out_ << fmt::format("[{:.3f}] {}", unix_time_now(), s) << std::endl;
+  }
+
+ private:
+  std::ofstream out_;
+};
+
 }  // namespace
 
-TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
+TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, const DistRun* dist) {
   const auto t_start = std::chrono::steady_clock::now();
   std::unique_ptr<LoadedModel> init_base;  // lora.init_from's model, until copied in
   const RunConfig cfg = resolve_init_from(cfg_in, init_base);
@@ -181,15 +218,37 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
   // One rank's execution context: allocator, profiler and GEMM plan (launch/exec_setup.h).
   std::unique_ptr<ExecContext> ctx_owner = make_cpu_context(cfg.data.seed);
   ExecContext& ctx = *ctx_owner;
+  // Data parallel: rank 0 (`lead`) alone prints, writes metrics, records and checkpoints.
+  const bool lead = !dist || dist->rank() == 0;
+  const int dp = dist ? dist->dp->size() : 1;
+  const int dp_rank = dist ? dist->dp->rank() : 0;
   Transformer model(ctx, cfg.model);
   model.init_weights();
   apply_model_passes(model, cfg, init_base.get());  // init_from, LoRA, checkpointing
   init_base.reset();
+  // Buckets bind the gradients first, so the f32 masters below share the bucket views.
+  std::unique_ptr<GradBuckets> buckets;
+  if (dp > 1) buckets = make_buckets(ctx, model, *dist->dp, cfg);
   // train.precision: bf16/fp16 compute weights, f32 masters for the optimizer (fp32: as is).
   MixedPrecision mp(ctx, model, cfg.train);
-  AdamW opt(ctx, mp.optimizer_params(), cfg.optim);
+  BRAID_USER_CHECK(!(buckets && cfg.optim.zero == 1 && mp.low_precision()),
+                   "optim.zero: 1 with train.precision: {} is not supported yet; use "
+                   "train.precision: fp32 or optim.zero: 0",
+                   cfg.train.precision);
+  std::unique_ptr<AdamW> opt_plain;
+  std::unique_ptr<ZeroAdamW> opt_zero;
+  if (buckets && cfg.optim.zero == 1)
+    opt_zero = std::make_unique<ZeroAdamW>(ctx, *buckets, cfg.optim);
+  else
+    opt_plain = std::make_unique<AdamW>(ctx, mp.optimizer_params(), cfg.optim);
   fs::create_directories(run_dir);
-  const RunLock run_lock(run_dir.string());  // before anything in run_dir is read or written
+  std::optional<RunLock> run_lock;  // before anything in run_dir is read or written
+  if (lead) run_lock.emplace(run_dir.string());
+  RankLog rank_log(run_dir, dist);
+  rank_log.line(fmt::format("rank {} of {} ({}), dp rank {} of {}, ZeRO {}",
+                            dist ? dist->rank() : 0, dist ? dist->world->size() : 1,
+                            dist ? dist->mesh.str() : "one process", dp_rank, dp,
+                            opt_zero ? 1 : 0));
   const StopSignals stop;
   CheckpointManager ckpt(run_dir.string(), cfg.checkpoint.keep_last);
 
@@ -216,42 +275,69 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
     mp.load_weights(ck.model);
     if (ck.state.contains("loss_scaler")) mp.restore(ck.state.at("loss_scaler"));
     if (!ck.optimizer.names().empty()) {
-      opt.load_state([&](const std::string& n) {
+      auto get = [&](const std::string& n) {
         check_tensor_matches(ck.optimizer, n, model.find_parameter(n.substr(0, n.rfind('.')))->value.shape(),
                              DType::F32, ck.optimizer.path());
         return ck.optimizer.get(n);
-      }, ck.state.value("optimizer_steps", ck.step));
+      };
+      const int64_t steps = ck.state.value("optimizer_steps", ck.step);
+      if (opt_zero)
+        opt_zero->load_state(get, steps);
+      else
+        opt_plain->load_state(get, steps);
       start_step = ck.step;
     }
-    std::printf("resumed from %s (step %lld)\n", resume_from->c_str(), static_cast<long long>(ck.step));
+    const std::string msg = fmt::format("resumed from {} (step {})", *resume_from, ck.step);
+    if (lead) std::printf("%s\n", msg.c_str());
+    rank_log.line(msg);
   } else if (!cfg.run.init_from.empty()) {  // fine-tuning: weights from a run or HF directory
     init_weights_from(model, cfg.run.init_from);
-    std::printf("initialised from %s\n", cfg.run.init_from.c_str());
+    if (lead) std::printf("initialised from %s\n", cfg.run.init_from.c_str());
   }
+  const ParallelLayout layout{dist ? dist->world->size() : 1, dp, 1, 1, opt_zero ? 1 : 0};
   // ---- the run record: config (kept across resumes), version and machine ----
-  const std::string config_warning = record_run_config(cfg, run_dir, start_step);
-  if (!config_warning.empty()) std::printf("%s\n", config_warning.c_str());
   const MachineInfo machine = machine_info(ctx.gemm());
-  append_run_record(run_dir, machine, start_step);
-  if (!tok_path.empty()) fs::copy_file(tok_path, run_dir / kTokenizerFile, fs::copy_options::overwrite_existing);
+  if (lead) {
+    const std::string config_warning = record_run_config(cfg, run_dir, start_step);
+    if (!config_warning.empty()) std::printf("%s\n", config_warning.c_str());
+    append_run_record(run_dir, machine, start_step, layout);
+    if (!tok_path.empty()) fs::copy_file(tok_path, run_dir / kTokenizerFile, fs::copy_options::overwrite_existing);
+  }
 
   const int64_t total = cfg.train.steps;
   const int B = cfg.data.micro_batch, T = cfg.data.seq_len, accum = cfg.data.grad_accum;
-  const double tokens_per_step = static_cast<double>(B) * T * accum;
+  // The global batch: dp x grad_accum x micro_batch sequences.
+  const double tokens_per_step = static_cast<double>(B) * T * accum * dp;
   const double flops_per_step = cfg.model.flops_per_token(T) * tokens_per_step;
-  const PeakChoice peak_choice = choose_mfu_peak(ctx, cfg.train.peak_tflops, machine, kPeakProbeSeconds);
+  // The MFU peak (a 2 s probe unless cached) only where MFU is reported.
+  const PeakChoice peak_choice =
+      lead ? choose_mfu_peak(ctx, cfg.train.peak_tflops, machine, kPeakProbeSeconds)
+           : PeakChoice{1.0, "not measured on this rank"};
   const double peak = peak_choice.flops_per_s;
-  std::printf("braid train: %s, %s %.2fM params, %d threads, gemm %s, run dir %s\n",
+  if (lead) std::printf("braid train: %s, %s %.2fM params, %d threads, gemm %s, run dir %s\n",
               config_path.c_str(), cfg.model.family.c_str(), cfg.model.num_params() / 1e6,
               omp_get_max_threads(), gemm_backend_name(ctx.gemm()).c_str(), run_dir.string().c_str());
-  std::printf("tokens/step %.0f (micro-batch %d x %d x accum %d); MFU peak %s (%s)\n",
-              tokens_per_step, B, T, accum, format_si(peak, "FLOP/s").c_str(),
-              peak_choice.source.c_str());
-  if (mp.low_precision()) std::printf("%s\n", mp.describe(ctx.gemm()).c_str());
+  if (lead && dp > 1)
+    std::printf("data parallel: %s over %d ranks, %zu gradient buckets (%s), ZeRO %d\n",
+                dist->mesh.str().c_str(), dp, buckets->buckets().size(),
+                cfg.parallel.allreduce_dtype.c_str(), opt_zero ? 1 : 0);
+  if (lead)
+    std::printf("tokens/step %.0f (%smicro-batch %d x %d x accum %d); MFU peak %s (%s)\n",
+                tokens_per_step, dp > 1 ? fmt::format("dp {} x ", dp).c_str() : "", B, T, accum,
+                format_si(peak, "FLOP/s").c_str(), peak_choice.source.c_str());
+  if (lead && mp.low_precision()) std::printf("%s\n", mp.describe(ctx.gemm()).c_str());
   std::fflush(stdout);
 
-  MetricsLog log(run_dir.string(), total, start_step);
-  log.record(start_step > 0 ? "resume" : "start", {{"step", start_step},
+  std::optional<MetricsLog> metrics;
+  if (lead) metrics.emplace(run_dir.string(), total, start_step);
+  auto record = [&](const std::string& event, nlohmann::json fields) {
+    if (metrics) metrics->record(event, std::move(fields));
+  };
+  auto say = [&](const std::string& line) {
+    if (metrics) metrics->print(line);
+    rank_log.line(line);
+  };
+  record(start_step > 0 ? "resume" : "start", {{"step", start_step},
                                                    {"braid_version", braid_version()},
                                                    {"git_commit", braid_git_commit()},
                                                    {"peak_flops_per_s", peak},
@@ -260,14 +346,15 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
   summary.run_dir = run_dir.string();
   summary.final_step = start_step;
   if (start_step >= total)
-    log.print(fmt::format("nothing to train: the checkpoint is at step {} and train.steps is {}",
+    say(fmt::format("nothing to train: the checkpoint is at step {} and train.steps is {}",
                           start_step, total));
   // What a model that knows only token frequencies would score (written by `braid prepare`).
   const double unigram = read_unigram_entropy((data_dir / "meta.json").string());
   const std::string baseline =
       unigram > 0 ? fmt::format(" (unigram entropy of the data: {:.4f})", unigram) : "";
 
-  Loader loader(train_path, cfg.data, 0, 1, start_step);
+  // DP rank r's micro-batch m is the step's global micro-batch m * dp + r (data/loader.h).
+  Loader loader(train_path, cfg.data, 0, 1, start_step, dp_rank, dp);
   const float grad_scale = static_cast<float>(1.0 / tokens_per_step);
   double window_time = 0.0, window_loss = 0.0, train_time = 0.0;
   int window_steps = 0;
@@ -280,27 +367,35 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
   for (int64_t step = start_step; step < total; ++step) {
     const KernelTimes k0 = ctx.profiler().times();
     const auto t0 = std::chrono::steady_clock::now();
+    if (dist) maybe_fail(*dist, step + 1);
     model.zero_grad(ctx);
     LossSum ls;
     for (int m = 0; m < accum; ++m) {
       Batch b = loader.next();
       MicroBatch mb(ctx);
       mb.dropout_seed = micro_batch_dropout_seed(cfg.data.seed, step, m);
+      if (buckets) buckets->attach(mb, m == accum - 1);  // only the last one communicates
       LossSum l = model.forward_backward(mb, b.tokens, b.targets,
                                          mp.scaling() ? grad_scale * mp.loss_scale() : grad_scale);
       ls.sum += l.sum;
       ls.count += l.count;
     }
+    if (buckets) {
+      buckets->finish();  // every bucket reduced before the norm and clipping
+      const std::vector<double> g = all_sum_doubles(*dist->dp, {ls.sum, static_cast<double>(ls.count)});
+      ls.sum = g[0];
+      ls.count = static_cast<int64_t>(g[1]);
+    }
     const double loss = ls.sum / static_cast<double>(ls.count);
     if (mp.low_precision()) mp.inject_test_overflow(step + 1);
-    double norm = global_grad_norm(ctx, model.parameters());
+    double norm = opt_zero ? opt_zero->grad_norm() : global_grad_norm(ctx, model.parameters());
     // fp16: an overflowing step is skipped (the scale backs off); else gradients are unscaled.
     const bool skipped = mp.check_overflow(loss, &norm, step + 1, [&](const std::string& m) {
-      log.print(m);
-      log.record("loss_scale", {{"step", step + 1}, {"message", m}, {"scale", mp.loss_scale()}});
+      say(m);
+      record("loss_scale", {{"step", step + 1}, {"message", m}, {"scale", mp.loss_scale()}});
     });
     if (!skipped && (!std::isfinite(loss) || !std::isfinite(norm))) {
-      log.record("diverged", {{"step", step + 1}, {"step_loss", loss}, {"grad_norm", norm}});
+      record("diverged", {{"step", step + 1}, {"step_loss", loss}, {"grad_norm", norm}});
       user_error(
           "training diverged at step {}: loss {}, gradient norm {}; no checkpoint was "
           "written for it. Lower optim.lr or raise optim.warmup_steps, then resume from {}",
@@ -308,9 +403,14 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
           last_checkpoint.empty() ? "the start (no checkpoint yet)" : last_checkpoint);
     }
     const float lr = lr_at(cfg.optim, step, total);
-    if (!skipped) {
+    if (skipped) {
+      // nothing: the step is skipped
+    } else if (opt_zero) {
+      opt_zero->clip(norm, cfg.optim.grad_clip);
+      opt_zero->step(lr);
+    } else {
       clip_grad_norm(ctx, model.parameters(), norm, cfg.optim.grad_clip);
-      mp.step(opt, lr);
+      mp.step(*opt_plain, lr);
     }
     const double dt = seconds_since(t0);
     const KernelTimes dk = ctx.profiler().times() - k0;
@@ -326,7 +426,7 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
     summary.final_step = step + 1;
     ++summary.steps_done;
     const int64_t done = step + 1;
-    log.progress(done, loss);
+    if (metrics) metrics->progress(done, loss);
 
     if (done % cfg.train.log_interval == 0 || done == total) {
       const double step_s = window_time / window_steps;
@@ -338,11 +438,12 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
       const double mem_mib = static_cast<double>(window_mem.peak_total) / 1048576.0;
       const double act_mib =
           static_cast<double>(window_mem.peak_bytes[static_cast<int>(MemCategory::Activations)]) / 1048576.0;
-      log.print(fmt::format("step {:>6}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} tok/s | "
-                            "{} | MFU {:.1f}% | mem {:.0f} MiB (act {:.0f}) | ETA {}",
-                            done, total, mean_loss, lr, norm, tok_s,
-                            format_si(flops, "FLOP/s"), 100.0 * flops / peak, mem_mib, act_mib, format_duration(eta)));
-      log.record("train",
+      say(fmt::format("step {:>6}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} tok/s | "
+                      "{} | MFU {} | mem {:.0f} MiB (act {:.0f}) | ETA {}",
+                      done, total, mean_loss, lr, norm, tok_s, format_si(flops, "FLOP/s"),
+                      lead ? fmt::format("{:.1f}%", 100.0 * flops / peak) : std::string("n/a"),
+                      mem_mib, act_mib, format_duration(eta)));
+      record("train",
                  {{"step", done},
                   {"loss", mean_loss},
                   {"lr", lr},
@@ -359,55 +460,73 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path) {
                   {"kernel_s", kernel_seconds_json(window_kernels, window_time, window_steps)}});
       window_time = window_loss = 0.0;
       if (mp.scaling()) {
-        log.record("loss_scale",
-                   {{"step", done}, {"scale", mp.loss_scale()}, {"skipped_steps", window_skipped}});
+        record("loss_scale",
+               {{"step", done}, {"scale", mp.loss_scale()}, {"skipped_steps", window_skipped}});
       }
       window_steps = window_loss_steps = window_skipped = 0;
       window_kernels = KernelTimes{};
     }
-    if (cfg.train.eval_interval > 0 && (done % cfg.train.eval_interval == 0 || done == total)) {
+    if (lead && cfg.train.eval_interval > 0 &&
+        (done % cfg.train.eval_interval == 0 || done == total)) {
       const double vl = evaluate(ctx, model, val, cfg.train.eval_batches);
       summary.last_val_loss = vl;
-      log.print(fmt::format("step {:>6}/{} | val loss {:.4f} | val ppl {:.2f}{}", done, total, vl,
+      say(fmt::format("step {:>6}/{} | val loss {:.4f} | val ppl {:.2f}{}", done, total, vl,
                             std::exp(vl), baseline));
-      log.record("eval", {{"step", done}, {"val_loss", vl}});
+      record("eval", {{"step", done}, {"val_loss", vl}});
     }
     // ---- checkpoint, and a requested stop ----
-    const int stop_signal = stop.requested();
-    if (checkpoint_due(cfg.checkpoint, done, total, seconds_since(last_checkpoint_time) / 60.0,
-                       stop_signal != 0)) {
+    int stop_signal = stop.requested();
+    bool due = checkpoint_due(cfg.checkpoint, done, total,
+                              seconds_since(last_checkpoint_time) / 60.0, stop_signal != 0);
+    if (dist) {
+      // Ranks' clocks and signal arrival differ: agree, so all save and stop at the same step.
+      const std::vector<int> agreed = all_max_ints(*dist->dp, {due ? 1 : 0, stop_signal});
+      due = agreed[0] != 0;
+      stop_signal = agreed[1];
+    }
+    if (due) {
+      if (dist) maybe_fail(*dist, done, /*saving=*/true);
       const auto t_save = std::chrono::steady_clock::now();
-      last_checkpoint = ckpt.save(done, mp.checkpoint_weights(), opt.state_tensors(),
-                                  checkpoint_state(cfg, done, opt.steps_taken(), mp));
+      // ZeRO-1: every rank sends its moments (collective); rank 0 alone writes the files
+      // (temp dir, manifest last, rename), so a rank dying here leaves the last checkpoint.
+      const auto state = opt_zero ? opt_zero->gather_state() : opt_plain->state_tensors();
+      const int64_t opt_steps = opt_zero ? opt_zero->steps_taken() : opt_plain->steps_taken();
+      if (lead) {
+        last_checkpoint = ckpt.save(done, mp.checkpoint_weights(), state,
+                                    checkpoint_state(cfg, done, opt_steps, mp, dp, opt_zero ? 1 : 0));
+        if (cfg.lora.enabled())  // the adapters alone, PEFT layout, beside the checkpoints
+          save_peft_adapter(model, cfg.lora, cfg.lora.init_from, run_dir / "adapter");
+      } else {
+        last_checkpoint = (fs::path(ckpt.dir()) / CheckpointManager::dir_name(done)).string();
+      }
+      if (dist) dist->dp->barrier().wait();  // the checkpoint is complete for every rank
       last_checkpoint_time = std::chrono::steady_clock::now();
-      if (cfg.lora.enabled())  // the adapters alone, PEFT layout, beside the checkpoints
-        save_peft_adapter(model, cfg.lora, cfg.lora.init_from, run_dir / "adapter");
-      log.record("checkpoint",
-                 {{"step", done}, {"path", last_checkpoint}, {"save_s", seconds_since(t_save)}});
-      log.print(fmt::format("checkpoint: {}", last_checkpoint));
+      record("checkpoint",
+             {{"step", done}, {"path", last_checkpoint}, {"save_s", seconds_since(t_save)}});
+      say(fmt::format("checkpoint: {}", last_checkpoint));
     }
     if (stop_signal != 0) {
       summary.stopped_by = StopSignals::name(stop_signal);
-      log.record("stop",
+      record("stop",
                  {{"step", done}, {"signal", summary.stopped_by}, {"checkpoint", last_checkpoint}});
-      log.print(
+      say(
           fmt::format("stopped by {} after step {}/{}; checkpoint: {}\nrun the same command "
                       "again to continue (checkpoint.resume: auto)",
                       summary.stopped_by, done, total, last_checkpoint));
       break;
     }
   }
-  log.record("end",
+  record("end",
              {{"step", summary.final_step},
               {"train_seconds", train_time},
               {"wall_seconds", seconds_since(t_start)},
               {"kernel_s", kernel_seconds_json(train_kernels, train_time, summary.steps_done)}});
   if (summary.steps_done > 0) {
-    log.print(time_split_line(train_kernels, train_time, summary.steps_done));
-    log.print("peak memory by category: " + memory_peaks_line(memory.run_peaks()));
+    say(time_split_line(train_kernels, train_time, summary.steps_done));
+    say("peak memory by category: " + memory_peaks_line(memory.run_peaks()));
   }
 
-  if (cfg.train.sample_tokens > 0 && !tok_path.empty() && summary.stopped_by.empty()) {
+  if (lead && cfg.train.sample_tokens > 0 && !tok_path.empty() && summary.stopped_by.empty()) {
     std::unique_ptr<Tokenizer> tok = Tokenizer::load(tok_path);
     std::vector<int32_t> prompt = tok->encode(cfg.train.sample_prompt.empty() ? "\n" : cfg.train.sample_prompt);
     SampleOptions so;

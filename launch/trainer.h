@@ -17,8 +17,12 @@ struct TrainSummary {
   std::string stopped_by;       // "SIGTERM"/"SIGINT" when a signal ended the run early, else ""
 };
 
+struct DistRun;
+
 // Runs training as configured. config_path names the YAML file (for messages and relative
-// paths); cfg is already resolved and validated.
-TrainSummary train(const RunConfig& cfg, const std::string& config_path);
+// paths); cfg is already resolved and validated. dist: this rank's place in a data-parallel
+// job (launch/dist_run.h); nullptr for one process.
+TrainSummary train(const RunConfig& cfg, const std::string& config_path,
+                   const DistRun* dist = nullptr);
 
 }  // namespace braid

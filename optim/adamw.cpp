@@ -21,9 +21,11 @@ AdamW::AdamW(ExecContext& ctx, std::vector<Parameter*> params, const OptimConfig
   }
 }
 
-bool AdamW::decays(const Parameter& p) const {
+bool AdamW::decays(const Parameter& p) const { return adamw_decays(p, cfg_); }
+
+bool adamw_decays(const Parameter& p, const OptimConfig& cfg) {
   if (p.value.ndim() < 2) return false;
-  for (const std::string& pat : cfg_.no_decay)
+  for (const std::string& pat : cfg.no_decay)
     if (!pat.empty() && p.name.find(pat) != std::string::npos) return false;
   return true;
 }

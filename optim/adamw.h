@@ -42,6 +42,9 @@ class AdamW {
   int64_t t_ = 0;
 };
 
+// Whether AdamW decays `p`: not 1-D tensors, nor names containing one of cfg.no_decay.
+bool adamw_decays(const Parameter& p, const OptimConfig& cfg);
+
 // Learning rate at optimizer step `step` (0-based): linear warmup to cfg.lr over
 // warmup_steps, then cosine/linear decay to min_lr at decay_steps (or total_steps), then flat.
 float lr_at(const OptimConfig& cfg, int64_t step, int64_t total_steps);

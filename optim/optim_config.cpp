@@ -15,6 +15,8 @@ void OptimConfig::validate() const {
   if (!(beta2 >= 0.0f && beta2 < 1.0f)) config_error("beta2", "beta2 is {}; expected in [0, 1)", beta2);
   if (!(eps > 0.0f)) config_error("eps", "eps is {}; expected > 0", eps);
   if (!(weight_decay >= 0.0f)) config_error("weight_decay", "weight_decay is {}; expected >= 0", weight_decay);
+  if (zero != 0 && zero != 1)
+    config_error("zero", "zero is {}; expected 0 or 1 (ZeRO-2 and ZeRO-3 are not supported yet)", zero);
   if (!(grad_clip >= 0.0f)) config_error("grad_clip", "grad_clip is {}; expected >= 0 (0 disables)", grad_clip);
 }
 

@@ -21,6 +21,7 @@ struct OptimConfig {
   float weight_decay = 0.1f;
   std::vector<std::string> no_decay = {"bias", "norm", "ln_", "wpe"};
   float grad_clip = 1.0f;
+  int zero = 0;
 
   template <class V>
   void visit(V& v) {
@@ -36,6 +37,7 @@ struct OptimConfig {
     v("weight_decay", weight_decay, "Decoupled weight decay (AdamW), applied as p -= lr * wd * p.");
     v("no_decay", no_decay, "Parameters whose name contains any of these substrings get no weight decay; every other parameter (the weight matrices and the token embedding) decays. Also, 1-D parameters never decay.");
     v("grad_clip", grad_clip, "Clip the global gradient L2 norm to this value; 0 disables clipping.");
+    v("zero", zero, "ZeRO stage: 0 keeps the whole optimizer state on every data-parallel rank; 1 shards the AdamW moments over the DP group (gradients reduce-scattered, each rank updates its shard, parameters all-gathered).");
   }
   void validate() const;
 };

@@ -210,7 +210,7 @@ KVCache Transformer::make_cache(ExecContext& ctx, int64_t max_len) const {
   BRAID_CHECK(max_len <= cfg_.context_length, "cache of {} exceeds context_length {}", max_len,
               cfg_.context_length);
   // Activations take the dtype of the weights (embedding output); so does the cache.
-  const DType dt = embedding_ ? embedding_->wte.value.dtype() : DType::F32;
+  const DType dt = params_.empty() ? DType::F32 : params_.front()->value.dtype();
   return KVCache(ctx, cfg_.n_layer, first_, last_, max_len, cfg_.kv_heads(), cfg_.head_dim(), dt);
 }
 

@@ -2,6 +2,7 @@
 // resume, shutdown, and fixed validation windows.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <set>
 
 #include "core/error.h"
@@ -183,6 +184,30 @@ TEST(DataValidation, RanksTakeDifferentWindows) {
   DataConfig c = small_config();
   ValidationSet r0(f.path, c, 0, 2), r1(f.path, c, 1, 2);
   EXPECT_FALSE(same(r0.val_batch(0), r1.val_batch(0)));
+}
+
+// Data-parallel loaders split a step's micro-batches: DP rank r's m-th micro-batch is the
+// step's global micro-batch m * dp + r, so dp ranks with grad_accum A see exactly the batches
+// of one rank with grad_accum dp * A, also when started (resumed) mid-run.
+TEST(DataLoader, DataParallelRanksSplitTheOneRankStepsMicroBatches) {
+  PositionShard f(5000);
+  for (int dp : {2, 3}) {
+    DataConfig one = small_config();
+    one.grad_accum = 2 * dp;
+    DataConfig per = small_config();
+    per.grad_accum = 2;
+    for (int64_t start : {0, 5}) {
+      Loader single(f.path, one, 0, 1, start);
+      std::vector<std::unique_ptr<Loader>> ranks;
+      for (int r = 0; r < dp; ++r)
+        ranks.push_back(std::make_unique<Loader>(f.path, per, 0, 1, start, r, dp));
+      for (int step = 0; step < 3; ++step)
+        for (int m = 0; m < per.grad_accum; ++m)
+          for (int r = 0; r < dp; ++r)
+            EXPECT_TRUE(same(ranks[r]->next(), single.next()))
+                << "dp " << dp << " start " << start << " step " << step << " micro " << m;
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,126 @@
+// ZeroAdamW: sharded moments, shard updates and the parameter all-gather.
+#include "optim/zero_adamw.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/kernels/elementwise.h"
+#include "core/kernels/optimizer.h"
+#include "core/profile.h"
+#include "optim/adamw.h"
+#include "parallel/scalar_reduce.h"
+
+namespace braid {
+
+ZeroAdamW::ZeroAdamW(ExecContext& ctx, GradBuckets& buckets, const OptimConfig& cfg)
+    : ctx_(ctx), buckets_(buckets), cfg_(cfg) {
+  cfg_.validate();
+  BRAID_CHECK(buckets.options().reduce_scatter, "ZeroAdamW needs reduce-scatter buckets");
+  const auto& bs = buckets.buckets();
+  for (size_t b = 0; b < bs.size(); ++b) {
+    const int64_t s0 = buckets.shard_begin(b), sn = buckets.shard_numel(b);
+    Shard sh{ctx.zeros({bs[b].numel}, DType::F32, MemCategory::Weights),
+             ctx.zeros({sn}, DType::F32, MemCategory::OptimizerState),
+             ctx.zeros({sn}, DType::F32, MemCategory::OptimizerState),
+             ctx.zeros({sn}, DType::F32, MemCategory::Communication)};
+    for (const GradBuckets::Slot& s : bs[b].slots) {
+      // Re-bind the parameter into the bucket's flat parameter buffer (its old storage goes).
+      Tensor view = sh.values.slice0(s.offset, s.offset + s.numel).view(s.param->value.shape());
+      view.copy_from(s.param->value);
+      s.param->value = view;
+      const int64_t lo = std::max(s.offset, s0), hi = std::min(s.offset + s.numel, s0 + sn);
+      if (lo < hi)
+        segments_.push_back(
+            {s.param, b, lo - s.offset, lo - s0, hi - lo, adamw_decays(*s.param, cfg_)});
+    }
+    shards_.push_back(std::move(sh));
+  }
+}
+
+double ZeroAdamW::grad_norm() {
+  KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
+  double sq = 0.0;
+  for (size_t b = 0; b < shards_.size(); ++b) sq += sum_squares(ctx_, buckets_.shard(b));
+  return std::sqrt(all_sum_doubles(buckets_.comm(), {sq})[0]);
+}
+
+void ZeroAdamW::clip(double norm, float max_norm) {
+  KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
+  if (max_norm <= 0.0f || !(norm > max_norm)) return;
+  const float scale = static_cast<float>(max_norm / (norm + 1e-6));
+  for (size_t b = 0; b < shards_.size(); ++b) {
+    Tensor g = buckets_.shard(b);
+    scale_inplace(ctx_, g, scale);
+  }
+}
+
+void ZeroAdamW::step(float lr) {
+  {
+    KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
+    ++t_;
+    // The same constants as AdamW::step.
+    const float b1 = cfg_.beta1, b2 = cfg_.beta2;
+    const float bc1 =
+        1.0f - static_cast<float>(std::pow(static_cast<double>(b1), static_cast<double>(t_)));
+    const float bc2 =
+        1.0f - static_cast<float>(std::pow(static_cast<double>(b2), static_cast<double>(t_)));
+    AdamWStep k{b1, b2, cfg_.eps, lr / bc1, 1.0f / std::sqrt(bc2), 0.0f};
+    for (const Segment& s : segments_) {
+      k.decay = s.decay ? lr * cfg_.weight_decay : 0.0f;
+      Shard& sh = shards_[s.bucket];
+      const int64_t at = buckets_.shard_begin(s.bucket) + s.shard_begin;
+      Tensor w = sh.values.slice0(at, at + s.numel);
+      Tensor m = sh.m.slice0(s.shard_begin, s.shard_begin + s.numel);
+      Tensor v = sh.v.slice0(s.shard_begin, s.shard_begin + s.numel);
+      const Tensor g = buckets_.shard(s.bucket).slice0(s.shard_begin, s.shard_begin + s.numel);
+      adamw_update(ctx_, w, m, v, g, k);
+    }
+  }
+  // Every rank's new part to every rank: issue all, then wait (the sends may overlap).
+  std::vector<Work> works;
+  for (size_t b = 0; b < shards_.size(); ++b) {
+    Shard& sh = shards_[b];
+    const int64_t s0 = buckets_.shard_begin(b);
+    sh.send.copy_from(sh.values.slice0(s0, s0 + sh.send.numel()));
+    works.push_back(buckets_.comm().all_gather(sh.send, sh.values));
+  }
+  for (Work& w : works) w.wait();
+}
+
+std::vector<std::pair<std::string, Tensor>> ZeroAdamW::gather_state() {
+  std::vector<std::pair<std::string, Tensor>> out;
+  const auto& bs = buckets_.buckets();
+  for (size_t b = 0; b < shards_.size(); ++b) {
+    Tensor m = ctx_.empty({bs[b].numel}, DType::F32, MemCategory::Communication);
+    Tensor v = ctx_.empty({bs[b].numel}, DType::F32, MemCategory::Communication);
+    Work wm = buckets_.comm().all_gather(shards_[b].m, m);
+    Work wv = buckets_.comm().all_gather(shards_[b].v, v);
+    wm.wait();
+    wv.wait();
+    for (const GradBuckets::Slot& s : bs[b].slots) {
+      const Shape& shape = s.param->value.shape();
+      out.emplace_back(s.param->name + ".exp_avg",
+                       m.slice0(s.offset, s.offset + s.numel).view(shape));
+      out.emplace_back(s.param->name + ".exp_avg_sq",
+                       v.slice0(s.offset, s.offset + s.numel).view(shape));
+    }
+  }
+  return out;
+}
+
+void ZeroAdamW::load_state(const std::function<Tensor(const std::string&)>& get,
+                           int64_t steps_taken) {
+  for (const Segment& s : segments_) {
+    Shard& sh = shards_[s.bucket];
+    for (int which = 0; which < 2; ++which) {
+      const Tensor full = get(s.p->name + (which == 0 ? ".exp_avg" : ".exp_avg_sq"));
+      BRAID_CHECK(full.numel() == s.p->value.numel() && full.dtype() == DType::F32,
+                  "optimizer state of {} is {}", s.p->name, full.str());
+      Tensor dst = (which == 0 ? sh.m : sh.v).slice0(s.shard_begin, s.shard_begin + s.numel);
+      dst.copy_from(full.view({full.numel()}).slice0(s.param_begin, s.param_begin + s.numel));
+    }
+  }
+  t_ = steps_taken;
+}
+
+}  // namespace braid

@@ -1,0 +1,154 @@
+// GradBuckets: grouping, gradient binding, and the overlapped bucket collectives.
+#include "parallel/grad_buckets.h"
+
+#include "core/error.h"
+
+namespace braid {
+
+namespace {
+
+// dst = src converted element by element (f32 <-> bf16/f16), same numel. A host loop: the GPU
+// backend will need a cast kernel here.
+void convert_into(const Tensor& src, Tensor& dst) {
+  BRAID_CHECK(src.numel() == dst.numel(), "convert {} into {}", src.str(), dst.str());
+  const int64_t n = src.numel();
+  if (src.dtype() == dst.dtype()) {
+    dst.copy_from(src);
+    return;
+  }
+  if (src.dtype() == DType::F32) {
+    const float* s = src.data<float>();
+    if (dst.dtype() == DType::BF16) {
+      bf16* d = dst.data<bf16>();
+      for (int64_t i = 0; i < n; ++i) d[i] = float_to_bf16(s[i]);
+    } else {
+      BRAID_CHECK(dst.dtype() == DType::F16, "cannot convert to {}", dtype_name(dst.dtype()));
+      f16* d = dst.data<f16>();
+      for (int64_t i = 0; i < n; ++i) d[i] = float_to_f16(s[i]);
+    }
+    return;
+  }
+  BRAID_CHECK(dst.dtype() == DType::F32, "cannot convert {} to {}", dtype_name(src.dtype()),
+              dtype_name(dst.dtype()));
+  float* d = dst.data<float>();
+  if (src.dtype() == DType::BF16) {
+    const bf16* s = src.data<bf16>();
+    for (int64_t i = 0; i < n; ++i) d[i] = bf16_to_float(s[i]);
+  } else {
+    const f16* s = src.data<f16>();
+    for (int64_t i = 0; i < n; ++i) d[i] = f16_to_float(s[i]);
+  }
+}
+
+}  // namespace
+
+GradBuckets::GradBuckets(ExecContext& ctx, const std::vector<Parameter*>& params,
+                         Communicator& comm, const GradBucketOptions& options)
+    : comm_(comm), options_(options) {
+  BRAID_CHECK(options.bucket_bytes > 0 && options.first_bucket_bytes > 0,
+              "bucket sizes {} / {} bytes", options.bucket_bytes, options.first_bucket_bytes);
+  BRAID_CHECK(options.comm_dtype != DType::I32, "gradients cannot be reduced in i32");
+  // Grouping: reverse order of use; a bucket closes before a parameter that would overflow it.
+  std::vector<Bucket> groups(1);
+  int64_t bytes = 0;
+  for (auto it = params.rbegin(); it != params.rend(); ++it) {
+    Parameter* p = *it;
+    if (!p->trainable) continue;  // frozen: no gradient, nothing to reduce
+    BRAID_CHECK(!bucket_of_.count(p), "{} is listed twice", p->name);
+    const int64_t n = p->value.numel();
+    const int64_t cap = groups.size() == 1 ? options.first_bucket_bytes : options.bucket_bytes;
+    if (!groups.back().slots.empty() && bytes + 4 * n > cap) {
+      groups.emplace_back();
+      bytes = 0;
+    }
+    groups.back().slots.push_back({p, groups.back().numel, n});
+    groups.back().numel += n;
+    bytes += 4 * n;
+    bucket_of_[p] = groups.size() - 1;
+  }
+  if (groups.back().slots.empty()) groups.pop_back();
+  buckets_ = std::move(groups);
+
+  const int64_t parts = options.reduce_scatter ? comm.size() : 1;
+  for (Bucket& b : buckets_) {
+    b.numel = (b.numel + parts - 1) / parts * parts;  // padding stays zero forever
+    b.flat = ctx.zeros({b.numel}, DType::F32, MemCategory::Grads);
+    for (const Slot& s : b.slots)
+      s.param->bind_grad(b.flat.slice0(s.offset, s.offset + s.numel).view(s.param->value.shape()));
+    const bool convert = options.comm_dtype != DType::F32;
+    b.comm =
+        convert ? ctx.zeros({b.numel}, options.comm_dtype, MemCategory::Communication) : b.flat;
+    if (options.reduce_scatter) {
+      const int64_t sn = b.numel / parts;
+      b.shard_comm = ctx.zeros({sn}, options.comm_dtype,
+                               convert ? MemCategory::Communication : MemCategory::Grads);
+      b.shard = convert ? ctx.zeros({sn}, DType::F32, MemCategory::Grads) : b.shard_comm;
+    }
+  }
+}
+
+void GradBuckets::attach(MicroBatch& mb, bool last) {
+  BRAID_CHECK(next_start_ == 0, "attach while the previous step's buckets are unfinished");
+  last_ = last;
+  for (Bucket& b : buckets_) b.ready = 0;
+  mb.on_grad_ready = [this](Parameter& p) { grad_ready(p); };
+}
+
+void GradBuckets::grad_ready(Parameter& p) {
+  if (!last_) return;  // accumulation micro-batch: the gradient is not final for the step
+  const auto it = bucket_of_.find(&p);
+  BRAID_CHECK(it != bucket_of_.end(), "grad_ready for {}, which is in no bucket", p.name);
+  Bucket& b = buckets_[it->second];
+  BRAID_CHECK(b.ready < static_cast<int>(b.slots.size()) && !b.started,
+              "{} reported ready twice in one micro-batch", p.name);
+  ++b.ready;
+  start_ready_in_order();
+}
+
+void GradBuckets::start_ready_in_order() {
+  while (next_start_ < buckets_.size() &&
+         buckets_[next_start_].ready == static_cast<int>(buckets_[next_start_].slots.size()))
+    start(buckets_[next_start_++]);
+}
+
+void GradBuckets::start(Bucket& b) {
+  if (options_.comm_dtype != DType::F32) convert_into(b.flat, b.comm);
+  b.work = options_.reduce_scatter ? comm_.reduce_scatter(b.comm, b.shard_comm, options_.op)
+                                   : comm_.all_reduce(b.comm, options_.op);
+  b.started = true;
+}
+
+void GradBuckets::finish() {
+  // A bucket whose parameters did not all report (a parameter the step never touched, or no
+  // hook attached) still holds its final gradient now.
+  while (next_start_ < buckets_.size()) start(buckets_[next_start_++]);
+  for (Bucket& b : buckets_) {
+    b.work.wait();
+    if (options_.comm_dtype != DType::F32) {
+      if (options_.reduce_scatter)
+        convert_into(b.shard_comm, b.shard);
+      else
+        convert_into(b.comm, b.flat);
+    }
+    b.started = false;
+    b.work = Work();
+  }
+  next_start_ = 0;
+  last_ = false;
+}
+
+int64_t GradBuckets::shard_numel(size_t b) const {
+  return options_.reduce_scatter ? buckets_[b].numel / comm_.size() : buckets_[b].numel;
+}
+
+int64_t GradBuckets::shard_begin(size_t b) const {
+  return options_.reduce_scatter ? shard_numel(b) * comm_.rank() : 0;
+}
+
+int64_t GradBuckets::total_numel() const {
+  int64_t n = 0;
+  for (const Bucket& b : buckets_) n += b.numel;
+  return n;
+}
+
+}  // namespace braid
