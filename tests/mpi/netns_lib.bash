@@ -3,7 +3,8 @@
 #
 #   netns_require         exit 77 unless root with the ip command (netns_up checks it too)
 #   netns_up WORKDIR      create node A (10.231.0.1) and node B (10.231.0.2), write the rsh
-#                         agent, the hostfile (2 slots each) and the rank probe into WORKDIR;
+#                         agent, the hostfile (2 slots each; NETNS_B_FIRST=1: ranks 0-1 on B), the
+#                         rank probe and an mpirun wrapper (WORKDIR/mpirun) into WORKDIR;
 #                         exits 77 with the reason where namespaces cannot be made
 #   netns_mpirun ARGS...  mpirun from node A across both nodes (TCP on the subnet only), with
 #                         $NETNS_MPIRUN (default mpirun)
@@ -80,6 +81,29 @@ exec env -i PATH="$mpi_bin:/usr/bin:/bin" HOME="\${HOME:-/root}" ip netns exec "
 EOF
   chmod +x "$NETNS_WORK/rsh_agent.sh"
   printf '%s slots=2\n%s slots=2\n' "$NETNS_ADDR_A" "$NETNS_ADDR_B" >"$NETNS_WORK/hostfile"
+  # NETNS_B_FIRST=1: ranks 0-1 on node B, the node mpirun is not on (Open MPI fills mpirun's own
+  # node first whatever the hostfile's order, so this takes a rankfile).
+  local rankfile=
+  if [ "${NETNS_B_FIRST:-0}" = 1 ]; then
+    printf 'rank 0=%s slot=0\nrank 1=%s slot=1\nrank 2=%s slot=0\nrank 3=%s slot=1\n' \
+      "$NETNS_ADDR_B" "$NETNS_ADDR_B" "$NETNS_ADDR_A" "$NETNS_ADDR_A" >"$NETNS_WORK/rankfile"
+    rankfile="--rankfile $NETNS_WORK/rankfile"
+  fi
+
+  # mpirun as a command (WORKDIR/mpirun ARGS...), for scripts that take an mpirun: it runs on
+  # node A, as a user would run it on the first node of an allocation.
+  cat >"$NETNS_WORK/mpirun" <<EOF
+#!/bin/bash
+exec ip netns exec "$NETNS_A" "$(command -v "${NETNS_MPIRUN:-mpirun}")" --allow-run-as-root \\
+  --hostfile "$NETNS_WORK/hostfile" \\
+  --mca plm_rsh_agent "$NETNS_WORK/rsh_agent.sh" \\
+  --mca btl tcp,self \\
+  --mca btl_tcp_if_include "$NETNS_SUBNET" \\
+  --mca oob_tcp_if_include "$NETNS_SUBNET" \\
+  -x OMP_NUM_THREADS -x OMP_WAIT_POLICY $rankfile \\
+  "\$@"
+EOF
+  chmod +x "$NETNS_WORK/mpirun"
 
   # The probe records which namespace each rank really ran in, then becomes the program.
   mkdir -p "$NETNS_WORK/placement"
@@ -92,18 +116,10 @@ EOF
   echo "netns: node A $NETNS_A ($NETNS_ADDR_A), node B $NETNS_B ($NETNS_ADDR_B)"
 }
 
-# mpirun runs on node A, as a user would run it on the first node of an allocation. The outer
-# timeout (NETNS_TIMEOUT_S, default 150) only guards the test: braid's own communication
-# timeouts end a hang first.
+# The outer timeout (NETNS_TIMEOUT_S, default 150) only guards the test: braid's own
+# communication timeouts end a hang first.
 netns_mpirun() {
-  timeout "${NETNS_TIMEOUT_S:-150}" ip netns exec "$NETNS_A" "${NETNS_MPIRUN:-mpirun}" --allow-run-as-root \
-    --hostfile "$NETNS_WORK/hostfile" \
-    --mca plm_rsh_agent "$NETNS_WORK/rsh_agent.sh" \
-    --mca btl tcp,self \
-    --mca btl_tcp_if_include "$NETNS_SUBNET" \
-    --mca oob_tcp_if_include "$NETNS_SUBNET" \
-    -x OMP_NUM_THREADS -x OMP_WAIT_POLICY \
-    "$@"
+  timeout "${NETNS_TIMEOUT_S:-150}" "$NETNS_WORK/mpirun" "$@"
 }
 
 netns_check_spread() {
