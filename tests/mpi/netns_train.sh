@@ -47,10 +47,12 @@ losses runs/dp4/metrics.jsonl >dp4.losses
 [ "$(wc -l <single.losses)" -eq 8 ] || fail "the single-rank run logged $(wc -l <single.losses) steps, not 8"
 paste single.losses dp4.losses | tee compare.txt
 # The gradients are the same sums taken in another order (each rank sums its own micro-batch,
-# the all-reduce sums the ranks), so losses agree to float rounding, not bit for bit.
+# the all-reduce sums the ranks), so losses agree to float rounding, not bit for bit: f32
+# rounding is ~6e-8 relative per operation, and 8 steps of a 2-layer model stay far below
+# 1e-6 (2.6e-9 measured), while a different batch moves the loss by 1e-3 or more.
 awk 'NF != 4 || $1 != $3 { bad = 1; print "step mismatch: " $0 }
      { d = $2 - $4; if (d < 0) d = -d; r = d / ($2 < 0 ? -$2 : $2); if (r > worst) worst = r;
-       if (r > 1e-4) { bad = 1; print "step " $1 ": " $2 " vs " $4 } }
-     END { printf "largest relative loss difference %.3g (limit 1e-4)\n", worst; exit bad }' \
+       if (r > 1e-6) { bad = 1; print "step " $1 ": " $2 " vs " $4 } }
+     END { printf "largest relative loss difference %.3g (limit 1e-6)\n", worst; exit bad }' \
   compare.txt || fail "dp=4 across two nodes does not match the single-rank losses"
 echo PASS
