@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Checks the deployment examples in tools/deploy/ (docs/multinode.md): each parses, and its
+# command line runs here in dry-run form.
+#   check_examples.sh <braid> <check_mpijob> <mpirun> <workdir> <source dir>
+set -euo pipefail
+BRAID=$1 CHECK_MPIJOB=$2 MPIRUN=$3 WORK=$4 SRC=$5
+DEPLOY=$SRC/tools/deploy
+rm -rf "$WORK"
+mkdir -p "$WORK"
+cd "$WORK"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+contains() { grep -qF -- "$2" <<<"$1" || fail "expected '$2' in: $1"; }
+root_flag=()
+[ "$(id -u)" -ne 0 ] || root_flag=(--allow-run-as-root)
+
+echo "== syntax"
+bash -n "$DEPLOY/mpirun_hostfile.sh"
+bash -n "$DEPLOY/slurm_train.sbatch"
+
+echo "== Open MPI hostfile"
+# The example hostfile's slots decide -np; the options reach mpirun.
+cmd=$(DRY_RUN=1 HOSTFILE=$DEPLOY/hostfile THREADS=6 NET=10.9.0.0/16 BRAID=/opt/braid \
+  RUN_DIR=/nfs/runs bash "$DEPLOY/mpirun_hostfile.sh" my.yaml --set train.steps=9)
+echo "$cmd"
+contains "$cmd" "--hostfile $DEPLOY/hostfile -np 4 "
+contains "$cmd" "--map-by slot:PE=6 --bind-to core"
+contains "$cmd" "-x OMP_NUM_THREADS=6 -x OMP_WAIT_POLICY=passive"
+contains "$cmd" "--mca btl_tcp_if_include 10.9.0.0/16 --mca oob_tcp_if_include 10.9.0.0/16"
+contains "$cmd" "/opt/braid train my.yaml --set run.dir=/nfs/runs --set checkpoint.resume=auto --set train.steps=9"
+# The real command on a one-node hostfile: every rank starts braid train with these arguments.
+echo "localhost slots=2" >hostfile.local
+HOSTFILE=hostfile.local BRAID=$BRAID MPIRUN=$MPIRUN timeout 120 \
+  bash "$DEPLOY/mpirun_hostfile.sh" my.yaml --help >hostfile_run.log 2>&1 ||
+  { cat hostfile_run.log; fail "mpirun_hostfile.sh on localhost failed"; }
+[ "$(grep -c 'Usage: braid train' hostfile_run.log)" -eq 2 ] || { cat hostfile_run.log; fail "not 2 ranks"; }
+
+echo "== Slurm sbatch"
+# A tiny real training run under stubbed srun/scontrol: srun records its options and the
+# environment, then starts the braid command as one task (optionally SIGTERMing it once it has
+# logged a step, as Slurm's --signal=TERM@300 would); scontrol records a requeue.
+mkdir -p bin corpus data
+head -c 30000 /usr/share/common-licenses/GPL-3 >corpus/a.txt
+"$BRAID" prepare --input corpus --out data/c --tokenizer byte >/dev/null
+cat >tiny.yaml <<YAML
+run: {name: unused, dir: unused}
+model: {family: gpt2, vocab_size: 256, context_length: 32, n_layer: 1, n_embd: 32, n_head: 2}
+data: {dir: $WORK/data/c, micro_batch: 2, seq_len: 32, grad_accum: 1, seed: 1}
+optim: {lr: 0.003, warmup_steps: 1, decay_steps: 4}
+train: {steps: 4, log_interval: 1, eval_interval: 0, sample_tokens: 0, peak_tflops: 1.0}
+checkpoint: {interval: 2, keep_last: 1}
+YAML
+cat >bin/srun <<'EOF'
+#!/bin/bash
+echo "srun $*" >>"$STUB_LOG"
+echo "env OMP_NUM_THREADS=$OMP_NUM_THREADS OMP_WAIT_POLICY=$OMP_WAIT_POLICY" >>"$STUB_LOG"
+while [[ $# -gt 0 && $1 == -* ]]; do shift; done
+SLURM_PROCID=0 SLURM_LOCALID=0 "$@" &
+pid=$!
+if [ -n "${STUB_TERM_RUN:-}" ]; then
+  until grep -qs '"event":"train"' "$STUB_TERM_RUN/metrics.jsonl"; do sleep 0.1; done
+  kill -TERM $pid
+fi
+wait $pid
+EOF
+printf '#!/bin/bash\necho "scontrol $*" >>"$STUB_LOG"\n' >bin/scontrol
+chmod +x bin/srun bin/scontrol
+sbatch_env=(PATH="$WORK/bin:$PATH" STUB_LOG="$WORK/stub.log" BRAID="$BRAID" RUN_DIR="$WORK/runs"
+            SLURM_JOB_ID=4242 SLURM_JOB_NAME=braid SLURM_JOB_NUM_NODES=1 SLURM_JOB_NODELIST=n1
+            SLURM_NTASKS=1 SLURM_CPUS_PER_TASK=2 SLURM_SUBMIT_DIR="$WORK" OMP_NUM_THREADS= OMP_WAIT_POLICY=)
+run_dir=$WORK/runs/braid-4242
+# First attempt: the time limit's SIGTERM arrives mid-run -> checkpoint, exit 0, requeue.
+env "${sbatch_env[@]}" STUB_TERM_RUN="$run_dir" SLURM_RESTART_COUNT=0 \
+  timeout 120 bash "$DEPLOY/slurm_train.sbatch" "$WORK/tiny.yaml" --set train.steps=100000 \
+  >sbatch1.log 2>&1 || { cat sbatch1.log; fail "the sbatch script failed on the stopped attempt"; }
+cat stub.log
+log=$(cat stub.log)
+contains "$log" "srun --mpi=pmix --cpus-per-task=2 --cpu-bind=cores --kill-on-bad-exit=1 $BRAID train $WORK/tiny.yaml --set run.dir=$WORK/runs --set run.name=braid-4242 --set checkpoint.resume=auto --set train.steps=100000"
+contains "$log" "env OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive"
+contains "$log" "scontrol requeue 4242"
+grep -q '"event":"stop"' "$run_dir/metrics.jsonl" || fail "braid did not record the stop"
+# Second attempt (the requeued job: same id, same run directory) resumes and finishes.
+: >stub.log
+env "${sbatch_env[@]}" SLURM_RESTART_COUNT=1 timeout 120 bash "$DEPLOY/slurm_train.sbatch" \
+  "$WORK/tiny.yaml" >sbatch2.log 2>&1 || { cat sbatch2.log; fail "the resumed attempt failed"; }
+grep -q '"event":"resume"' "$run_dir/metrics.jsonl" || fail "the second attempt did not resume"
+grep -q "attempt 2" sbatch2.log || fail "attempt number not printed"
+! grep -q scontrol stub.log || fail "a finished run was requeued"
+
+echo "== Kubernetes MPIJob"
+"$CHECK_MPIJOB" "$DEPLOY/mpijob.yaml" >mpijob.argv
+# Each broken variant is refused, naming what is wrong.
+expect_refused() {
+  local name=$1 want=$2 sed_expr=$3
+  sed "$sed_expr" "$DEPLOY/mpijob.yaml" >"bad_$name.yaml"
+  cmp -s "bad_$name.yaml" "$DEPLOY/mpijob.yaml" && fail "variant $name changed nothing"
+  if "$CHECK_MPIJOB" "bad_$name.yaml" >/dev/null 2>"bad_$name.err"; then fail "variant $name accepted"; fi
+  grep -qF -- "$want" "bad_$name.err" || { cat "bad_$name.err"; fail "variant $name: no '$want'"; }
+}
+expect_refused np "-np 5 but Worker replicas x slotsPerWorker = 2 x 2" '0,/- "4"/s//- "5"/'
+expect_refused cpu "16 but slotsPerWorker x OMP_NUM_THREADS = 2 x 4" 's/OMP_NUM_THREADS=8/OMP_NUM_THREADS=4/'
+expect_refused api "apiVersion: must be kubeflow.org/v2beta1" 's#kubeflow.org/v2beta1#kubeflow.org/v1#'
+expect_refused claim "workers do not mount claim 'braid-shared'" '$s/braid-shared/other/'
+expect_refused yaml "check_mpijob: bad_yaml.yaml" 's/^spec:/spec: [/'
+# The launcher's command here: this braid, 4 ranks on this machine's cores, `--help` appended.
+mapfile -t argv <mpijob.argv
+dry=()
+for a in "${argv[@]}"; do
+  case "$a" in
+    mpirun) dry+=("$MPIRUN" --oversubscribe "${root_flag[@]}") ;;
+    */braid) dry+=("$BRAID") ;;
+    slot:PE=*) dry+=(slot) ;;
+    core) dry+=(none) ;;
+    *) dry+=("$a") ;;
+  esac
+done
+timeout 120 "${dry[@]}" --help >mpijob_run.log 2>&1 || { cat mpijob_run.log; fail "launcher command failed"; }
+[ "$(grep -c 'Usage: braid train' mpijob_run.log)" -eq 4 ] || { cat mpijob_run.log; fail "not 4 ranks"; }
+echo PASS

@@ -1,0 +1,165 @@
+// check_mpijob: checks a Kubeflow MPIJob manifest (tools/deploy/mpijob.yaml) for the mistakes
+// that make a braid job start wrong, and prints the launcher's command, one argument per line,
+// so a test can run it in dry-run form.
+//   check_mpijob MANIFEST.yaml
+// Checked: kubeflow.org/v2beta1 MPIJob; one launcher; the launcher runs mpirun ... braid train;
+// mpirun's -np = Worker replicas x slotsPerWorker; OMP_NUM_THREADS is forwarded and
+// slotsPerWorker x OMP_NUM_THREADS = the worker's cpu limit; run.dir lies on a volume that the
+// launcher and every worker mount from the same claim (checkpoints must be shared).
+#include <yaml-cpp/yaml.h>
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+int g_errors = 0;
+
+void error(const std::string& key, const std::string& msg) {
+  std::fprintf(stderr, "check_mpijob: %s: %s\n", key.c_str(), msg.c_str());
+  ++g_errors;
+}
+
+// The scalar at `key` under `node`, or an error naming the full key path.
+std::optional<std::string> scalar(const YAML::Node& node, const std::string& path,
+                                  const char* key) {
+  const YAML::Node v = node[key];
+  if (!v || !v.IsScalar()) {
+    error(path + "." + key, "missing (or not a single value)");
+    return std::nullopt;
+  }
+  return v.as<std::string>();
+}
+
+std::optional<long> integer(const YAML::Node& node, const std::string& path, const char* key) {
+  auto s = scalar(node, path, key);
+  if (!s) return std::nullopt;
+  try {
+    size_t used = 0;
+    long v = std::stol(*s, &used);
+    if (used == s->size()) return v;
+  } catch (const std::exception&) {
+  }
+  error(path + "." + key, "'" + *s + "' is not an integer");
+  return std::nullopt;
+}
+
+// Kubernetes cpu quantities: "16" or "16000m".
+std::optional<double> cpu_quantity(const std::string& s) {
+  try {
+    size_t used = 0;
+    double v = std::stod(s, &used);
+    if (used == s.size()) return v;
+    if (used + 1 == s.size() && s.back() == 'm') return v / 1000.0;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+// Mount path -> claim name of the pod template's volume mounts of its first container.
+std::vector<std::pair<std::string, std::string>> claim_mounts(const YAML::Node& pod) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const YAML::Node container = pod["containers"][0];
+  for (const auto& m : container["volumeMounts"]) {
+    for (const auto& v : pod["volumes"]) {
+      if (v["name"].as<std::string>("") == m["name"].as<std::string>("") &&
+          v["persistentVolumeClaim"]["claimName"])
+        out.emplace_back(m["mountPath"].as<std::string>(""),
+                         v["persistentVolumeClaim"]["claimName"].as<std::string>());
+    }
+  }
+  return out;
+}
+
+bool under(const std::string& path, const std::string& dir) {
+  return path == dir || (path.rfind(dir, 0) == 0 && (dir.back() == '/' || path[dir.size()] == '/'));
+}
+
+void check(const YAML::Node& doc) {
+  if (doc["apiVersion"].as<std::string>("") != "kubeflow.org/v2beta1")
+    error("apiVersion", "must be kubeflow.org/v2beta1 (the MPI operator v2 API)");
+  if (doc["kind"].as<std::string>("") != "MPIJob") error("kind", "must be MPIJob");
+  const YAML::Node spec = doc["spec"];
+  auto slots = integer(spec, "spec", "slotsPerWorker");
+  const YAML::Node replicas = spec["mpiReplicaSpecs"];
+  const YAML::Node launcher = replicas["Launcher"];
+  const YAML::Node worker = replicas["Worker"];
+  auto n_launcher = integer(launcher, "spec.mpiReplicaSpecs.Launcher", "replicas");
+  auto n_worker = integer(worker, "spec.mpiReplicaSpecs.Worker", "replicas");
+  if (n_launcher && *n_launcher != 1)
+    error("spec.mpiReplicaSpecs.Launcher.replicas", "must be 1 (one mpirun per job)");
+  const YAML::Node lpod = launcher["template"]["spec"];
+  const YAML::Node wpod = worker["template"]["spec"];
+
+  std::vector<std::string> argv;
+  for (const char* part : {"command", "args"})
+    for (const auto& a : lpod["containers"][0][part]) argv.push_back(a.as<std::string>());
+  const std::string where = "spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].command";
+  if (argv.empty() || argv[0] != "mpirun") error(where, "must start with mpirun");
+  std::optional<long> np;
+  std::optional<double> threads;
+  std::string run_dir;
+  bool train = false;
+  for (size_t i = 0; i + 1 < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    const std::string& next = argv[i + 1];
+    if (a == "-np" || a == "-n") np = std::stol(next);
+    if (a == "-x" && next.rfind("OMP_NUM_THREADS=", 0) == 0) threads = std::stod(next.substr(16));
+    if (a.size() >= 5 && a.compare(a.size() - 5, 5, "braid") == 0 && next == "train") train = true;
+    if (a == "--set" && next.rfind("run.dir=", 0) == 0) run_dir = next.substr(8);
+  }
+  if (!train) error(where, "has no 'braid train' (the program mpirun starts)");
+  if (!np) error(where, "has no -np (ranks = Worker replicas x slotsPerWorker)");
+  if (np && slots && n_worker && *np != *slots * *n_worker)
+    error(where, "-np " + std::to_string(*np) + " but Worker replicas x slotsPerWorker = " +
+                     std::to_string(*n_worker) + " x " + std::to_string(*slots));
+  if (!threads) error(where, "does not forward OMP_NUM_THREADS=N with -x");
+
+  const std::string wcpu_key =
+      "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources.limits.cpu";
+  const YAML::Node wcpu = wpod["containers"][0]["resources"]["limits"]["cpu"];
+  auto cpu = wcpu ? cpu_quantity(wcpu.as<std::string>()) : std::nullopt;
+  if (!cpu)
+    error(wcpu_key, "missing or not a cpu quantity");
+  else if (threads && slots && *cpu != *threads * static_cast<double>(*slots))
+    error(wcpu_key, wcpu.as<std::string>() +
+                        " but slotsPerWorker x OMP_NUM_THREADS = " + std::to_string(*slots) +
+                        " x " + std::to_string(static_cast<int>(*threads)));
+
+  if (run_dir.empty()) {
+    error(where, "has no --set run.dir=... (the run directory must be on the shared volume)");
+  } else {
+    std::string claim;
+    for (const auto& [path, c] : claim_mounts(lpod))
+      if (under(run_dir, path)) claim = c;
+    if (claim.empty())
+      error(where, "run.dir=" + run_dir + " is not on a persistentVolumeClaim the launcher mounts");
+    bool shared = false;
+    for (const auto& [path, c] : claim_mounts(wpod))
+      if (c == claim && under(run_dir, path)) shared = true;
+    if (!claim.empty() && !shared)
+      error("spec.mpiReplicaSpecs.Worker.template.spec",
+            "workers do not mount claim '" + claim + "' at run.dir=" + run_dir);
+  }
+  if (g_errors == 0)
+    for (const auto& a : argv) std::printf("%s\n", a.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: check_mpijob MANIFEST.yaml\n");
+    return 2;
+  }
+  try {
+    check(YAML::LoadFile(argv[1]));
+  } catch (const std::exception& e) {  // YAML syntax, a missing section, a non-number
+    std::fprintf(stderr, "check_mpijob: %s: %s\n", argv[1], e.what());
+    return 1;
+  }
+  if (g_errors) std::fprintf(stderr, "check_mpijob: %s: %d problem(s)\n", argv[1], g_errors);
+  return g_errors ? 1 : 0;
+}
