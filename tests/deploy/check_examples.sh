@@ -17,6 +17,19 @@ echo "== syntax"
 bash -n "$DEPLOY/mpirun_hostfile.sh"
 bash -n "$DEPLOY/slurm_train.sbatch"
 
+echo "== a tiny data set and config"
+mkdir -p bin corpus data
+head -c 30000 /usr/share/common-licenses/GPL-3 >corpus/a.txt
+"$BRAID" prepare --input corpus --out data/c --tokenizer byte >/dev/null
+cat >tiny.yaml <<YAML
+run: {name: unused, dir: unused}
+model: {family: gpt2, vocab_size: 256, context_length: 32, n_layer: 1, n_embd: 32, n_head: 2}
+data: {dir: $WORK/data/c, micro_batch: 2, seq_len: 32, grad_accum: 1, seed: 1}
+optim: {lr: 0.003, warmup_steps: 1, decay_steps: 4}
+train: {steps: 4, log_interval: 1, eval_interval: 0, sample_tokens: 0, peak_tflops: 1.0}
+checkpoint: {interval: 2, keep_last: 1}
+YAML
+
 echo "== Open MPI hostfile"
 # The example hostfile's slots decide -np; the options reach mpirun.
 cmd=$(DRY_RUN=1 HOSTFILE=$DEPLOY/hostfile THREADS=6 NET=10.9.0.0/16 BRAID=/opt/braid \
@@ -33,22 +46,17 @@ HOSTFILE=hostfile.local BRAID=$BRAID MPIRUN=$MPIRUN timeout 120 \
   bash "$DEPLOY/mpirun_hostfile.sh" my.yaml --help >hostfile_run.log 2>&1 ||
   { cat hostfile_run.log; fail "mpirun_hostfile.sh on localhost failed"; }
 [ "$(grep -c 'Usage: braid train' hostfile_run.log)" -eq 2 ] || { cat hostfile_run.log; fail "not 2 ranks"; }
+# And a real data-parallel training run through it: 2 ranks, one run directory.
+HOSTFILE=hostfile.local BRAID=$BRAID MPIRUN=$MPIRUN RUN_DIR=$WORK/runs timeout 200 \
+  bash "$DEPLOY/mpirun_hostfile.sh" "$WORK/tiny.yaml" --set run.name=hostfile --set train.steps=3 \
+  >hostfile_train.log 2>&1 || { cat hostfile_train.log; fail "training through mpirun_hostfile.sh failed"; }
+grep -q '"event":"end"' runs/hostfile/metrics.jsonl || fail "the hostfile run did not finish"
+grep -q '"dp": *2' runs/hostfile/run.json || { cat runs/hostfile/run.json; fail "run.json does not record dp 2"; }
 
 echo "== Slurm sbatch"
 # A tiny real training run under stubbed srun/scontrol: srun records its options and the
 # environment, then starts the braid command as one task (optionally SIGTERMing it once it has
 # logged a step, as Slurm's --signal=TERM@300 would); scontrol records a requeue.
-mkdir -p bin corpus data
-head -c 30000 /usr/share/common-licenses/GPL-3 >corpus/a.txt
-"$BRAID" prepare --input corpus --out data/c --tokenizer byte >/dev/null
-cat >tiny.yaml <<YAML
-run: {name: unused, dir: unused}
-model: {family: gpt2, vocab_size: 256, context_length: 32, n_layer: 1, n_embd: 32, n_head: 2}
-data: {dir: $WORK/data/c, micro_batch: 2, seq_len: 32, grad_accum: 1, seed: 1}
-optim: {lr: 0.003, warmup_steps: 1, decay_steps: 4}
-train: {steps: 4, log_interval: 1, eval_interval: 0, sample_tokens: 0, peak_tflops: 1.0}
-checkpoint: {interval: 2, keep_last: 1}
-YAML
 cat >bin/srun <<'EOF'
 #!/bin/bash
 echo "srun $*" >>"$STUB_LOG"
