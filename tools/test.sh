@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the whole test suite (ctest).
-# BRAID_TEST_SANITIZE=1 (CI sets it) then builds a second tree, build-asan/ (or
+# BRAID_TEST_SANITIZE=1 (opt-in; .ci/run with BRAID_CI_SANITIZE=1) then builds a second tree, build-asan/ (or
 # $BRAID_ASAN_BUILD_DIR), with AddressSanitizer + UBSan and runs the whole suite again there.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
