@@ -124,22 +124,32 @@ void cast(ExecContext& ctx, Tensor& dst, const Tensor& src) {
   }
 }
 
-void split_columns(ExecContext& ctx, const std::vector<Tensor*>& parts, const Tensor& src) {
-  KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
-  const char* op = "split_columns";
-  check_copyable(src, op, "src");
-  BRAID_CHECK(src.ndim() == 2, "{}: src must be (N, W), got {}", op, src.str());
-  const int64_t N = src.dim(0), W = src.dim(1);
+// The checks split_columns and concat_columns share: whole (N, W) and parts (N, Wi) of one
+// copyable dtype whose widths sum to W.
+template <typename Part>
+void check_column_parts(const char* op, const Tensor& whole, const char* name,
+                        const std::vector<Part*>& parts) {
+  check_copyable(whole, op, name);
+  BRAID_CHECK(whole.ndim() == 2, "{}: {} must be (N, W), got {}", op, name, whole.str());
+  const int64_t N = whole.dim(0);
   int64_t total = 0;
   for (const Tensor* p : parts) {
     check_copyable(*p, op, "part");
-    BRAID_CHECK(p->dtype() == src.dtype(), "{}: part {} and src {} differ in dtype", op, p->str(),
-                src.str());
+    BRAID_CHECK(p->dtype() == whole.dtype(), "{}: part {} and {} {} differ in dtype", op, p->str(),
+                name, whole.str());
     BRAID_CHECK(p->ndim() == 2 && p->dim(0) == N, "{}: part {} does not have {} rows", op, p->str(),
                 N);
     total += p->dim(1);
   }
-  BRAID_CHECK(total == W, "{}: parts have {} columns, src has {}", op, total, W);
+  BRAID_CHECK(total == whole.dim(1), "{}: parts have {} columns, {} has {}", op, total, name,
+              whole.dim(1));
+}
+
+void split_columns(ExecContext& ctx, const std::vector<Tensor*>& parts, const Tensor& src) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
+  const char* op = "split_columns";
+  check_column_parts(op, src, "src", parts);
+  const int64_t N = src.dim(0), W = src.dim(1);
   // A pure copy: any storage dtype works byte for byte.
   const size_t es = dtype_size(src.dtype());
   const char* sp = static_cast<const char*>(src.raw());  // src: (N, W)
@@ -157,19 +167,8 @@ void split_columns(ExecContext& ctx, const std::vector<Tensor*>& parts, const Te
 void concat_columns(ExecContext& ctx, Tensor& dst, const std::vector<const Tensor*>& parts) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "concat_columns";
-  check_copyable(dst, op, "dst");
-  BRAID_CHECK(dst.ndim() == 2, "{}: dst must be (N, W), got {}", op, dst.str());
+  check_column_parts(op, dst, "dst", parts);
   const int64_t N = dst.dim(0), W = dst.dim(1);
-  int64_t total = 0;
-  for (const Tensor* p : parts) {
-    check_copyable(*p, op, "part");
-    BRAID_CHECK(p->dtype() == dst.dtype(), "{}: part {} and dst {} differ in dtype", op, p->str(),
-                dst.str());
-    BRAID_CHECK(p->ndim() == 2 && p->dim(0) == N, "{}: part {} does not have {} rows", op, p->str(),
-                N);
-    total += p->dim(1);
-  }
-  BRAID_CHECK(total == W, "{}: parts have {} columns, dst has {}", op, total, W);
   const size_t es = dtype_size(dst.dtype());
   char* dp = static_cast<char*>(dst.raw());  // dst: (N, W)
 #pragma omp parallel for schedule(static)
