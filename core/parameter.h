@@ -16,6 +16,9 @@ struct ShardSpec {
   int dim = -1;                 // the split dimension; -1: replicated on every rank
   int parts = 1;                // how many ranks share it
   std::vector<int64_t> blocks;  // global sizes of fused sub-blocks along dim; empty: one block
+  // The size of `dim` before zero padding made it divisible (tensor parallelism pads the
+  // vocabulary); -1: no padding. Checkpoints store whole tensors cut back to it.
+  int64_t logical = -1;
 
   bool sharded() const { return dim >= 0 && parts > 1; }
   // The local shape of part `part` of a tensor of `global` shape.

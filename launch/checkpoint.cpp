@@ -46,7 +46,9 @@ bool is_complete(const fs::path& dir) {
   const nlohmann::json m = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (!m.is_object() || !m.contains("files") || !m["files"].is_object()) return false;
   const nlohmann::json& files = m["files"];
-  if (!files.contains(kModelFile) || !files.contains(kOptimizerFile)) return false;
+  if (files.empty()) return false;
+  if (!m.contains("shards") && (!files.contains(kModelFile) || !files.contains(kOptimizerFile)))
+    return false;
   for (const auto& [name, rec] : files.items()) {
     if (name.find('/') != std::string::npos || !rec.is_object() || !rec.contains("bytes") ||
         !rec["bytes"].is_number_unsigned())
@@ -144,12 +146,56 @@ std::optional<std::string> CheckpointManager::latest() const {
   return all.back().second;
 }
 
+std::string CheckpointManager::staging_dir(int64_t step) const {
+  return (fs::path(dir_) / (kTmpPrefix + dir_name(step))).string();
+}
+
+void CheckpointManager::begin_save(int64_t step) {
+  BRAID_CHECK(step >= 0, "checkpoint step {} is negative", step);
+  const fs::path root(dir_);
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) user_error("cannot create checkpoint directory {}: {}", dir_, ec.message());
+  // Leftovers of saves that died part-way; none of them is a complete checkpoint.
+  for (const auto& e : fs::directory_iterator(root)) {
+    if (e.path().filename().string().rfind(kTmpPrefix, 0) == 0) remove_all_or_throw(e.path());
+  }
+  fs::create_directory(staging_dir(step), ec);
+  if (ec) user_error("cannot create {}: {}", staging_dir(step), ec.message());
+}
+
+nlohmann::json CheckpointManager::write_files(const std::string& staging, int64_t step,
+                                              const std::vector<CheckpointFile>& files) {
+  // A checkpoint is what a resume trusts: one holding NaN or inf would only resume a failure.
+  for (const CheckpointFile& f : files) {
+    const std::string bad = first_non_finite(f.tensors);
+    if (!bad.empty())
+      user_error(
+          "not writing checkpoint step {}: {} holds a NaN or infinite value (training "
+          "diverged); the earlier checkpoints are kept",
+          step, bad);
+  }
+  nlohmann::json out = {{"files", nlohmann::json::object()}, {"shards", nlohmann::json::object()}};
+  const fs::path dir(staging);
+  try {
+    for (const CheckpointFile& f : files) {
+      BRAID_CHECK(f.name.find('/') == std::string::npos, "checkpoint file name {}", f.name);
+      save_safetensors((dir / f.name).string(), f.tensors);
+      const FileDigest d = digest_file((dir / f.name).string(), kChecksumSha256);
+      out["files"][f.name] = {{"bytes", d.bytes}, {"checksum", d.hex}};
+      if (!f.shards.empty()) out["shards"][f.name] = f.shards;
+    }
+  } catch (const fs::filesystem_error& e) {
+    user_error("cannot write checkpoint step {} in {}: {}", step, staging, e.what());
+  }
+  return out;
+}
+
 std::string CheckpointManager::save(int64_t step,
                                     const std::vector<std::pair<std::string, Tensor>>& weights,
                                     const std::vector<std::pair<std::string, Tensor>>& optimizer_state,
                                     const nlohmann::json& state) {
-  BRAID_CHECK(step >= 0, "checkpoint step {} is negative", step);
-  // A checkpoint is what a resume trusts: one holding NaN or inf would only resume a failure.
+  // Refuse non-finite values before anything on disk changes.
   for (const auto* named : {&weights, &optimizer_state}) {
     const std::string bad = first_non_finite(*named);
     if (!bad.empty())
@@ -158,36 +204,45 @@ std::string CheckpointManager::save(int64_t step,
           "diverged); the earlier checkpoints are kept",
           step, bad);
   }
+  begin_save(step);
+  nlohmann::json rec;
+  try {
+    rec = write_files(staging_dir(step), step,
+                      {{kModelFile, weights, nlohmann::json::object()},
+                       {kOptimizerFile, optimizer_state, nlohmann::json::object()}});
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(staging_dir(step), ec);  // best effort; the next save removes it otherwise
+    throw;
+  }
+  return commit_save(step, {rec}, state);
+}
+
+std::string CheckpointManager::commit_save(int64_t step, const std::vector<nlohmann::json>& records,
+                                           const nlohmann::json& state) {
   const fs::path root(dir_);
   std::error_code ec;
-  fs::create_directories(root, ec);
-  if (ec) user_error("cannot create checkpoint directory {}: {}", dir_, ec.message());
-
-  // Leftovers of saves that died part-way; none of them is a complete checkpoint.
-  for (const auto& e : fs::directory_iterator(root)) {
-    if (e.path().filename().string().rfind(kTmpPrefix, 0) == 0) remove_all_or_throw(e.path());
-  }
-
   const std::string name = dir_name(step);
-  const fs::path tmp = root / (kTmpPrefix + name);
+  const fs::path tmp = staging_dir(step);
   const fs::path final_dir = root / name;
-  fs::create_directory(tmp, ec);
-  if (ec) user_error("cannot create {}: {}", tmp.string(), ec.message());
   try {
-    save_safetensors((tmp / kModelFile).string(), weights);
-    save_safetensors((tmp / kOptimizerFile).string(), optimizer_state);
-
     nlohmann::ordered_json files = nlohmann::ordered_json::object();
-    for (const char* f : {kModelFile, kOptimizerFile}) {
-      const FileDigest d = digest_file((tmp / f).string(), kChecksumSha256);
-      files[f] = {{"bytes", d.bytes}, {"checksum", d.hex}};
+    nlohmann::json shards = nlohmann::json::object();
+    for (const nlohmann::json& r : records) {
+      for (const auto& [f, v] : r.at("files").items()) {
+        BRAID_CHECK(!files.contains(f), "checkpoint file {} written twice", f);
+        files[f] = v;
+      }
+      for (const auto& [f, v] : r.at("shards").items()) shards[f] = v;
     }
     nlohmann::ordered_json manifest = {{"format", "braid-checkpoint"},
                                        {"format_version", kCheckpointFormatVersion},
                                        {"step", step},
                                        {"checksum_algo", kChecksumSha256},
-                                       {"files", files},
-                                       {"state", state}};
+                                       {"files", files}};
+    // A sharded layout: which files hold which kind, and how split tensors fit together.
+    if (!files.contains(kModelFile)) manifest["shards"] = shards;
+    manifest["state"] = state;
     write_file_atomic((tmp / kManifest).string(), manifest.dump(2) + "\n");  // last: completes it
 
     if (fs::exists(final_dir)) {
@@ -269,8 +324,11 @@ LoadedCheckpoint CheckpointManager::load(const std::string& path) {
     user_error("{}: checksum_algo is '{}'; this braid checks '{}' (or '{}' in older checkpoints)",
                mpath, algo, kChecksumSha256, kChecksumMix64);
 
+  const bool sharded = m.contains("shards");
+  if (sharded && !m["shards"].is_object())
+    user_error("{}: malformed shards section; {}", mpath, corrupt_advice(dir));
   for (const char* required : {kModelFile, kOptimizerFile})
-    if (!m["files"].contains(required))
+    if (!sharded && !m["files"].contains(required))
       user_error("{}: does not list {}; {}", mpath, required, corrupt_advice(dir));
   for (const auto& [fname, rec] : m["files"].items()) {
     const fs::path file = dir / fname;
@@ -293,9 +351,24 @@ LoadedCheckpoint CheckpointManager::load(const std::string& path) {
   }
 
   LoadedCheckpoint out{path, m["step"].get<int64_t>(),
-                       m.contains("state") ? m["state"] : nlohmann::json::object(),
-                       SafetensorsFile::open((dir / kModelFile).string()),
-                       SafetensorsFile::open((dir / kOptimizerFile).string())};
+                       m.contains("state") ? m["state"] : nlohmann::json::object(), {}, {}};
+  if (!sharded) {
+    out.model = CheckpointTensors(SafetensorsFile::open((dir / kModelFile).string()));
+    out.optimizer = CheckpointTensors(SafetensorsFile::open((dir / kOptimizerFile).string()));
+    return out;
+  }
+  // Files named model-tp*-pp* and optimizer-tp*-pp*: each kind's shards.
+  std::vector<std::pair<std::string, SafetensorsFile>> model, optimizer;
+  for (const auto& [fname, rec] : m["files"].items()) {
+    (void)rec;
+    auto& kind = fname.rfind("model", 0) == 0 ? model : optimizer;
+    if (fname.rfind("model", 0) != 0 && fname.rfind("optimizer", 0) != 0) continue;
+    kind.emplace_back(fname, SafetensorsFile::open((dir / fname).string()));
+  }
+  if (model.empty())
+    user_error("{}: lists no model files; {}", mpath, corrupt_advice(dir));
+  out.model = CheckpointTensors(std::move(model), m["shards"], path + " (model)");
+  out.optimizer = CheckpointTensors(std::move(optimizer), m["shards"], path + " (optimizer)");
   return out;
 }
 

@@ -2,6 +2,8 @@
 //
 // Layout:  checkpoints/step-00000100/{model.safetensors, optimizer.safetensors, manifest.json}
 //          checkpoints/latest   (text: the name of the newest complete directory)
+// A tensor- or pipeline-parallel run writes one model and one optimizer file per (tp rank,
+// stage) instead, and the manifest's "shards" says how they fit (launch/checkpoint_tensors.h).
 // A checkpoint is complete when its manifest.json parses and every file it lists is present with
 // the recorded size: the manifest is written last, inside a .tmp-step-* directory that is
 // renamed into place only after everything is on disk, and pruning renames a directory out to
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "core/safetensors.h"
+#include "launch/checkpoint_tensors.h"
 
 namespace braid {
 
@@ -26,8 +29,16 @@ struct LoadedCheckpoint {
   std::string path;       // the checkpoint directory
   int64_t step = 0;
   nlohmann::json state;   // what save() was given as `state`
-  SafetensorsFile model;
-  SafetensorsFile optimizer;
+  CheckpointTensors model;      // whole tensors, whatever layout wrote them
+  CheckpointTensors optimizer;
+};
+
+// The tensors of one checkpoint file: its name in the directory, the tensors, and the
+// manifest's shard records for its split tensors (name -> shard_record; empty when none).
+struct CheckpointFile {
+  std::string name;
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  nlohmann::json shards = nlohmann::json::object();
 };
 
 class CheckpointManager {
@@ -43,6 +54,22 @@ class CheckpointManager {
   std::string save(int64_t step, const std::vector<std::pair<std::string, Tensor>>& weights,
                    const std::vector<std::pair<std::string, Tensor>>& optimizer_state,
                    const nlohmann::json& state);
+
+  // The same in three parts, for saves written by several processes (every (tp, pp) shard
+  // writes its own files): one process calls begin_save, then every writer write_files into
+  // staging_dir(step), then the first process commit_save with every writer's records (after
+  // all have finished). Until commit_save the step is invisible; a writer failing part-way
+  // leaves earlier checkpoints and `latest` untouched.
+  void begin_save(int64_t step);  // removes leftovers, creates the staging directory
+  std::string staging_dir(int64_t step) const;
+  // Writes each file (refusing non-finite values) and returns {name: {bytes, checksum}} plus,
+  // under "shards", each file's shard records.
+  static nlohmann::json write_files(const std::string& staging, int64_t step,
+                                    const std::vector<CheckpointFile>& files);
+  // records: the write_files results of every writer. Writes the manifest, renames the
+  // staging directory into place, moves `latest`, prunes. Returns the directory's path.
+  std::string commit_save(int64_t step, const std::vector<nlohmann::json>& records,
+                          const nlohmann::json& state);
 
   // Path of the newest complete checkpoint: the one `latest` names, or, when `latest` is
   // missing or names an incomplete directory, the highest-step directory with a manifest.

@@ -58,13 +58,12 @@ void run_train(const RunConfig& cfg, const std::string& config_path) {
     DistRun d;
     d.world = &world;
     d.mesh = Mesh::resolve(pc.dp_degree(), pc.tp, pc.pp, world.size());
-    BRAID_USER_CHECK(d.mesh.tp() == 1 && d.mesh.pp() == 1,
-                     "parallel.tp={} and parallel.pp={}: tensor and pipeline parallel training "
-                     "are not yet supported by braid train; use data parallelism only (tp: 1, "
-                     "pp: 1)",
-                     pc.tp, pc.pp);
     const MeshComms comms = world.build_mesh(d.mesh);
+    d.coord = comms.coord;
     d.dp = comms.dp;
+    d.tp = comms.tp;
+    d.pp = comms.pp;
+    d.embedding = comms.embedding;
     read_fail_hook(d);
     train(cfg, config_path, &d);
   } catch (const std::exception& e) {

@@ -14,7 +14,11 @@ struct RunConfig;
 struct DistRun {
   World* world = nullptr;
   Mesh mesh = Mesh::resolve(1, 1, 1, 1);
-  Communicator* dp = nullptr;  // the data-parallel group (all ranks while tp = pp = 1)
+  MeshCoord coord;
+  Communicator* dp = nullptr;  // the data-parallel group
+  Communicator* tp = nullptr;  // the tensor-parallel group
+  Communicator* pp = nullptr;  // the pipeline group
+  Communicator* embedding = nullptr;  // first + last stage (GPT-2's tied embedding); null in between
   // BRAID_TEST_FAIL_AT_STEP=rank:step[:throw|kill|hang|kill_at_save]: that rank fails at the
   // start of that (1-based) step: throws, raises SIGKILL, or never joins the next collective;
   // kill_at_save: SIGKILL when the step's checkpoint starts. For the failure tests only;
@@ -34,7 +38,7 @@ void maybe_fail(const DistRun& d, int64_t step, bool saving = false);
 
 // `braid train`: a plain run (no launcher, one process) trains exactly as train(); under
 // mpirun/srun it creates the World (parallel.init_timeout_s), resolves the mesh, builds the
-// communicators and trains data-parallel. Any error on a rank ends the whole job with
+// communicators and trains on the (dp, tp, pp) mesh. Any error on a rank ends the whole job with
 // "braid train: rank N: error: ...".
 void run_train(const RunConfig& cfg, const std::string& config_path);
 

@@ -20,13 +20,14 @@ DType precision_dtype(const std::string& precision) {
   return DType::F32;
 }
 
-MixedPrecision::MixedPrecision(ExecContext& ctx, Transformer& model, const TrainConfig& cfg)
-    : ctx_(ctx), model_(model) {
+MixedPrecision::MixedPrecision(ExecContext& ctx, std::vector<Parameter*> params,
+                               const TrainConfig& cfg)
+    : ctx_(ctx), params_(std::move(params)) {
   const DType dt = precision_dtype(cfg.precision);
   if (dt == DType::F32) return;
   // Test hook (tests/e2e/precision.sh): poison the gradients of this 1-based step once.
   if (const char* s = std::getenv("BRAID_TEST_OVERFLOW_AT_STEP")) inject_step_ = std::atoll(s);
-  masters_ = std::make_unique<MasterWeights>(ctx, model.parameters(), dt);
+  masters_ = std::make_unique<MasterWeights>(ctx, params_, dt);
   if (dt == DType::F16) scaler_.emplace(cfg.loss_scale);
 }
 
@@ -42,20 +43,11 @@ std::string MixedPrecision::describe(const GemmPlan& plan) const {
 }
 
 std::vector<Parameter*> MixedPrecision::optimizer_params() {
-  return masters_ ? masters_->params() : model_.parameters();
+  return masters_ ? masters_->params() : params_;
 }
 
 std::vector<std::pair<std::string, Tensor>> MixedPrecision::checkpoint_weights() const {
-  return masters_ ? masters_->named_masters() : named_weights(model_);
-}
-
-void MixedPrecision::load_weights(const SafetensorsFile& file) {
-  if (!masters_) return braid::load_weights(model_, file);
-  for (Parameter* p : masters_->params()) {
-    check_tensor_matches(file, p->name, p->value.shape(), DType::F32, file.path());
-    p->value.copy_from(file.get(p->name));
-  }
-  masters_->refresh();
+  return masters_ ? masters_->named_masters() : named_weights(params_);
 }
 
 bool MixedPrecision::check_overflow(double loss, double* norm, int64_t step,
@@ -75,7 +67,7 @@ bool MixedPrecision::check_overflow(double loss, double* norm, int64_t step,
     say(fmt::format("step {}: fp16 loss scale grew {} -> {}", step, u.old_scale, u.new_scale));
   // Gradients carry the scale of the step's loss (u.old_scale): take it out before clipping.
   const float inv = 1.0f / u.old_scale;
-  for (Parameter* p : model_.parameters())
+  for (Parameter* p : params_)
     if (p->trainable) scale_inplace(ctx_, p->grad(), inv);
   *norm /= static_cast<double>(u.old_scale);
   return false;
@@ -83,7 +75,7 @@ bool MixedPrecision::check_overflow(double loss, double* norm, int64_t step,
 
 void MixedPrecision::inject_test_overflow(int64_t step) {
   if (step != inject_step_) return;
-  for (Parameter* p : model_.parameters())
+  for (Parameter* p : params_)
     if (p->trainable) return p->grad().fill_(INFINITY);  // one inf gradient is an overflow
 }
 

@@ -25,8 +25,9 @@ DType precision_dtype(const std::string& precision);
 
 class MixedPrecision {
  public:
-  // Converts the model's weights to the compute dtype (bf16/fp16), keeping f32 masters.
-  MixedPrecision(ExecContext& ctx, Transformer& model, const TrainConfig& cfg);
+  // Converts the parameters' weights to the compute dtype (bf16/fp16), keeping f32 masters.
+  // params: every parameter this rank trains (all of its pipeline chunks).
+  MixedPrecision(ExecContext& ctx, std::vector<Parameter*> params, const TrainConfig& cfg);
 
   bool low_precision() const { return masters_ != nullptr; }
   bool scaling() const { return scaler_.has_value(); }
@@ -37,8 +38,6 @@ class MixedPrecision {
   std::vector<Parameter*> optimizer_params();
   // (name, f32 tensor) for checkpoints: the masters, or the model's values (fp32).
   std::vector<std::pair<std::string, Tensor>> checkpoint_weights() const;
-  // Loads checkpointed f32 weights (into the masters, then refreshes the compute copies).
-  void load_weights(const SafetensorsFile& file);
 
   // The factor the loss gradient is multiplied by (1 unless fp16).
   float loss_scale() const { return scaler_ ? scaler_->scale() : 1.0f; }
@@ -60,7 +59,7 @@ class MixedPrecision {
 
  private:
   ExecContext& ctx_;
-  Transformer& model_;
+  std::vector<Parameter*> params_;
   std::unique_ptr<MasterWeights> masters_;
   std::optional<LossScaler> scaler_;
   int64_t inject_step_ = -1;

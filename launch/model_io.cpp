@@ -16,18 +16,26 @@ namespace braid {
 
 namespace fs = std::filesystem;
 
-std::vector<std::pair<std::string, Tensor>> named_weights(const Transformer& model) {
+std::vector<std::pair<std::string, Tensor>> named_weights(const std::vector<Parameter*>& params) {
   std::vector<std::pair<std::string, Tensor>> out;
-  for (const Parameter* p : model.parameters())
+  for (const Parameter* p : params)
     if (!p->replica) out.emplace_back(p->name, p->value);
   return out;
 }
 
-void load_weights(Transformer& model, const SafetensorsFile& file) {
-  for (Parameter* p : model.parameters()) {
-    check_tensor_matches(file, p->name, p->value.shape(), DType::F32, file.path());
-    p->value.copy_from(file.get(p->name));
+std::vector<std::pair<std::string, Tensor>> named_weights(const Transformer& model) {
+  return named_weights(model.parameters());
+}
+
+void load_weights(const std::vector<Parameter*>& params, const CheckpointTensors& tensors) {
+  for (Parameter* p : params) {
+    check_tensor_matches(tensors, p->name, p->value.shape(), DType::F32);
+    p->value.copy_from(tensors.get(p->name));
   }
+}
+
+void load_weights(Transformer& model, const CheckpointTensors& tensors) {
+  load_weights(model.parameters(), tensors);
 }
 
 std::string tokenizer_file_in(const std::string& dir) {

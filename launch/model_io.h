@@ -9,6 +9,7 @@
 
 #include "core/models/transformer.h"
 #include "core/safetensors.h"
+#include "launch/checkpoint_tensors.h"
 
 namespace braid {
 
@@ -16,9 +17,13 @@ namespace braid {
 // pipeline stage's copy of a tied embedding, are not saved).
 std::vector<std::pair<std::string, Tensor>> named_weights(const Transformer& model);
 
-// Copies every parameter from `file` (braid names, braid layout). Throws UserError when a
-// tensor is missing or has another shape ("written for a different model config").
-void load_weights(Transformer& model, const SafetensorsFile& file);
+std::vector<std::pair<std::string, Tensor>> named_weights(const std::vector<Parameter*>& params);
+
+// Copies every parameter from a checkpoint's whole tensors (braid names); the parameters hold
+// whole values (before a tensor-parallel pass). Throws UserError when a tensor is missing or
+// has another shape ("written for a different model config").
+void load_weights(const std::vector<Parameter*>& params, const CheckpointTensors& tensors);
+void load_weights(Transformer& model, const CheckpointTensors& tensors);
 
 // A model ready for evaluation or sampling, and where it came from.
 struct LoadedModel {

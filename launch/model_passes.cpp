@@ -18,14 +18,15 @@ RunConfig resolve_init_from(const RunConfig& cfg, std::unique_ptr<LoadedModel>& 
   return out;
 }
 
-void apply_model_passes(Transformer& model, const RunConfig& cfg, const LoadedModel* base) {
+void apply_model_passes(Transformer& model, const RunConfig& cfg, const LoadedModel* base,
+                        bool verbose) {
   if (base) {
-    for (Parameter* p : base->model->parameters()) {
-      Parameter* q = model.find_parameter(p->name);
-      BRAID_CHECK(q && q->value.shape() == p->value.shape(), "init_from: {} does not fit", p->name);
+    for (Parameter* q : model.parameters()) {  // a pipeline stage holds some of the base's
+      const Parameter* p = base->model->find_parameter(q->name);
+      BRAID_CHECK(p && q->value.shape() == p->value.shape(), "init_from: {} does not fit", q->name);
       q->value.copy_from(p->value);
     }
-    std::printf("init_from: %s (%s, %.2fM params)\n", base->source.c_str(),
+    if (verbose) std::printf("init_from: %s (%s, %.2fM params)\n", base->source.c_str(),
                 cfg.model.family.c_str(), cfg.model.num_params() / 1e6);
   }
   if (cfg.lora.enabled()) {
@@ -35,14 +36,14 @@ void apply_model_passes(Transformer& model, const RunConfig& cfg, const LoadedMo
       total += p->value.numel();
       if (p->trainable) trainable += p->value.numel();
     }
-    std::printf("lora: rank %d on %d linears; %lld trainable of %lld parameters (%.3f%%)\n",
+    if (verbose) std::printf("lora: rank %d on %d linears; %lld trainable of %lld parameters (%.3f%%)\n",
                 cfg.lora.rank, n, static_cast<long long>(trainable), static_cast<long long>(total),
                 100.0 * static_cast<double>(trainable) / static_cast<double>(total));
   }
   if (cfg.train.checkpointing != "none") {
     const int n =
         apply_checkpointing(model, cfg.train.checkpointing, cfg.train.checkpoint_every_n_layers);
-    std::printf("activation checkpointing: %s (%d modules wrapped)\n",
+    if (verbose) std::printf("activation checkpointing: %s (%d modules wrapped)\n",
                 cfg.train.checkpointing.c_str(), n);
   }
 }

@@ -16,8 +16,10 @@ namespace braid {
 RunConfig resolve_init_from(const RunConfig& cfg, std::unique_ptr<LoadedModel>& base);
 
 // Copies `base`'s weights (if any), applies LoRA (lora.rank > 0) and train.checkpointing.
-// Prints one line per pass. Call after init_weights and before the optimizer is built.
-void apply_model_passes(Transformer& model, const RunConfig& cfg, const LoadedModel* base);
+// Prints one line per pass when `verbose`. Call after init_weights and before the optimizer
+// is built. `model` may be a pipeline stage (it takes the base's tensors it holds).
+void apply_model_passes(Transformer& model, const RunConfig& cfg, const LoadedModel* base,
+                        bool verbose = true);
 
 // The dropout stream of micro-batch `micro` of optimizer step `step`: a pure function of the
 // data seed and the position, never 0 (0 means no dropout), so a resumed run draws the same

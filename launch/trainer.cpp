@@ -3,7 +3,6 @@
 #include "launch/trainer.h"
 
 #include <omp.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -30,11 +29,14 @@
 #include "launch/model_io.h"
 #include "launch/model_passes.h"
 #include "launch/peak_cache.h"
+#include "launch/rank_model.h"
 #include "launch/run_lock.h"
 #include "launch/run_record.h"
 #include "launch/signals.h"
+#include "launch/train_log.h"
 #include "optim/adamw.h"
 #include "optim/zero_adamw.h"
+#include "parallel/chrome_trace.h"
 #include "parallel/grad_buckets.h"
 #include "parallel/scalar_reduce.h"
 
@@ -43,32 +45,6 @@ namespace braid {
 namespace fs = std::filesystem;
 
 namespace {
-
-// Seconds per step by kernel group, plus "other" (the rest of the step: data, allocation,
-// framework glue), for metrics.jsonl.
-nlohmann::json kernel_seconds_json(const KernelTimes& k, double step_time, int64_t steps) {
-  nlohmann::json j = nlohmann::json::object();
-  if (steps <= 0) return j;
-  for (int g = 0; g < kKernelGroups; ++g)
-    j[kernel_group_name(static_cast<KernelGroup>(g))] = k.seconds[g] / static_cast<double>(steps);
-  j["other"] = std::max(0.0, step_time - k.total()) / static_cast<double>(steps);
-  return j;
-}
-
-// "time per step 0.412 s: gemm 0.281 (68%) | attention ..." for the end of a run.
-std::string time_split_line(const KernelTimes& k, double step_time, int64_t steps) {
-  const double per = step_time / static_cast<double>(steps);
-  std::string line = fmt::format("time per step {:.4f} s:", per);
-  auto part = [&](const char* name, double s) {
-    const double v = s / static_cast<double>(steps);
-    line += fmt::format(" {} {:.4f} ({:.0f}%) |", name, v, step_time > 0 ? 100.0 * s / step_time : 0.0);
-  };
-  for (int g = 0; g < kKernelGroups; ++g) part(kernel_group_name(static_cast<KernelGroup>(g)), k.seconds[g]);
-  part("other", std::max(0.0, step_time - k.total()));
-  line.pop_back();
-  line.pop_back();
-  return line;
-}
 
 // How long the start-up peak probe runs: the best 1024^3 GEMM rate seen in that time is the
 // MFU denominator when train.peak_tflops is 0. On a shared or virtual machine whose speed
@@ -80,50 +56,14 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Live bytes by allocation category now (between steps: weights, gradients, optimizer state;
-// activations are mostly back in the cache) and the allocator's cache, in MiB.
-nlohmann::json memory_by_category_mib(const MemoryStats& s) {
-  nlohmann::json j = nlohmann::json::object();
-  for (size_t i = 0; i < s.live_bytes.size(); ++i)
-    j[mem_category_name(static_cast<MemCategory>(i))] =
-        static_cast<double>(s.live_bytes[i]) / 1048576.0;
-  j["cached"] = static_cast<double>(s.cached_bytes) / 1048576.0;
-  return j;
-}
-
-double peak_rss_mib() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_maxrss) / 1024.0;  // ru_maxrss is KiB on Linux
-}
-
-// First differing model key between a checkpoint's config and ours, or "".
-std::string model_difference(const nlohmann::json& saved, const ModelConfig& ours) {
-  const nlohmann::json now = fields_to_json(ours);
-  for (auto it = now.begin(); it != now.end(); ++it) {
-    if (!saved.contains(it.key()) || saved.at(it.key()) != it.value())
-      return fmt::format("model.{} is {} in the checkpoint but {} in the config", it.key(),
-                         saved.contains(it.key()) ? saved.at(it.key()).dump() : "absent",
-                         it.value().dump());
-  }
-  return "";
-}
-
-double read_unigram_entropy(const std::string& meta_path) {
-  try {  // read_json_file refuses pipes and deep nesting
-    return read_json_file(meta_path, "meta.json").value("unigram_entropy_nats", -1.0);
-  } catch (const std::exception&) {
-    return -1.0;  // an unreadable meta.json only loses the baseline in the log
-  }
-}
-
 // The manifest's `state`: everything besides the tensors that a resume needs.
 nlohmann::json checkpoint_state(const RunConfig& cfg, int64_t done, int64_t optimizer_steps,
-                                const MixedPrecision& mp, int dp, int zero) {
+                                const MixedPrecision& mp, const ParallelLayout& layout) {
   nlohmann::json j = {{"model", fields_to_json(cfg.model)},
-          // The layout that wrote it. The optimizer file always holds whole per-parameter
-          // moments, so any DP size, with or without ZeRO-1, can load it.
-          {"layout", {{"dp", dp}, {"tp", 1}, {"pp", 1}, {"zero", zero}}},
+          // The layout that wrote it. Tensors are read back whole whatever it was
+          // (launch/checkpoint_tensors.h), and ZeRO-1 writes whole per-parameter moments, so any
+          // (dp, tp, pp), with or without ZeRO-1, can load it.
+          {"layout", {{"dp", layout.dp}, {"tp", layout.tp}, {"pp", layout.pp}, {"zero", layout.zero}}},
           {"optimizer_steps", optimizer_steps},
           {"data", {{"seed", cfg.data.seed}, {"next_step", done}}},
           // Training draws randomness only from counter-based streams (data windows from
@@ -139,31 +79,10 @@ nlohmann::json checkpoint_state(const RunConfig& cfg, int64_t done, int64_t opti
   return j;
 }
 
-// When to write a checkpoint after step `done`: every checkpoint.interval steps, at the end,
-// when checkpoint.interval_minutes of training passed since the last one, or when asked to stop.
-bool checkpoint_due(const CheckpointConfig& c, int64_t done, int64_t total, double minutes_since,
-                    bool stopping) {
-  if (stopping || done == total) return true;
-  if (c.interval > 0 && done % c.interval == 0) return true;
-  return c.interval_minutes > 0 && minutes_since >= c.interval_minutes;
-}
-
-double evaluate(ExecContext& ctx, Transformer& model, const ValidationSet& val, int batches) {
-  double sum = 0.0;
-  int64_t count = 0;
-  const int64_t n = std::min<int64_t>(batches, val.num_batches());
-  for (int64_t i = 0; i < n; ++i) {
-    Batch b = val.val_batch(i);
-    LossSum l = model.forward_loss(ctx, b.tokens, b.targets);
-    sum += l.sum;
-    count += l.count;
-  }
-  return count > 0 ? sum / static_cast<double>(count) : NAN;
-}
-
 // Gradient buckets over the DP group: all-reduce (sum, since every rank scales its loss by
-// 1 / global tokens), or reduce-scatter for ZeRO-1.
-std::unique_ptr<GradBuckets> make_buckets(ExecContext& ctx, Transformer& model,
+// 1 / global tokens), or reduce-scatter for ZeRO-1. GPT-2's tied embedding across pipeline
+// stages is final only after the step's sum over its two stages (a late contribution).
+std::unique_ptr<GradBuckets> make_buckets(ExecContext& ctx, const RankModel& model,
                                           Communicator& dp, const RunConfig& cfg) {
   GradBucketOptions o;
   o.bucket_bytes = static_cast<int64_t>(cfg.parallel.bucket_mb * 1048576.0);
@@ -171,25 +90,67 @@ std::unique_ptr<GradBuckets> make_buckets(ExecContext& ctx, Transformer& model,
   o.comm_dtype = cfg.parallel.allreduce_dtype_value();
   o.op = ReduceOp::Sum;
   o.reduce_scatter = cfg.optim.zero == 1;
-  return std::make_unique<GradBuckets>(ctx, model.parameters(), dp, o);
+  auto b = std::make_unique<GradBuckets>(ctx, model.parameters(), dp, o);
+  for (Parameter* p : model.late_parameters()) b->add_late_contribution(*p);
+  return b;
 }
 
-// This rank's own log (logs/rank-N.log) in a multi-rank run; nothing for one process.
-class RankLog {
- public:
-  RankLog(const fs::path& run_dir, const DistRun* dist) {
-    if (!dist) return;
-    fs::create_directories(run_dir / "logs");
-    out_.open(run_dir / "logs" / fmt::format("rank-{}.log", dist->rank()), std::ios::app);
-    BRAID_USER_CHECK(out_.good(), "cannot write {}", (run_dir / "logs").string());
+// This rank's share of a sum every rank must know: the step's loss lives on the last stage,
+// the same on each of its tensor-parallel ranks, so exactly one rank per DP replica adds it.
+struct LossReduce {
+  Communicator* world = nullptr;  // null: one process
+  bool counts = true;             // this rank's values enter the sum
+  LossSum operator()(LossSum mine) const {
+    if (!world) return mine;
+    const std::vector<double> g = all_sum_doubles(
+        *world, {counts ? mine.sum : 0.0, counts ? static_cast<double>(mine.count) : 0.0});
+    return {g[0], static_cast<int64_t>(g[1])};
   }
-  void line(const std::string& s) {
-    if (out_.is_open()) out_ << fmt::format("[{:.3f}] {}", unix_time_now(), s) << std::endl;
+};
+
+// Validation loss over the first `batches` batches: DP replica r takes batches r, r + dp, ...
+double evaluate(RankModel& model, const ValidationSet& val, int batches, int dp, int dp_rank,
+                const LossReduce& reduce) {
+  LossSum mine;
+  const int64_t n = std::min<int64_t>(batches, val.num_batches());
+  for (int64_t i = dp_rank; i < n; i += dp) {
+    const LossSum l = model.evaluate(val.val_batch(i));
+    mine.sum += l.sum;
+    mine.count += l.count;
+  }
+  const LossSum all = reduce(mine);
+  return all.count > 0 ? all.sum / static_cast<double>(all.count) : NAN;
+}
+
+// The pipeline's measured bubble per stage over a logging window: 1 - busy / makespan.
+class BubbleWindow {
+ public:
+  void add(const PipelineStepResult& r) {
+    busy_ += r.busy_s;
+    makespan_ += r.makespan_s;
+  }
+  // Collective over pp; every stage's bubble, in stage order. Resets the window.
+  std::vector<double> end(Communicator* pp, int stage, int stages) {
+    std::vector<double> v(static_cast<size_t>(2 * stages), 0.0);
+    v[static_cast<size_t>(2 * stage)] = busy_;
+    v[static_cast<size_t>(2 * stage + 1)] = makespan_;
+    if (pp) v = all_sum_doubles(*pp, v);
+    std::vector<double> out;
+    for (int s = 0; s < stages; ++s)
+      out.push_back(v[2 * s + 1] > 0 ? 1.0 - v[2 * s] / v[2 * s + 1] : 0.0);
+    busy_ = makespan_ = 0.0;
+    return out;
   }
 
  private:
-  std::ofstream out_;
+  double busy_ = 0.0, makespan_ = 0.0;
 };
+
+std::string bubble_str(const std::vector<double>& b) {
+  std::string s;
+  for (double x : b) s += fmt::format("{}{:.1f}", s.empty() ? "" : "/", 100.0 * x);
+  return s + "%";
+}
 
 }  // namespace
 
@@ -204,6 +165,15 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
   const std::string val_path = (data_dir / "val.bin").string();
   const std::string tok_path = tokenizer_file_in(data_dir.string());  // "" when none
 
+  // The layout: rank 0 (`lead`) alone prints, writes metrics and records, and commits
+  // checkpoints; DP rank 0 of every (tp, pp) shard writes that shard's checkpoint files.
+  const bool lead = !dist || dist->rank() == 0;
+  const int dp = dist ? dist->mesh.dp() : 1, tp = dist ? dist->mesh.tp() : 1;
+  const int pp = dist ? dist->mesh.pp() : 1;
+  const int dp_rank = dist ? dist->coord.dp : 0;
+  Communicator* world = dist ? &dist->world->world() : nullptr;
+  check_rank_layout(cfg, tp, pp, dp);
+
   // Data first: a bad shard fails before anything is written.
   {
     const TokenShard train_shard(train_path);  // validates header, size and every id
@@ -215,45 +185,13 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
   ValidationSet val(val_path, cfg.data);
   check_shard_vocab(val.shard(), cfg.model.vocab_size);
 
-  // One rank's execution context: allocator, profiler and GEMM plan (launch/exec_setup.h).
-  std::unique_ptr<ExecContext> ctx_owner = make_cpu_context(cfg.data.seed);
-  ExecContext& ctx = *ctx_owner;
-  // Data parallel: rank 0 (`lead`) alone prints, writes metrics, records and checkpoints.
-  const bool lead = !dist || dist->rank() == 0;
-  const int dp = dist ? dist->dp->size() : 1;
-  const int dp_rank = dist ? dist->dp->rank() : 0;
-  Transformer model(ctx, cfg.model);
-  model.init_weights();
-  apply_model_passes(model, cfg, init_base.get());  // init_from, LoRA, checkpointing
-  init_base.reset();
-  // Buckets bind the gradients first, so the f32 masters below share the bucket views.
-  std::unique_ptr<GradBuckets> buckets;
-  if (dp > 1) buckets = make_buckets(ctx, model, *dist->dp, cfg);
-  // train.precision: bf16/fp16 compute weights, f32 masters for the optimizer (fp32: as is).
-  MixedPrecision mp(ctx, model, cfg.train);
-  BRAID_USER_CHECK(!(buckets && cfg.optim.zero == 1 && mp.low_precision()),
-                   "optim.zero: 1 with train.precision: {} is not supported yet; use "
-                   "train.precision: fp32 or optim.zero: 0",
-                   cfg.train.precision);
-  std::unique_ptr<AdamW> opt_plain;
-  std::unique_ptr<ZeroAdamW> opt_zero;
-  if (buckets && cfg.optim.zero == 1)
-    opt_zero = std::make_unique<ZeroAdamW>(ctx, *buckets, cfg.optim);
-  else
-    opt_plain = std::make_unique<AdamW>(ctx, mp.optimizer_params(), cfg.optim);
   fs::create_directories(run_dir);
   std::optional<RunLock> run_lock;  // before anything in run_dir is read or written
   if (lead) run_lock.emplace(run_dir.string());
-  RankLog rank_log(run_dir, dist);
-  rank_log.line(fmt::format("rank {} of {} ({}), dp rank {} of {}, ZeRO {}",
-                            dist ? dist->rank() : 0, dist ? dist->world->size() : 1,
-                            dist ? dist->mesh.str() : "one process", dp_rank, dp,
-                            opt_zero ? 1 : 0));
-  const StopSignals stop;
+  RankLog rank_log(run_dir, dist ? dist->rank() : -1);
   CheckpointManager ckpt(run_dir.string(), cfg.checkpoint.keep_last);
 
-  // ---- resume ----
-  int64_t start_step = 0;
+  // ---- what to resume from (its weights are loaded while the model is built) ----
   std::optional<std::string> resume_from;
   if (cfg.checkpoint.resume == "auto") {
     resume_from = ckpt.latest();
@@ -265,36 +203,74 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
   } else {
     resume_from = cfg.checkpoint.resume;
   }
+  std::optional<LoadedCheckpoint> ck;
   if (resume_from) {
-    LoadedCheckpoint ck = CheckpointManager::load(*resume_from);
-    if (ck.state.contains("model")) {
-      const std::string diff = model_difference(ck.state.at("model"), cfg.model);
+    ck.emplace(CheckpointManager::load(*resume_from));
+    if (ck->state.contains("model")) {
+      const std::string diff = model_difference(ck->state.at("model"), cfg.model);
       BRAID_USER_CHECK(diff.empty(), "cannot resume from {}: {}; the checkpoint was written for a "
                        "different model config", *resume_from, diff);
     }
-    mp.load_weights(ck.model);
-    if (ck.state.contains("loss_scaler")) mp.restore(ck.state.at("loss_scaler"));
-    if (!ck.optimizer.names().empty()) {
+  }
+
+  // One rank's execution context: allocator, profiler and GEMM plan (launch/exec_setup.h).
+  std::unique_ptr<ExecContext> ctx_owner = make_cpu_context(cfg.data.seed);
+  ExecContext& ctx = *ctx_owner;
+  RankModelComms comms;
+  if (dist) comms = {dist->tp, dist->pp, dist->embedding};
+  // Weights in every layout come whole from the checkpoint or run.init_from (before the split).
+  const bool fine_tune = !ck && !cfg.run.init_from.empty();
+  RankModel model(ctx, cfg, comms, init_base.get(), [&](Transformer& chunk) {
+    if (ck) load_weights(chunk, ck->model);
+    else if (fine_tune) init_weights_from(chunk, cfg.run.init_from);
+  }, lead);
+  init_base.reset();
+  // Buckets bind the gradients first, so the f32 masters below share the bucket views.
+  std::unique_ptr<GradBuckets> buckets;
+  if (dp > 1) buckets = make_buckets(ctx, model, *dist->dp, cfg);
+  // train.precision: bf16/fp16 compute weights, f32 masters for the optimizer (fp32: as is).
+  MixedPrecision mp(ctx, model.parameters(), cfg.train);
+  BRAID_USER_CHECK(!(buckets && cfg.optim.zero == 1 && mp.low_precision()),
+                   "optim.zero: 1 with train.precision: {} is not supported yet; use "
+                   "train.precision: fp32 or optim.zero: 0",
+                   cfg.train.precision);
+  std::unique_ptr<AdamW> opt_plain;
+  std::unique_ptr<ZeroAdamW> opt_zero;
+  if (buckets && cfg.optim.zero == 1)
+    opt_zero = std::make_unique<ZeroAdamW>(ctx, *buckets, cfg.optim);
+  else
+    opt_plain = std::make_unique<AdamW>(ctx, mp.optimizer_params(), cfg.optim);
+  const ParallelLayout layout{dist ? dist->world->size() : 1, dp, tp, pp, opt_zero ? 1 : 0};
+  rank_log.line(fmt::format("rank {} of {} ({}), coordinates dp {} tp {} pp {}, ZeRO {}, {} "
+                            "parameters held",
+                            dist ? dist->rank() : 0, layout.ranks,
+                            dist ? dist->mesh.str() : "one process", dp_rank, model.tp_rank(),
+                            model.stage(), layout.zero, model.local_numel()));
+  const StopSignals stop;
+
+  // ---- resume: optimizer state and counters ----
+  int64_t start_step = 0;
+  if (ck) {
+    if (ck->state.contains("loss_scaler")) mp.restore(ck->state.at("loss_scaler"));
+    if (!ck->optimizer.names().empty()) {
       auto get = [&](const std::string& n) {
-        check_tensor_matches(ck.optimizer, n, model.find_parameter(n.substr(0, n.rfind('.')))->value.shape(),
-                             DType::F32, ck.optimizer.path());
-        return ck.optimizer.get(n);
+        check_tensor_matches(ck->optimizer, n, model.whole_shape(n), DType::F32);
+        return model.local_part(n, ck->optimizer.get(n));
       };
-      const int64_t steps = ck.state.value("optimizer_steps", ck.step);
+      const int64_t steps = ck->state.value("optimizer_steps", ck->step);
       if (opt_zero)
         opt_zero->load_state(get, steps);
       else
         opt_plain->load_state(get, steps);
-      start_step = ck.step;
+      start_step = ck->step;
     }
-    const std::string msg = fmt::format("resumed from {} (step {})", *resume_from, ck.step);
+    const std::string msg = fmt::format("resumed from {} (step {})", *resume_from, ck->step);
     if (lead) std::printf("%s\n", msg.c_str());
     rank_log.line(msg);
-  } else if (!cfg.run.init_from.empty()) {  // fine-tuning: weights from a run or HF directory
-    init_weights_from(model, cfg.run.init_from);
-    if (lead) std::printf("initialised from %s\n", cfg.run.init_from.c_str());
+    ck.reset();  // unmaps the files
+  } else if (fine_tune && lead) {
+    std::printf("initialised from %s\n", cfg.run.init_from.c_str());
   }
-  const ParallelLayout layout{dist ? dist->world->size() : 1, dp, 1, 1, opt_zero ? 1 : 0};
   // ---- the run record: config (kept across resumes), version and machine ----
   const MachineInfo machine = machine_info(ctx.gemm());
   if (lead) {
@@ -309,22 +285,33 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
   // The global batch: dp x grad_accum x micro_batch sequences.
   const double tokens_per_step = static_cast<double>(B) * T * accum * dp;
   const double flops_per_step = cfg.model.flops_per_token(T) * tokens_per_step;
-  // The MFU peak (a 2 s probe unless cached) only where MFU is reported.
+  // The MFU peak (a 2 s probe unless cached) only where MFU is reported: one rank's peak,
+  // times the ranks (each computes with its own threads).
   const PeakChoice peak_choice =
       lead ? choose_mfu_peak(ctx, cfg.train.peak_tflops, machine, kPeakProbeSeconds)
            : PeakChoice{1.0, "not measured on this rank"};
-  const double peak = peak_choice.flops_per_s;
+  const double peak = peak_choice.flops_per_s * layout.ranks;
   if (lead) std::printf("braid train: %s, %s %.2fM params, %d threads, gemm %s, run dir %s\n",
               config_path.c_str(), cfg.model.family.c_str(), cfg.model.num_params() / 1e6,
               omp_get_max_threads(), gemm_backend_name(ctx.gemm()).c_str(), run_dir.string().c_str());
-  if (lead && dp > 1)
-    std::printf("data parallel: %s over %d ranks, %zu gradient buckets (%s), ZeRO %d\n",
-                dist->mesh.str().c_str(), dp, buckets->buckets().size(),
-                cfg.parallel.allreduce_dtype.c_str(), opt_zero ? 1 : 0);
+  if (lead && dist) {
+    std::string line = fmt::format("parallel: {} over {} ranks", dist->mesh.str(), layout.ranks);
+    if (pp > 1)
+      line += fmt::format(", schedule {} ({} micro-batches{})", cfg.parallel.schedule, accum,
+                          cfg.parallel.virtual_stages > 1
+                              ? fmt::format(", {} chunks per stage", cfg.parallel.virtual_stages)
+                              : std::string());
+    if (buckets)
+      line += fmt::format(", {} gradient buckets ({}), ZeRO {}", buckets->buckets().size(),
+                          cfg.parallel.allreduce_dtype, layout.zero);
+    std::printf("%s\n", line.c_str());
+  }
   if (lead)
-    std::printf("tokens/step %.0f (%smicro-batch %d x %d x accum %d); MFU peak %s (%s)\n",
+    std::printf("tokens/step %.0f (%smicro-batch %d x %d x accum %d); MFU peak %s%s (%s)\n",
                 tokens_per_step, dp > 1 ? fmt::format("dp {} x ", dp).c_str() : "", B, T, accum,
-                format_si(peak, "FLOP/s").c_str(), peak_choice.source.c_str());
+                format_si(peak_choice.flops_per_s, "FLOP/s").c_str(),
+                layout.ranks > 1 ? fmt::format(" x {} ranks", layout.ranks).c_str() : "",
+                peak_choice.source.c_str());
   if (lead && mp.low_precision()) std::printf("%s\n", mp.describe(ctx.gemm()).c_str());
   std::fflush(stdout);
 
@@ -353,42 +340,44 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
   const std::string baseline =
       unigram > 0 ? fmt::format(" (unigram entropy of the data: {:.4f})", unigram) : "";
 
-  // DP rank r's micro-batch m is the step's global micro-batch m * dp + r (data/loader.h).
+  // DP rank r's micro-batch m is the step's global micro-batch m * dp + r (data/loader.h);
+  // every rank of a DP replica (its tp x pp ranks) reads the same ones.
   Loader loader(train_path, cfg.data, 0, 1, start_step, dp_rank, dp);
   const float grad_scale = static_cast<float>(1.0 / tokens_per_step);
+  const LossReduce reduce{world, model.stage() == model.stages() - 1 && model.tp_rank() == 0};
+  const std::vector<Parameter*> late = model.late_parameters();
   double window_time = 0.0, window_loss = 0.0, train_time = 0.0;
   int window_steps = 0;
   int window_loss_steps = 0, window_skipped = 0;  // fp16: skipped steps have no loss in the mean
   // Kernel-group times of the steps only (evaluation and checkpoints excluded).
   KernelTimes window_kernels, train_kernels;
+  BubbleWindow bubbles;
   auto last_checkpoint_time = std::chrono::steady_clock::now();
   MemoryWindows memory(ctx.allocator());
   std::string last_checkpoint = resume_from.value_or("");
+  std::vector<Batch> micro(static_cast<size_t>(accum));
   for (int64_t step = start_step; step < total; ++step) {
     const KernelTimes k0 = ctx.profiler().times();
     const auto t0 = std::chrono::steady_clock::now();
     if (dist) maybe_fail(*dist, step + 1);
-    model.zero_grad(ctx);
-    LossSum ls;
-    for (int m = 0; m < accum; ++m) {
-      Batch b = loader.next();
-      MicroBatch mb(ctx);
-      mb.dropout_seed = micro_batch_dropout_seed(cfg.data.seed, step, m);
-      if (buckets) buckets->attach(mb, m == accum - 1);  // only the last one communicates
-      LossSum l = model.forward_backward(mb, b.tokens, b.targets,
-                                         mp.scaling() ? grad_scale * mp.loss_scale() : grad_scale);
-      ls.sum += l.sum;
-      ls.count += l.count;
-    }
+    model.zero_grad();
+    for (Batch& b : micro) b = loader.next();
+    if (buckets) buckets->begin_step(accum);
+    const PipelineStepResult r = model.step(
+        micro, mp.scaling() ? grad_scale * mp.loss_scale() : grad_scale,
+        [&](MicroBatch& mb, int m) {
+          mb.dropout_seed = micro_batch_dropout_seed(cfg.data.seed, step, m);
+          if (buckets) buckets->attach(mb);  // buckets start as their gradients become final
+        });
+    bubbles.add(r);
     if (buckets) {
+      for (Parameter* p : late) buckets->grad_ready(*p);  // the tied embedding, summed by step()
       buckets->finish();  // every bucket reduced before the norm and clipping
-      const std::vector<double> g = all_sum_doubles(*dist->dp, {ls.sum, static_cast<double>(ls.count)});
-      ls.sum = g[0];
-      ls.count = static_cast<int64_t>(g[1]);
     }
+    const LossSum ls = reduce(r.loss);
     const double loss = ls.sum / static_cast<double>(ls.count);
     if (mp.low_precision()) mp.inject_test_overflow(step + 1);
-    double norm = opt_zero ? opt_zero->grad_norm() : global_grad_norm(ctx, model.parameters());
+    double norm = opt_zero ? opt_zero->grad_norm() : model.grad_norm();
     // fp16: an overflowing step is skipped (the scale backs off); else gradients are unscaled.
     const bool skipped = mp.check_overflow(loss, &norm, step + 1, [&](const std::string& m) {
       say(m);
@@ -438,13 +427,17 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
       const double mem_mib = static_cast<double>(window_mem.peak_total) / 1048576.0;
       const double act_mib =
           static_cast<double>(window_mem.peak_bytes[static_cast<int>(MemCategory::Activations)]) / 1048576.0;
+      // Collective over the pipeline group, so every stage reaches it at the same step.
+      const std::vector<double> bubble =
+          bubbles.end(pp > 1 ? dist->pp : nullptr, model.stage(), model.stages());
       say(fmt::format("step {:>6}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} tok/s | "
-                      "{} | MFU {} | mem {:.0f} MiB (act {:.0f}) | ETA {}",
+                      "{} | MFU {} | mem {:.0f} MiB (act {:.0f}){} | ETA {}",
                       done, total, mean_loss, lr, norm, tok_s, format_si(flops, "FLOP/s"),
                       lead ? fmt::format("{:.1f}%", 100.0 * flops / peak) : std::string("n/a"),
-                      mem_mib, act_mib, format_duration(eta)));
-      record("train",
-                 {{"step", done},
+                      mem_mib, act_mib,
+                      pp > 1 ? " | bubble " + bubble_str(bubble) : std::string(),
+                      format_duration(eta)));
+      nlohmann::json fields = {{"step", done},
                   {"loss", mean_loss},
                   {"lr", lr},
                   {"grad_norm", norm},
@@ -457,7 +450,9 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
                   {"memory_mib", memory_by_category_mib(ctx.allocator().stats())},
                   {"step_s", step_s},
                   {"step_loss", loss},
-                  {"kernel_s", kernel_seconds_json(window_kernels, window_time, window_steps)}});
+                  {"kernel_s", kernel_seconds_json(window_kernels, window_time, window_steps)}};
+      if (pp > 1) fields["bubble"] = bubble;
+      record("train", std::move(fields));
       window_time = window_loss = 0.0;
       if (mp.scaling()) {
         record("loss_scale",
@@ -466,9 +461,8 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
       window_steps = window_loss_steps = window_skipped = 0;
       window_kernels = KernelTimes{};
     }
-    if (lead && cfg.train.eval_interval > 0 &&
-        (done % cfg.train.eval_interval == 0 || done == total)) {
-      const double vl = evaluate(ctx, model, val, cfg.train.eval_batches);
+    if (cfg.train.eval_interval > 0 && (done % cfg.train.eval_interval == 0 || done == total)) {
+      const double vl = evaluate(model, val, cfg.train.eval_batches, dp, dp_rank, reduce);
       summary.last_val_loss = vl;
       say(fmt::format("step {:>6}/{} | val loss {:.4f} | val ppl {:.2f}{}", done, total, vl,
                             std::exp(vl), baseline));
@@ -478,28 +472,44 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
     int stop_signal = stop.requested();
     bool due = checkpoint_due(cfg.checkpoint, done, total,
                               seconds_since(last_checkpoint_time) / 60.0, stop_signal != 0);
-    if (dist) {
+    if (world) {
       // Ranks' clocks and signal arrival differ: agree, so all save and stop at the same step.
-      const std::vector<int> agreed = all_max_ints(*dist->dp, {due ? 1 : 0, stop_signal});
+      const std::vector<int> agreed = all_max_ints(*world, {due ? 1 : 0, stop_signal});
       due = agreed[0] != 0;
       stop_signal = agreed[1];
     }
     if (due) {
       if (dist) maybe_fail(*dist, done, /*saving=*/true);
       const auto t_save = std::chrono::steady_clock::now();
-      // ZeRO-1: every rank sends its moments (collective); rank 0 alone writes the files
-      // (temp dir, manifest last, rename), so a rank dying here leaves the last checkpoint.
+      // ZeRO-1: every rank sends its moments (collective); rank 0 writes the files.
       const auto state = opt_zero ? opt_zero->gather_state() : opt_plain->state_tensors();
       const int64_t opt_steps = opt_zero ? opt_zero->steps_taken() : opt_plain->steps_taken();
-      if (lead) {
-        last_checkpoint = ckpt.save(done, mp.checkpoint_weights(), state,
-                                    checkpoint_state(cfg, done, opt_steps, mp, dp, opt_zero ? 1 : 0));
-        if (cfg.lora.enabled())  // the adapters alone, PEFT layout, beside the checkpoints
-          save_peft_adapter(model, cfg.lora, cfg.lora.init_from, run_dir / "adapter");
+      const nlohmann::json manifest_state = checkpoint_state(cfg, done, opt_steps, mp, layout);
+      if (tp == 1 && pp == 1) {
+        // One file per kind, written by rank 0 (temp dir, manifest last, rename), so a rank
+        // dying here leaves the last checkpoint.
+        if (lead) last_checkpoint = ckpt.save(done, mp.checkpoint_weights(), state, manifest_state);
       } else {
-        last_checkpoint = (fs::path(ckpt.dir()) / CheckpointManager::dir_name(done)).string();
+        // Every (tp, pp) shard writes its own files into the staging directory rank 0 made;
+        // rank 0 commits (manifest last) once all have written.
+        if (lead) ckpt.begin_save(done);
+        world->barrier().wait();
+        nlohmann::json rec;
+        if (dp_rank == 0)
+          rec = CheckpointManager::write_files(ckpt.staging_dir(done), done,
+                                               model.checkpoint_files(mp.checkpoint_weights(), state));
+        const std::vector<std::string> recs = gather_strings(*world, rec.is_null() ? "" : rec.dump());
+        if (lead) {
+          std::vector<nlohmann::json> all;
+          for (const std::string& s : recs)
+            if (!s.empty()) all.push_back(nlohmann::json::parse(s));
+          last_checkpoint = ckpt.commit_save(done, all, manifest_state);
+        }
       }
-      if (dist) dist->dp->barrier().wait();  // the checkpoint is complete for every rank
+      if (!lead) last_checkpoint = (fs::path(ckpt.dir()) / CheckpointManager::dir_name(done)).string();
+      if (lead && cfg.lora.enabled() && model.whole())  // the adapters alone, PEFT layout
+        save_peft_adapter(*model.whole(), cfg.lora, cfg.lora.init_from, run_dir / "adapter");
+      if (world) world->barrier().wait();  // the checkpoint is complete for every rank
       last_checkpoint_time = std::chrono::steady_clock::now();
       record("checkpoint",
              {{"step", done}, {"path", last_checkpoint}, {"save_s", seconds_since(t_save)}});
@@ -525,18 +535,32 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
     say(time_split_line(train_kernels, train_time, summary.steps_done));
     say("peak memory by category: " + memory_peaks_line(memory.run_peaks()));
   }
+  if (cfg.parallel.trace) {  // one timeline file for the whole job, ranks as processes
+    std::vector<TraceEvent> events =
+        world ? gather_trace(*world, model.executor().trace()) : model.executor().trace();
+    if (lead) {
+      write_chrome_trace((run_dir / "trace.json").string(), std::move(events));
+      say(fmt::format("pipeline timeline: {}", (run_dir / "trace.json").string()));
+    }
+  }
 
   if (lead && cfg.train.sample_tokens > 0 && !tok_path.empty() && summary.stopped_by.empty()) {
-    std::unique_ptr<Tokenizer> tok = Tokenizer::load(tok_path);
-    std::vector<int32_t> prompt = tok->encode(cfg.train.sample_prompt.empty() ? "\n" : cfg.train.sample_prompt);
-    SampleOptions so;
-    so.max_new_tokens = cfg.train.sample_tokens;
-    so.temperature = cfg.train.sample_temperature;
-    so.top_k = cfg.train.sample_top_k;
-    so.seed = cfg.data.seed;
-    std::vector<int32_t> out = generate(ctx, model, prompt, so);
-    std::printf("\n---- sample (temperature %.2f, top-k %d) ----\n%s%s\n----\n", so.temperature, so.top_k,
-                cfg.train.sample_prompt.c_str(), tok->decode(out).c_str());
+    if (Transformer* whole = model.whole()) {
+      std::unique_ptr<Tokenizer> tok = Tokenizer::load(tok_path);
+      std::vector<int32_t> prompt =
+          tok->encode(cfg.train.sample_prompt.empty() ? "\n" : cfg.train.sample_prompt);
+      SampleOptions so;
+      so.max_new_tokens = cfg.train.sample_tokens;
+      so.temperature = cfg.train.sample_temperature;
+      so.top_k = cfg.train.sample_top_k;
+      so.seed = cfg.data.seed;
+      std::vector<int32_t> out = generate(ctx, *whole, prompt, so);
+      std::printf("\n---- sample (temperature %.2f, top-k %d) ----\n%s%s\n----\n", so.temperature,
+                  so.top_k, cfg.train.sample_prompt.c_str(), tok->decode(out).c_str());
+    } else {
+      std::printf("no closing sample under tensor/pipeline parallelism: run braid generate %s\n",
+                  run_dir.string().c_str());
+    }
   }
   return summary;
 }

@@ -54,7 +54,7 @@ GradBuckets::GradBuckets(ExecContext& ctx, const std::vector<Parameter*>& params
   for (auto it = params.rbegin(); it != params.rend(); ++it) {
     Parameter* p = *it;
     if (!p->trainable) continue;  // frozen: no gradient, nothing to reduce
-    BRAID_CHECK(!bucket_of_.count(p), "{} is listed twice", p->name);
+    BRAID_CHECK(!member_.count(p), "{} is listed twice", p->name);
     const int64_t n = p->value.numel();
     const int64_t cap = groups.size() == 1 ? options.first_bucket_bytes : options.bucket_bytes;
     if (!groups.back().slots.empty() && bytes + 4 * n > cap) {
@@ -64,7 +64,7 @@ GradBuckets::GradBuckets(ExecContext& ctx, const std::vector<Parameter*>& params
     groups.back().slots.push_back({p, groups.back().numel, n});
     groups.back().numel += n;
     bytes += 4 * n;
-    bucket_of_[p] = groups.size() - 1;
+    member_[p] = Member{groups.size() - 1};
   }
   if (groups.back().slots.empty()) groups.pop_back();
   buckets_ = std::move(groups);
@@ -87,20 +87,35 @@ GradBuckets::GradBuckets(ExecContext& ctx, const std::vector<Parameter*>& params
   }
 }
 
-void GradBuckets::attach(MicroBatch& mb, bool last) {
-  BRAID_CHECK(next_start_ == 0, "attach while the previous step's buckets are unfinished");
-  last_ = last;
+void GradBuckets::add_late_contribution(const Parameter& p) {
+  const auto it = member_.find(&p);
+  if (it != member_.end()) ++it->second.late;  // frozen parameters are in no bucket
+}
+
+void GradBuckets::begin_step(int micro_batches) {
+  BRAID_CHECK(next_start_ == 0, "begin_step while the previous step's buckets are unfinished");
+  BRAID_CHECK(micro_batches >= 1, "a step of {} micro-batches", micro_batches);
+  micro_batches_ = micro_batches;
   for (Bucket& b : buckets_) b.ready = 0;
+  for (auto& [p, m] : member_) m.heard = 0;
+}
+
+void GradBuckets::attach(MicroBatch& mb) {
   mb.on_grad_ready = [this](Parameter& p) { grad_ready(p); };
 }
 
 void GradBuckets::grad_ready(Parameter& p) {
-  if (!last_) return;  // accumulation micro-batch: the gradient is not final for the step
-  const auto it = bucket_of_.find(&p);
-  BRAID_CHECK(it != bucket_of_.end(), "grad_ready for {}, which is in no bucket", p.name);
-  Bucket& b = buckets_[it->second];
+  BRAID_CHECK(micro_batches_ > 0, "grad_ready for {} outside a step (begin_step first)", p.name);
+  const auto it = member_.find(&p);
+  BRAID_CHECK(it != member_.end(), "grad_ready for {}, which is in no bucket", p.name);
+  Member& m = it->second;
+  const int expected = micro_batches_ + m.late;
+  BRAID_CHECK(m.heard < expected, "{} reported ready {} times in a step of {} contributions",
+              p.name, m.heard + 1, expected);
+  if (++m.heard < expected) return;  // accumulation: not final for the step yet
+  Bucket& b = buckets_[m.bucket];
   BRAID_CHECK(b.ready < static_cast<int>(b.slots.size()) && !b.started,
-              "{} reported ready twice in one micro-batch", p.name);
+              "{} final twice in one step", p.name);
   ++b.ready;
   start_ready_in_order();
 }
@@ -134,7 +149,7 @@ void GradBuckets::finish() {
     b.work = Work();
   }
   next_start_ = 0;
-  last_ = false;
+  micro_batches_ = 0;
 }
 
 int64_t GradBuckets::shard_numel(size_t b) const {

@@ -8,11 +8,14 @@
 // so the backward kernels accumulate straight into what is communicated: nothing is copied in
 // or out per step. Frozen parameters never enter a bucket.
 //
-// Driven by MicroBatch::on_grad_ready. Only during the step's last micro-batch does a complete
-// bucket start its collective (earlier micro-batches of an accumulation step only accumulate);
-// buckets start in bucket order on every rank, whatever order their last gradients arrive in,
-// because collectives must be issued in the same order on every member. finish() starts any
-// bucket still pending and waits for all; call it before the gradient norm and clipping.
+// Driven by MicroBatch::on_grad_ready: a gradient is final for the step when it has heard all
+// of its contributions, one per micro-batch (begin_step(m)) plus any late ones (GPT-2's tied
+// embedding under pipeline parallelism is final only after the sum over its two stages), in
+// whatever order the schedule runs the micro-batches. A bucket starts its collective when all of
+// its gradients are final; buckets start in bucket order on every rank, whatever order their last
+// gradients arrive in, because collectives must be issued in the same order on every member.
+// finish() starts any bucket still pending and waits for all; call it before the gradient norm
+// and clipping.
 #pragma once
 
 #include <cstdint>
@@ -54,7 +57,7 @@ class GradBuckets {
     Tensor comm;              // what is reduced: flat itself, or its 16-bit copy
     Tensor shard_comm;        // reduce-scatter output in comm_dtype
     Tensor shard;             // this rank's reduced part, f32 (== shard_comm for f32)
-    int ready = 0;            // gradients reported final in this micro-batch
+    int ready = 0;            // gradients final in this step
     bool started = false;
     Work work;
   };
@@ -65,10 +68,15 @@ class GradBuckets {
   GradBuckets(const GradBuckets&) = delete;
   GradBuckets& operator=(const GradBuckets&) = delete;
 
-  // Installs the grad-ready hook on mb; `last` marks the step's last micro-batch, the only one
-  // that communicates.
-  void attach(MicroBatch& mb, bool last);
-  // Reports p's gradient final for the current micro-batch (what the hook calls).
+  // p's gradient gets one contribution per step beyond its micro-batches' (reported with
+  // grad_ready after the step's micro-batches, e.g. after the tied-embedding sum). Call once,
+  // before the first step.
+  void add_late_contribution(const Parameter& p);
+  // Starts a step of `micro_batches` micro-batches: resets the counts.
+  void begin_step(int micro_batches);
+  // Installs the grad-ready hook on mb.
+  void attach(MicroBatch& mb);
+  // The hook: one contribution to p's gradient is complete.
   void grad_ready(Parameter& p);
   // Starts every bucket not yet started (in order) and waits for all of them. After it the
   // bound gradients hold the reduction (all-reduce), or shard() does (reduce-scatter).
@@ -91,8 +99,13 @@ class GradBuckets {
   Communicator& comm_;
   GradBucketOptions options_;
   std::vector<Bucket> buckets_;
-  std::unordered_map<const Parameter*, size_t> bucket_of_;
-  bool last_ = false;
+  struct Member {
+    size_t bucket;
+    int late = 0;   // contributions beyond the micro-batches'
+    int heard = 0;  // contributions complete in this step
+  };
+  std::unordered_map<const Parameter*, Member> member_;
+  int micro_batches_ = 0;  // of the current step; 0 outside a step
   size_t next_start_ = 0;  // buckets [0, next_start_) have started
 };
 

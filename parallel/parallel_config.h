@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/config_fields.h"
 #include "core/dtype.h"
@@ -20,6 +21,10 @@ struct ParallelConfig {
   std::string allreduce_dtype = "f32";
   std::string schedule = "1f1b";
   int virtual_stages = 1;
+  std::vector<std::string> pp_split;
+  int vocab_align = 8;
+  bool sequence_parallel = false;
+  bool trace = false;
 
   template <class V>
   void visit(V& v) {
@@ -47,7 +52,21 @@ struct ParallelConfig {
     v("schedule", schedule, "Pipeline schedule: gpipe, 1f1b, interleaved-1f1b or zb-h1.");
     v("virtual_stages", virtual_stages,
       "Model chunks per pipeline stage for interleaved-1f1b (1 otherwise).");
+    v("pp_split", pp_split,
+      "Blocks per pipeline (virtual) stage, e.g. [3, 5]; empty: an even split, the remainder to "
+      "the earliest stages.");
+    v("vocab_align", vocab_align,
+      "Under tensor parallelism the vocabulary is padded to a multiple of tp * vocab_align (padded "
+      "logits are masked out of the loss; checkpoints and export drop the padding).");
+    v("sequence_parallel", sequence_parallel,
+      "Sequence parallelism for norms and dropout regions under tensor parallelism (not supported "
+      "yet: true is refused).");
+    v("trace", trace,
+      "Write the timeline of every rank's pipeline actions to RUN_DIR/trace.json (Chrome trace "
+      "JSON, opens in Perfetto; tools/plot_trace.py draws it).");
   }
+  // pp_split as numbers (empty when not set). Call after validate().
+  std::vector<int> pp_split_blocks() const;
   void validate() const;
 
   // dp as a number; 0 when it is auto. Call after validate().

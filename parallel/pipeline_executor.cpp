@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "parallel/scalar_reduce.h"
 #include "parallel/tensor_parallel.h"
 
 namespace braid {
@@ -152,6 +153,7 @@ void PipelineExecutor::run_action(const Action& a, const PipelineStepInput& in,
       auto& mb = mbs_[key];
       mb = std::make_unique<MicroBatch>(ctx_, schedule_.spec.kind == ScheduleKind::ZbH1);
       mb->on_grad_ready = options_.on_grad_ready;
+      if (options_.prepare_micro_batch) options_.prepare_micro_batch(*mb, a.mb);
       Tensor x;
       if (is_first(a.chunk)) {
         BRAID_CHECK(a.mb < static_cast<int>(in.tokens.size()),
@@ -278,37 +280,42 @@ PipelineStepResult PipelineExecutor::step(const PipelineStepInput& in) {
   return r;
 }
 
-namespace {
-// Strings travel as i32 tensors (the element types the communicator supports), 4 bytes each.
-Tensor pack_string(const std::string& s) {
-  Tensor t = Tensor::zeros({static_cast<int64_t>((s.size() + 3) / 4)}, DType::I32);
-  std::memcpy(t.raw(), s.data(), s.size());
-  return t;
+LossSum PipelineExecutor::evaluate(const Tensor& tokens, const Tensor& targets, int64_t batch,
+                                   int64_t seq) {
+  const int p = schedule_.spec.stages, nv = schedule_.num_virtual_stages();
+  LossSum out;
+  for (int vs = 0; vs < nv; ++vs) {
+    if (vs % p != stage_) continue;
+    Transformer& t = *chunks_[static_cast<size_t>(vs / p)];
+    // Tags of micro-batch m (one past the step's last), so nothing crosses a step's messages.
+    const int recv_tag = tag(schedule_.spec.micro_batches, vs, false);
+    Tensor x;
+    if (vs == 0) {
+      x = tokens;
+    } else {
+      x = ctx_.empty({batch, seq, t.config().n_embd});
+      pp_->recv(x, (vs - 1) % p, recv_tag).wait();
+    }
+    Tensor y = t.forward_eval(ctx_, x);
+    if (vs == nv - 1)
+      out = t.loss_eval(ctx_, y, targets);
+    else
+      pp_->send(y, (vs + 1) % p, tag(schedule_.spec.micro_batches, vs + 1, false)).wait();
+  }
+  return out;
 }
-}  // namespace
 
 std::vector<TraceEvent> gather_trace(Communicator& comm, const std::vector<TraceEvent>& local) {
   nlohmann::json j = nlohmann::json::array();
   for (const TraceEvent& e : local)
     j.push_back({e.name, e.category, e.ts_us, e.dur_us, e.pid, e.tid});
-  const std::string mine = j.dump();
-  Tensor len = Tensor::from_vector_i32({static_cast<int32_t>(mine.size())}, {1});
-  Tensor lens = Tensor::empty({comm.size()}, DType::I32);
-  comm.all_gather(len, lens).wait();
+  const std::vector<std::string> all = gather_strings(comm, j.dump());
   std::vector<TraceEvent> out;
-  if (comm.rank() != 0) {
-    if (!mine.empty()) comm.send(pack_string(mine), 0, 0).wait();
-    return out;
-  }
+  if (comm.rank() != 0) return out;
   out = local;
-  for (int r = 1; r < comm.size(); ++r) {
-    const int32_t n = lens.data<int32_t>()[r];
-    if (n == 0) continue;
-    Tensor buf = Tensor::zeros({(n + 3) / 4}, DType::I32);
-    comm.recv(buf, r, 0).wait();
-    const auto arr = nlohmann::json::parse(
-        std::string(static_cast<const char*>(buf.raw()), static_cast<size_t>(n)));
-    for (const auto& e : arr)
+  for (size_t r = 1; r < all.size(); ++r) {
+    if (all[r].empty()) continue;
+    for (const auto& e : nlohmann::json::parse(all[r]))
       out.push_back({e[0].get<std::string>(), e[1].get<std::string>(), e[2].get<double>(),
                      e[3].get<double>(), e[4].get<int>(), e[5].get<int>()});
   }

@@ -62,6 +62,9 @@ struct PipelineExecutorOptions {
   // contribution is complete (data-parallel buckets). The tied GPT-2 embedding is final only
   // after the step's embedding-group all-reduce, i.e. when step() returns.
   std::function<void(Parameter&)> on_grad_ready;
+  // Called for every MicroBatch the executor makes, with its micro-batch index, before its
+  // forward: the trainer sets the dropout stream and attaches the gradient buckets there.
+  std::function<void(MicroBatch&, int mb)> prepare_micro_batch;
 };
 
 class PipelineExecutor {
@@ -75,6 +78,12 @@ class PipelineExecutor {
 
   // Runs the row once. Collective over the pipeline group (every stage calls it).
   PipelineStepResult step(const PipelineStepInput& in);
+
+  // Evaluation of one batch without gradients: the virtual stages run forward_eval in order,
+  // each sending its output to the next. Collective over the pipeline group. Returns the loss
+  // on the stage holding the last virtual stage (tokens there may be empty) and zero elsewhere
+  // (targets needed only there).
+  LossSum evaluate(const Tensor& tokens, const Tensor& targets, int64_t batch, int64_t seq);
 
   const PipelineSchedule& schedule() const { return schedule_; }
   // Recorded actions (options.trace), times in microseconds since the first step's start.

@@ -20,6 +20,36 @@ std::vector<double> all_sum_doubles(Communicator& comm, const std::vector<double
   return sum;
 }
 
+namespace {
+// Strings travel as i32 tensors (the element types the communicator moves bit for bit).
+Tensor pack_string(const std::string& s) {
+  Tensor t = Tensor::zeros({static_cast<int64_t>((s.size() + 3) / 4)}, DType::I32);
+  std::memcpy(t.raw(), s.data(), s.size());
+  return t;
+}
+}  // namespace
+
+std::vector<std::string> gather_strings(Communicator& comm, const std::string& mine) {
+  Tensor len = Tensor::from_vector_i32({static_cast<int32_t>(mine.size())}, {1});
+  Tensor lens = Tensor::empty({comm.size()}, DType::I32);
+  comm.all_gather(len, lens).wait();
+  std::vector<std::string> out;
+  if (comm.rank() != 0) {
+    if (!mine.empty()) comm.send(pack_string(mine), 0, 0).wait();
+    return out;
+  }
+  out.resize(static_cast<size_t>(comm.size()));
+  out[0] = mine;
+  for (int r = 1; r < comm.size(); ++r) {
+    const int32_t n = lens.data<int32_t>()[r];
+    if (n == 0) continue;
+    Tensor buf = Tensor::zeros({(n + 3) / 4}, DType::I32);
+    comm.recv(buf, r, 0).wait();
+    out[static_cast<size_t>(r)].assign(static_cast<const char*>(buf.raw()), static_cast<size_t>(n));
+  }
+  return out;
+}
+
 std::vector<int> all_max_ints(Communicator& comm, const std::vector<int>& values) {
   if (comm.size() == 1 || values.empty()) return values;
   Tensor t = Tensor::empty({static_cast<int64_t>(values.size())}, DType::I32);

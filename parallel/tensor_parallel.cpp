@@ -7,6 +7,7 @@
 
 #include "core/kernels/elementwise.h"
 #include "core/kernels/linear.h"
+#include "parallel/scalar_reduce.h"
 #include "parallel/tp_layers.h"
 
 namespace braid {
@@ -80,7 +81,9 @@ void shard_vocab(Parameter& p, int64_t padded, int n, int part) {
   std::memcpy(full.raw(), p.value.raw(), p.value.nbytes());
   Parameter whole(p.name, full, p.trainable);
   whole.replica = p.replica;
-  shard_into(p, whole, ShardSpec{0, n, {}}, part);
+  ShardSpec spec{0, n, {}};
+  spec.logical = g[0];
+  shard_into(p, whole, spec, part);
 }
 
 }  // namespace
@@ -191,18 +194,8 @@ HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t
 }
 
 namespace {
-// The communicator reduces f32 only: a double travels as a hi + lo pair of floats, and the
-// members' pairs are added in double in rank order (every member gets the same bits).
 double sum_over(Communicator* comm, double x) {
-  if (!comm || comm->size() == 1) return x;
-  const float hi = static_cast<float>(x), lo = static_cast<float>(x - static_cast<double>(hi));
-  Tensor mine = Tensor::from_vector({hi, lo}, {2});
-  Tensor all = Tensor::empty({2 * comm->size()});
-  comm->all_gather(mine, all).wait();
-  double total = 0.0;
-  for (int r = 0; r < comm->size(); ++r)
-    total += static_cast<double>(all.f32()[2 * r]) + static_cast<double>(all.f32()[2 * r + 1]);
-  return total;
+  return comm && comm->size() > 1 ? all_sum_doubles(*comm, {x})[0] : x;
 }
 }  // namespace
 

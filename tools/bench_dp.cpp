@@ -76,7 +76,10 @@ Timing backward_sync(ExecContext& ctx, Transformer& m, GradBuckets* buckets, boo
                      const Tensor& tok, const Tensor& tgt, Communicator& world) {
   m.zero_grad(ctx);
   MicroBatch mb(ctx);
-  if (buckets && attach) buckets->attach(mb, true);
+  if (buckets && attach) {
+    buckets->begin_step(1);
+    buckets->attach(mb);
+  }
   Tensor h = m.forward(tok, mb);
   world.barrier().wait();
   const double t0 = now_s();
@@ -180,9 +183,10 @@ int run_train(World& w, const Args& a, const RunConfig& cfg) {
     c.barrier().wait();
     const double t0 = now_s();
     m.zero_grad(ctx);
+    if (buckets) buckets->begin_step(a.accum);
     for (int k = 0; k < a.accum; ++k) {
       MicroBatch mb(ctx);
-      if (buckets) buckets->attach(mb, k == a.accum - 1);
+      if (buckets) buckets->attach(mb);
       m.forward_backward(mb, random_tokens(B, T, cfg.model.vocab_size, 7 * s + k + 31 * c.rank()),
                          random_tokens(B, T, cfg.model.vocab_size, 9 * s + k + 37 * c.rank()),
                          static_cast<float>(1.0 / tokens));

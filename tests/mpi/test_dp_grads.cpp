@@ -74,9 +74,10 @@ void check(const char* family, int accum, DType comm_dtype, double tolerance_rat
   GradBuckets gb(ctx, model.parameters(), comm, o);
   ASSERT_GE(gb.buckets().size(), 3u);
   model.zero_grad(ctx);
+  gb.begin_step(accum);
   for (int m = 0; m < accum; ++m) {
     MicroBatch mb(ctx);
-    gb.attach(mb, m == accum - 1);
+    gb.attach(mb);
     model.forward_backward(mb, rows(r * kRowsPerRank, kRowsPerRank, global_rows, 100 + m),
                            rows(r * kRowsPerRank, kRowsPerRank, global_rows, 200 + m), scale);
   }

@@ -138,9 +138,10 @@ TEST(GradBuckets, StartsEachBucketWhenCompleteOnlyInTheLastMicroBatch) {
   o.bucket_bytes = 400;        // two
   GradBuckets gb(ctx, ps.ptrs, comm, o);
   ASSERT_EQ(gb.buckets().size(), 4u);  // {p5} {p4 p3} {p2 p1} {p0}
-  auto run_micro = [&](bool last) {
+  gb.begin_step(3);
+  auto run_micro = [&](bool) {
     MicroBatch mb(ctx);
-    gb.attach(mb, last);
+    gb.attach(mb);
     for (int i = 5; i >= 0; --i) {
       ps.ptrs[i]->grad().fill_(1.0f + static_cast<float>(i));
       mb.grad_ready(*ps.ptrs[i]);
@@ -174,12 +175,48 @@ TEST(GradBuckets, IssuesInBucketOrderWhenGradientsArriveOutOfOrder) {
   o.bucket_bytes = 40;  // one parameter each: buckets {p2} {p1} {p0}
   GradBuckets gb(ctx, ps.ptrs, comm, o);
   MicroBatch mb(ctx);
-  gb.attach(mb, true);
+  gb.begin_step(1);
+  gb.attach(mb);
   mb.grad_ready(*ps.ptrs[0]);  // bucket 2 complete first: must wait for 0 and 1
   EXPECT_TRUE(comm.calls.empty());
   mb.grad_ready(*ps.ptrs[2]);
   EXPECT_EQ(comm.calls.size(), 1u);
   mb.grad_ready(*ps.ptrs[1]);
+  EXPECT_EQ(comm.calls.size(), 3u);
+  gb.finish();
+}
+
+// Pipeline schedules interleave micro-batches (F0 F1 B0 F2 B1 ...) and GPT-2's tied embedding
+// hears a last contribution after the step (the sum over its two stages): a gradient is final
+// when all of its contributions are in, whatever order they come in.
+TEST(GradBuckets, CountsContributionsIncludingLateOnes) {
+  ExecContext ctx;
+  Params ps;
+  for (int i = 0; i < 2; ++i) ps.add(ctx, pname(i), 10);
+  FakeComm comm(0, 2);
+  GradBucketOptions o;
+  o.first_bucket_bytes = 40;
+  o.bucket_bytes = 40;  // {p1} {p0}
+  GradBuckets gb(ctx, ps.ptrs, comm, o);
+  gb.add_late_contribution(*ps.ptrs[0]);
+  gb.begin_step(2);
+  MicroBatch m0(ctx), m1(ctx);
+  gb.attach(m0);
+  gb.attach(m1);
+  m1.grad_ready(*ps.ptrs[1]);
+  m0.grad_ready(*ps.ptrs[0]);
+  EXPECT_TRUE(comm.calls.empty()) << "started after one of two micro-batches";
+  m0.grad_ready(*ps.ptrs[1]);
+  EXPECT_EQ(comm.calls.size(), 1u);
+  m1.grad_ready(*ps.ptrs[0]);
+  EXPECT_EQ(comm.calls.size(), 1u) << "p0 still waits for its late contribution";
+  gb.grad_ready(*ps.ptrs[0]);
+  EXPECT_EQ(comm.calls.size(), 2u);
+  EXPECT_THROW(gb.grad_ready(*ps.ptrs[0]), Error) << "a fourth contribution to p0";
+  gb.finish();
+  // The counts start again with the next step.
+  gb.begin_step(1);
+  gb.grad_ready(*ps.ptrs[1]);
   EXPECT_EQ(comm.calls.size(), 3u);
   gb.finish();
 }
@@ -197,7 +234,8 @@ TEST(GradBuckets, OverlapsTheBackwardOfARealModel) {
     ASSERT_GE(gb.buckets().size(), 3u) << family;
     m.zero_grad(ctx);
     MicroBatch mb(ctx);
-    gb.attach(mb, true);
+    gb.begin_step(1);
+    gb.attach(mb);
     m.forward_backward(mb, model_test::tokens_of(2, 6, 11, 1), model_test::tokens_of(2, 6, 11, 2),
                        0.1f);
     // Every bucket started during the backward, none left for finish().

@@ -1,0 +1,169 @@
+// RankModel: this rank's chunks, the tensor-parallel pass, the pipeline step and checkpoints.
+#include "launch/rank_model.h"
+
+#include "launch/model_passes.h"
+#include "parallel/tensor_parallel.h"
+
+namespace braid {
+
+namespace {
+
+PipelineSchedule schedule_for(const RunConfig& cfg, int stages) {
+  ScheduleKind kind = ScheduleKind::OneFOneB;
+  parse_schedule_kind(cfg.parallel.schedule, &kind);  // validated with the config
+  // Layer checks belong to pipeline_block_range (it knows parallel.pp_split).
+  return build_pipeline_schedule(
+      {kind, stages, cfg.data.grad_accum, cfg.parallel.virtual_stages, 0});
+}
+
+}  // namespace
+
+void check_rank_layout(const RunConfig& cfg, int tp, int pp, int dp) {
+  TensorParallelOptions o;
+  o.vocab_align = cfg.parallel.vocab_align;
+  check_tensor_parallel(cfg.model, tp, o);
+  const PipelineSchedule s = schedule_for(cfg, pp);
+  const std::vector<int> split = cfg.parallel.pp_split_blocks();
+  for (int vs = 0; vs < s.num_virtual_stages(); ++vs)
+    pipeline_block_range(cfg.model.n_layer, s.num_virtual_stages(), vs, split);
+  BRAID_USER_CHECK(!(cfg.lora.enabled() && tp > 1),
+                   "lora with parallel.tp = {} is not supported yet; use parallel.tp: 1 (data "
+                   "and pipeline parallelism work with LoRA)",
+                   tp);
+  BRAID_USER_CHECK(!(cfg.optim.zero == 1 && (tp > 1 || pp > 1)),
+                   "optim.zero: 1 with parallel.tp = {} / pp = {} is not supported yet; ZeRO-1 "
+                   "shards over data parallelism only (tp: 1, pp: 1), or set optim.zero: 0",
+                   tp, pp);
+  (void)dp;
+}
+
+RankModel::RankModel(ExecContext& ctx, const RunConfig& cfg, const RankModelComms& comms,
+                     const LoadedModel* init_base,
+                     const std::function<void(Transformer&)>& load_whole, bool verbose)
+    : ctx_(ctx), tp_(comms.tp), pp_(comms.pp) {
+  if (tp_ && tp_->size() == 1) tp_ = nullptr;
+  if (pp_ && pp_->size() == 1) pp_ = nullptr;
+  PipelineSchedule sched = schedule_for(cfg, stages());
+  micro_batches_ = sched.spec.micro_batches;
+  const std::vector<int> split = cfg.parallel.pp_split_blocks();
+  TensorParallelOptions tpo;
+  tpo.vocab_align = cfg.parallel.vocab_align;
+  for (int c = 0; c < sched.spec.virtual_stages; ++c) {
+    const int vs = sched.virtual_stage(stage(), c);
+    const BlockRange r =
+        pipeline_block_range(cfg.model.n_layer, sched.num_virtual_stages(), vs, split);
+    auto t = std::make_unique<Transformer>(ctx, cfg.model, r);
+    t->init_weights();
+    apply_model_passes(*t, cfg, init_base, verbose && c == 0);
+    if (load_whole) load_whole(*t);  // whole tensors, before any split
+    if (tp_) apply_tensor_parallel(ctx, *t, *tp_, tpo);
+    for (Parameter* p : t->parameters()) params_.push_back(p);
+    chunks_.push_back(std::move(t));
+  }
+  std::vector<Transformer*> ptrs;
+  for (auto& c : chunks_) ptrs.push_back(c.get());
+  PipelineExecutorOptions eo;
+  eo.trace = cfg.parallel.trace;
+  eo.prepare_micro_batch = [this](MicroBatch& mb, int i) {
+    if (prepare_) prepare_(mb, i);
+  };
+  executor_ = std::make_unique<PipelineExecutor>(ctx, std::move(sched), stage(), std::move(ptrs),
+                                                 pp_, pp_ ? comms.embedding : nullptr, eo);
+}
+
+std::vector<Parameter*> RankModel::late_parameters() const {
+  std::vector<Parameter*> out;
+  if (!pp_) return out;
+  for (const auto& c : chunks_)
+    if (Parameter* t = c->tied_embedding(); t && t->trainable) out.push_back(t);
+  return out;
+}
+
+int64_t RankModel::local_numel() const {
+  int64_t n = 0;
+  for (const Parameter* p : params_) n += p->value.numel();
+  return n;
+}
+
+void RankModel::zero_grad() {
+  for (auto& c : chunks_) c->zero_grad(ctx_);
+}
+
+PipelineStepResult RankModel::step(const std::vector<Batch>& micro, float grad_scale,
+                                   const std::function<void(MicroBatch&, int)>& prepare) {
+  BRAID_CHECK(static_cast<int>(micro.size()) == micro_batches_, "{} micro-batches for a step of {}",
+              micro.size(), micro_batches_);
+  PipelineStepInput in;
+  for (const Batch& b : micro) {
+    in.tokens.push_back(b.tokens);
+    in.targets.push_back(b.targets);
+  }
+  in.batch = micro[0].tokens.dim(0);
+  in.seq = micro[0].tokens.dim(1);
+  in.grad_scale = grad_scale;
+  prepare_ = prepare;
+  PipelineStepResult r = executor_->step(in);
+  prepare_ = nullptr;
+  return r;
+}
+
+LossSum RankModel::evaluate(const Batch& b) {
+  return executor_->evaluate(b.tokens, b.targets, b.tokens.dim(0), b.tokens.dim(1));
+}
+
+double RankModel::grad_norm() {
+  KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
+  return model_parallel_grad_norm(ctx_, params_, tp_, pp_);
+}
+
+const Parameter* RankModel::owner(const std::string& name) const {
+  for (const Parameter* p : params_) {
+    if (name == p->name) return p;
+    if (name.size() > p->name.size() && name.compare(0, p->name.size(), p->name) == 0 &&
+        name[p->name.size()] == '.' && name.find('.', p->name.size() + 1) == std::string::npos)
+      return p;
+  }
+  return nullptr;
+}
+
+std::vector<CheckpointFile> RankModel::checkpoint_files(
+    const std::vector<std::pair<std::string, Tensor>>& weights,
+    const std::vector<std::pair<std::string, Tensor>>& optimizer_state) const {
+  std::vector<CheckpointFile> out;
+  const int tp = tp_size(), pp = stages();
+  auto file = [&](const std::string& kind, const std::vector<std::pair<std::string, Tensor>>& in) {
+    CheckpointFile f;
+    f.name = checkpoint_file_name(kind, tp, pp, tp_rank(), stage());
+    for (const auto& [name, t] : in) {
+      const Parameter* p = owner(name);
+      BRAID_CHECK(p, "checkpoint tensor {} belongs to no parameter of this rank", name);
+      if (p->replica) continue;  // the tied head's copy: the first stage saves the original
+      if (p->shard.sharded()) {
+        f.shards[name] = shard_record(*p, tp_rank());
+      } else if (tp_rank() != 0) {
+        continue;  // replicated: written once, by tensor-parallel rank 0
+      }
+      f.tensors.emplace_back(name, t);
+    }
+    out.push_back(std::move(f));
+  };
+  file("model", weights);
+  file("optimizer", optimizer_state);
+  return out;
+}
+
+Shape RankModel::whole_shape(const std::string& name) const {
+  const Parameter* p = owner(name);
+  BRAID_CHECK(p, "{} belongs to no parameter of this rank", name);
+  Shape s = p->global_shape;
+  if (p->shard.logical >= 0) s[static_cast<size_t>(p->shard.dim)] = p->shard.logical;
+  return s;
+}
+
+Tensor RankModel::local_part(const std::string& name, const Tensor& whole) const {
+  const Parameter* p = owner(name);
+  BRAID_CHECK(p, "{} belongs to no parameter of this rank", name);
+  return local_part_of(whole, *p, tp_rank());
+}
+
+}  // namespace braid
