@@ -15,7 +15,7 @@ mpi 4 --set run.name=dp4 --set data.grad_accum=1 > dp4.log
 same_losses one dp2 1e-6
 same_losses one dp4 1e-6
 [ "$(losses one | head -1)" = "$(losses dp2 | head -1)" ] || fail "step 1 is not exact"
-grep -q "data parallel: dp=2 tp=1 pp=1 over 2 ranks" dp2.log || fail "no data-parallel line"
+grep -q "parallel: dp=2 tp=1 pp=1 over 2 ranks" dp2.log || fail "no data-parallel line"
 
 # Accumulation: 2 ranks x 1 micro-batch equal 1 rank x 2 micro-batches.
 "$BRAID" train c.yaml --set run.name=one_a2 --set data.grad_accum=2 > one_a2.log
@@ -70,6 +70,6 @@ expect_fail() {
   echo "ok (exit $rc): $want"
 }
 expect_fail "start it with mpirun -np N" "$BRAID" train c.yaml --set run.name=bad1 --set parallel.dp=2
-expect_fail "tensor and pipeline parallel training are not yet supported" mpi 2 --set run.name=bad2 --set parallel.tp=2
+expect_fail "model.n_head is 1, which parallel.tp = 2 does not divide" mpi 2 --set run.name=bad2 --set parallel.tp=2 --set model.n_head=1
 expect_fail "= 3 but the job has 2 ranks" mpi 2 --set run.name=bad3 --set parallel.dp=3
 echo PASS

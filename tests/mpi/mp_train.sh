@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# `braid train` with tensor and pipeline parallelism under mpirun against one rank on the same
+# global batch, for one model family: tp=2, pp=2 with every schedule, pp=4, dp=2 x tp=2 and
+# dp=2 x tp=2 x pp=2 (8 ranks) over 10 steps; a tp=2 x pp=2 checkpoint resumed on one rank and
+# on dp=2; the timeline file and the step log's bubble; bad layouts.
+#   mp_train.sh <mpirun> <braid> <workdir> <gpt2|llama>
+# Tolerance: 1e-6 relative on every step loss. Tensor parallelism sums partial products across
+# ranks (row-parallel outputs, input gradients, the vocab-parallel softmax), data parallelism
+# sums per-rank weight gradients, and pipelines sum GPT-2's tied embedding gradient per stage:
+# f32 summation orders differ from one rank's, and ten AdamW steps carry that into the weights
+# (seen: at most 1.1e-8 relative on gpt2, 8 ranks).
+# Pipeline schedules alone (pp without tp, untied Llama) run the same kernels in the same
+# per-parameter order as one rank: their losses must match bit for bit.
+source "$(dirname "$0")/dp_common.bash"
+FAMILY=$4
+if [ "$FAMILY" = llama ]; then
+  shape="family: llama, n_kv_head: 2"
+else
+  shape="family: gpt2"
+fi
+# vocab_align 3: the 256-token vocabulary pads to 258 rows under tp=2, so padding is exercised.
+cat > c.yaml <<YAML
+run: {name: one, dir: $WORK/runs}
+model: {$shape, vocab_size: 256, context_length: 16, n_layer: 4, n_embd: 32, n_head: 4}
+data: {dir: $WORK/data, micro_batch: 2, seq_len: 16, grad_accum: 4, seed: 3, prefetch: 2}
+optim: {lr: 0.003, min_lr: 0.0003, warmup_steps: 2, decay: cosine, decay_steps: 10}
+train: {steps: 10, log_interval: 1, eval_interval: 5, eval_batches: 3, sample_tokens: 0, peak_tflops: 1.0}
+checkpoint: {interval: 5, keep_last: 3, resume: auto}
+parallel: {bucket_mb: 0.02, first_bucket_mb: 0.005, timeout_s: 60, vocab_align: 3}
+YAML
+TOL=1e-6
+exact() {  # exact A B: every step loss equal to the last digit
+  diff <(losses "$1") <(losses "$2") > /dev/null || { paste <(losses "$1") <(losses "$2") | head; fail "$1 and $2 are not bit-identical"; }
+  echo "$1 vs $2: bit-identical"
+}
+val_losses() { grep '"val_loss"' "runs/$1/metrics.jsonl" | sed 's/.*"val_loss":\([^,}]*\).*/\1/'; }
+
+"$BRAID" train c.yaml > one.log
+"$BRAID" train c.yaml --set run.name=one_a2 --set data.grad_accum=2 > one_a2.log
+
+mpi 2 --set run.name=tp2 --set parallel.tp=2 > tp2.log
+grep -q "parallel: dp=1 tp=2 pp=1 over 2 ranks" tp2.log || fail "no layout line"
+same_losses one tp2 $TOL
+
+for s in gpipe 1f1b interleaved-1f1b zb-h1; do
+  v=1; [ $s = interleaved-1f1b ] && v=2
+  mpi 2 --set run.name=pp2_$s --set parallel.pp=2 --set parallel.schedule=$s \
+      --set parallel.virtual_stages=$v > pp2_$s.log
+  grep -q "schedule $s (4 micro-batches" pp2_$s.log || fail "no schedule line for $s"
+  grep -q "| bubble [0-9.]*/[0-9.]*%" pp2_$s.log || fail "no bubble in the step log ($s)"
+  if [ "$FAMILY" = llama ]; then exact one pp2_$s; else same_losses one pp2_$s $TOL; fi
+done
+mpi 4 --set run.name=pp4 --set parallel.pp=4 > pp4.log
+if [ "$FAMILY" = llama ]; then exact one pp4; else same_losses one pp4 $TOL; fi
+mpi 2 --set run.name=split --set parallel.pp=2 --set 'parallel.pp_split=[1,3]' > split.log
+if [ "$FAMILY" = llama ]; then exact one split; else same_losses one split $TOL; fi
+
+mpi 4 --set run.name=dp2tp2 --set parallel.tp=2 --set data.grad_accum=2 > dp2tp2.log
+grep -q "parallel: dp=2 tp=2 pp=1 over 4 ranks" dp2tp2.log || fail "no dp x tp line"
+same_losses one dp2tp2 $TOL
+mpi 8 --set run.name=3d --set parallel.tp=2 --set parallel.pp=2 --set data.grad_accum=2 \
+    --set parallel.schedule=1f1b > 3d.log
+grep -q "parallel: dp=2 tp=2 pp=2 over 8 ranks" 3d.log || fail "no 3-D line"
+same_losses one 3d $TOL
+# Validation losses too (split over the DP replicas, summed on the last stage).
+paste <(val_losses one) <(val_losses 3d) | awk -v r=$TOL '{ d = $1 - $2; if (d < 0) d = -d
+  if (d / $1 > r) { print "val loss " $1 " vs " $2; bad = 1 } } END { exit bad }' \
+  || fail "validation losses differ"
+
+# A tp=2 x pp=2 checkpoint (per-shard files) resumed on one rank and on dp=2: the same curve.
+mpi 4 --set run.name=ck --set parallel.tp=2 --set parallel.pp=2 --set train.steps=5 > ck.log
+man=runs/ck/checkpoints/step-00000005/manifest.json
+for f in model-tp0-pp0 model-tp1-pp0 model-tp0-pp1 model-tp1-pp1 optimizer-tp1-pp1; do
+  grep -q "\"$f.safetensors\"" $man || fail "no $f in the manifest"
+done
+grep -q '"tp": 2' $man || fail "manifest layout tp"
+cp -r runs/ck runs/ck_dp2
+"$BRAID" train c.yaml --set run.name=ck > ck_one.log
+grep -q "resumed from .*step-00000005" ck_one.log || fail "one rank did not resume"
+same_losses one ck $TOL
+mpi 2 --set run.name=ck_dp2 --set data.grad_accum=2 > ck_dp2.log
+grep -q "resumed from .*step-00000005" ck_dp2.log || fail "dp=2 did not resume"
+same_losses one ck_dp2 $TOL
+# Export of the sharded checkpoint writes the whole model, padding dropped: evaluating the
+# export gives exactly what evaluating the checkpoint does.
+"$BRAID" export runs/ck/checkpoints/step-00000005 --out hf_ck > /dev/null
+grep -q '"vocab_size": 256' hf_ck/config.json || fail "export config"
+e1=$("$BRAID" eval runs/ck/checkpoints/step-00000005 --data data/val.bin | grep -i loss)
+e2=$("$BRAID" eval hf_ck --data data/val.bin | grep -i loss)
+[ -n "$e1" ] && [ "$e1" = "$e2" ] || fail "eval of checkpoint ($e1) and export ($e2) differ"
+
+# The timeline: one file for the job, ranks as processes, every action kind of the schedule.
+mpi 2 --set run.name=tr --set parallel.pp=2 --set parallel.schedule=zb-h1 --set train.steps=2 \
+    --set parallel.trace=true > tr.log
+for k in forward backward weight send recv; do
+  grep -q "\"cat\":\"$k\"" runs/tr/trace.json || grep -q "\"cat\": \"$k\"" runs/tr/trace.json \
+    || fail "no $k events in trace.json"
+done
+grep -q '"bubble":\[' runs/tr/metrics.jsonl || fail "no bubble in metrics.jsonl"
+
+# Bad layouts: a clear error from every rank's job, non-zero, nothing hangs.
+mpi_t() { timeout 120 "$MPIRUN" --oversubscribe -np "$1" "$BRAID" train c.yaml "${@:2}"; }
+expect_fail() {
+  local want=$1; shift
+  set +e; out=$("$@" 2>&1); rc=$?; set -e
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "expected a prompt failure (exit $rc) of: $*"
+  echo "$out" | grep -qF -- "$want" || fail "expected '$want' from: $*; got: $out"
+  echo "ok (exit $rc): $want"
+}
+expect_fail "model.n_head is 4, which parallel.tp = 3 does not divide" \
+  mpi_t 3 --set run.name=bad1 --set parallel.tp=3
+expect_fail "4 layers cannot be split into 8 pipeline stages" \
+  mpi_t 8 --set run.name=bad2 --set parallel.pp=8
+expect_fail "world size 3 is not divisible by tp * pp = 2 * 1" mpi_t 3 --set run.name=bad3 --set parallel.tp=2
+expect_fail "but the job has 3 ranks" mpi_t 3 --set run.name=bad3 --set parallel.tp=2 --set parallel.dp=2
+expect_fail "needs the micro-batches per step" \
+  mpi_t 2 --set run.name=bad4 --set parallel.pp=2 --set parallel.schedule=interleaved-1f1b \
+      --set parallel.virtual_stages=2 --set data.grad_accum=3
+echo PASS
