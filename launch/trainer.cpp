@@ -12,6 +12,7 @@
 
 #include "core/kernels/gemm.h"
 #include "core/models/generate.h"
+#include "core/models/lora.h"
 #include "core/profile.h"
 #include "data/file_util.h"
 #include "data/loader.h"
@@ -150,6 +151,18 @@ std::string bubble_str(const std::vector<double>& b) {
   std::string s;
   for (double x : b) s += fmt::format("{}{:.1f}", s.empty() ? "" : "/", 100.0 * x);
   return s + "%";
+}
+
+// The PEFT adapter files of a LoRA run. Under tensor or pipeline parallelism the adapters are
+// spread over the ranks: they are read back whole from the checkpoint just committed, into a
+// whole model with the same LoRA wrapping, and written from there.
+void save_lora_adapter(ExecContext& ctx, const RunConfig& cfg, Transformer* whole,
+                       const std::string& checkpoint, const fs::path& dir) {
+  if (whole) return save_peft_adapter(*whole, cfg.lora, cfg.lora.init_from, dir);
+  Transformer gathered(ctx, cfg.model);
+  apply_lora(gathered, cfg.lora, cfg.model.seed);
+  load_weights(gathered, CheckpointManager::load(checkpoint).model);
+  save_peft_adapter(gathered, cfg.lora, cfg.lora.init_from, dir);
 }
 
 }  // namespace
@@ -366,7 +379,8 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
     const PipelineStepResult r = model.step(
         micro, mp.scaling() ? grad_scale * mp.loss_scale() : grad_scale,
         [&](MicroBatch& mb, int m) {
-          mb.dropout_seed = micro_batch_dropout_seed(cfg.data.seed, step, m);
+          // By the global micro-batch index, so every layout draws the same masks.
+          mb.dropout_seed = micro_batch_dropout_seed(cfg.data.seed, step, m * dp + dp_rank);
           if (buckets) buckets->attach(mb);  // buckets start as their gradients become final
         });
     bubbles.add(r);
@@ -507,8 +521,8 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
         }
       }
       if (!lead) last_checkpoint = (fs::path(ckpt.dir()) / CheckpointManager::dir_name(done)).string();
-      if (lead && cfg.lora.enabled() && model.whole())  // the adapters alone, PEFT layout
-        save_peft_adapter(*model.whole(), cfg.lora, cfg.lora.init_from, run_dir / "adapter");
+      if (lead && cfg.lora.enabled())  // the adapters alone, PEFT layout, beside the checkpoints
+        save_lora_adapter(ctx, cfg, model.whole(), last_checkpoint, run_dir / "adapter");
       if (world) world->barrier().wait();  // the checkpoint is complete for every rank
       last_checkpoint_time = std::chrono::steady_clock::now();
       record("checkpoint",

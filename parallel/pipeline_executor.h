@@ -55,6 +55,8 @@ struct PipelineStepResult {
 };
 
 struct PipelineExecutorOptions {
+  // Element type of the activations and gradients between stages (the model's compute dtype).
+  DType activation_dtype = DType::F32;
   // Record a timeline of every action (trace()); off by default.
   bool trace = false;
   int trace_pid = -1;  // the process row of this rank in the trace; -1: the world rank
