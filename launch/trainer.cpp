@@ -229,18 +229,17 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
   // Buckets bind the gradients first, so the f32 masters below share the bucket views.
   std::unique_ptr<GradBuckets> buckets;
   if (dp > 1) buckets = make_buckets(ctx, model, *dist->dp, cfg);
-  // train.precision: bf16/fp16 compute weights, f32 masters for the optimizer (fp32: as is).
-  MixedPrecision mp(ctx, model, cfg.train);
-  BRAID_USER_CHECK(!(buckets && cfg.optim.zero == 1 && mp.low_precision()),
-                   "optim.zero: 1 with train.precision: {} is not supported yet; use "
-                   "train.precision: fp32 or optim.zero: 0",
-                   cfg.train.precision);
-  std::unique_ptr<AdamW> opt_plain;
+  // ZeRO-1 first: with bf16/fp16 it converts the trainable weights and keeps f32 masters of
+  // its shard only, and MixedPrecision leaves those to it.
   std::unique_ptr<ZeroAdamW> opt_zero;
   if (buckets && cfg.optim.zero == 1)
-    opt_zero = std::make_unique<ZeroAdamW>(ctx, *buckets, cfg.optim);
-  else
-    opt_plain = std::make_unique<AdamW>(ctx, mp.optimizer_params(), cfg.optim);
+    opt_zero = std::make_unique<ZeroAdamW>(ctx, *buckets, cfg.optim,
+                                           precision_dtype(cfg.train.precision));
+  // train.precision: bf16/fp16 compute weights, f32 masters for the optimizer (fp32: as is).
+  MixedPrecision mp(ctx, model, cfg.train);
+  if (opt_zero) mp.use_zero(*opt_zero);
+  std::unique_ptr<AdamW> opt_plain;
+  if (!opt_zero) opt_plain = std::make_unique<AdamW>(ctx, mp.optimizer_params(), cfg.optim);
   fs::create_directories(run_dir);
   std::optional<RunLock> run_lock;  // before anything in run_dir is read or written
   if (lead) run_lock.emplace(run_dir.string());
@@ -491,8 +490,9 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
       // (temp dir, manifest last, rename), so a rank dying here leaves the last checkpoint.
       const auto state = opt_zero ? opt_zero->gather_state() : opt_plain->state_tensors();
       const int64_t opt_steps = opt_zero ? opt_zero->steps_taken() : opt_plain->steps_taken();
+      const auto weights = mp.gather_checkpoint_weights(lead);  // ZeRO-1 + 16 bits: collective
       if (lead) {
-        last_checkpoint = ckpt.save(done, mp.checkpoint_weights(), state,
+        last_checkpoint = ckpt.save(done, weights, state,
                                     checkpoint_state(cfg, done, opt_steps, mp, dp, opt_zero ? 1 : 0));
         if (cfg.lora.enabled())  // the adapters alone, PEFT layout, beside the checkpoints
           save_peft_adapter(model, cfg.lora, cfg.lora.init_from, run_dir / "adapter");
