@@ -105,6 +105,27 @@ void MixedPrecision::load_weights(const SafetensorsFile& file) {
   if (zero_) zero_->load_masters(get);
 }
 
+void MixedPrecision::load_f32(const std::function<void()>& load) {
+  if (!masters_) return load();
+  const std::vector<Parameter*> params = model_.parameters();
+  std::vector<Tensor> low;
+  for (Parameter* p : params) {  // widened, so a parameter the loader skips keeps its value
+    low.push_back(p->value);
+    Tensor wide = ctx_.empty(p->value.shape(), DType::F32, MemCategory::Other);
+    cast(ctx_, wide, p->value);
+    p->value = wide;
+  }
+  load();
+  std::unordered_map<std::string, Tensor> loaded;
+  for (size_t i = 0; i < params.size(); ++i) {
+    loaded.emplace(params[i]->name, params[i]->value);
+    params[i]->value = low[i];
+  }
+  auto get = [&](const std::string& name) { return loaded.at(name); };
+  masters_->load(get);
+  if (zero_) zero_->load_masters(get);
+}
+
 bool MixedPrecision::check_overflow(double loss, double* norm, int64_t step,
                                     const std::function<void(const std::string&)>& say) {
   if (!scaler_) return false;

@@ -50,6 +50,10 @@ class MixedPrecision {
   // For a checkpoint on every rank of the DP group (collective with use_zero and 16 bits:
   // the master shards are gathered): checkpoint_weights() on `lead`, nothing elsewhere.
   std::vector<std::pair<std::string, Tensor>> gather_checkpoint_weights(bool lead);
+  // Runs `load`, a loader that writes f32 values into the model's parameters (run.init_from:
+  // a checkpoint or an HF directory), with every parameter temporarily f32, then takes the
+  // result into the masters and the compute weights as load_weights does.
+  void load_f32(const std::function<void()>& load);
   // Loads checkpointed f32 weights (into the masters, then refreshes the compute copies).
   void load_weights(const SafetensorsFile& file);
 

@@ -290,7 +290,7 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
     if (lead) std::printf("%s\n", msg.c_str());
     rank_log.line(msg);
   } else if (!cfg.run.init_from.empty()) {  // fine-tuning: weights from a run or HF directory
-    init_weights_from(model, cfg.run.init_from);
+    mp.load_f32([&] { init_weights_from(model, cfg.run.init_from); });
     if (lead) std::printf("initialised from %s\n", cfg.run.init_from.c_str());
   }
   const ParallelLayout layout{dist ? dist->world->size() : 1, dp, 1, 1, opt_zero ? 1 : 0};

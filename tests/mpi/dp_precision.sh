@@ -44,6 +44,16 @@ mpi 2 --set run.name=r2 --set data.grad_accum=2 "${bf[@]}" --set optim.zero=1 > 
 grep -q "resumed from .*step-00000010" r2b.log || fail "r2 did not resume"
 same_losses dp2 r2 1e-6
 
+# Fine-tuning from a run (run.init_from) in bf16, plain and ZeRO-1: the f32 weights land in
+# the masters (whole or sharded) and the compute copies, so both start from the trained model.
+ft=(--set data.grad_accum=2 "${bf[@]}" --set run.init_from="$WORK/runs/one" --set train.steps=3)
+mpi 2 --set run.name=ft "${ft[@]}" > ft.log
+mpi 2 --set run.name=ftz "${ft[@]}" --set optim.zero=1 > ftz.log
+grep -q "initialised from" ftz.log || fail "ZeRO-1 fine-tuning did not initialise from the run"
+same_losses ft ftz 1e-6
+awk -v a="$(losses ft | head -1 | cut -d' ' -f2)" -v b="$(losses one | tail -1 | cut -d' ' -f2)" \
+  'BEGIN { exit !(a < b + 0.3) }' || fail "fine-tuning did not start from the trained weights"
+
 # Masters + moments per rank: about 1/2 with ZeRO-1 (live MiB after 2 steps of a wider model
 # with the default buckets; the tiny buckets above would be dominated by the 4 KiB rounding).
 wide=(--set model.n_embd=64 --set model.n_layer=4 --set train.steps=2 --set data.grad_accum=1
