@@ -46,6 +46,11 @@ std::string MixedPrecision::describe(const GemmPlan& plan) const {
       "gradients and optimizer state; {}; {}",
       dtype_name(masters_->compute_dtype()), dtype_name(masters_->compute_dtype()),
       cpu::convert_isa_description(), gemm_bf16_description(plan));
+  if (zero_)
+    s += fmt::format(
+        "; ZeRO-1: f32 masters and moments sharded over {} DP ranks, {} weights "
+        "all-gathered",
+        zero_->buckets().comm().size(), dtype_name(masters_->compute_dtype()));
   if (scaler_) s += fmt::format("; dynamic loss scale from {}", scaler_->scale());
   return s;
 }
