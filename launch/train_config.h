@@ -46,8 +46,8 @@ struct TrainConfig {
     v("checkpoint_every_n_layers", checkpoint_every_n_layers, "With checkpointing: full, wrap every n-th block (layers 0, n, 2n, ...).");
     v("precision", precision,
       "fp32, bf16 or fp16: the storage of weights and activations for compute (arithmetic inside "
-      "kernels, gradients and the optimizer's master weights stay fp32; fp16 adds dynamic loss "
-      "scaling).");
+      "kernels, gradients and the optimizer's master weights of trainable parameters stay fp32; "
+      "frozen ones are converted once and keep no master; fp16 adds dynamic loss scaling).");
     loss_scale.visit(v);
   }
   void validate() const {

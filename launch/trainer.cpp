@@ -241,18 +241,17 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
   // Buckets bind the gradients first, so the f32 masters below share the bucket views.
   std::unique_ptr<GradBuckets> buckets;
   if (dp > 1) buckets = make_buckets(ctx, model, *dist->dp, cfg);
-  // train.precision: bf16/fp16 compute weights, f32 masters for the optimizer (fp32: as is).
-  MixedPrecision mp(ctx, model.parameters(), cfg.train);
-  BRAID_USER_CHECK(!(buckets && cfg.optim.zero == 1 && mp.low_precision()),
-                   "optim.zero: 1 with train.precision: {} is not supported yet; use "
-                   "train.precision: fp32 or optim.zero: 0",
-                   cfg.train.precision);
-  std::unique_ptr<AdamW> opt_plain;
+  // ZeRO-1 first: with bf16/fp16 it converts the trainable weights and keeps f32 masters of
+  // its shard only, and MixedPrecision leaves those to it.
   std::unique_ptr<ZeroAdamW> opt_zero;
   if (buckets && cfg.optim.zero == 1)
-    opt_zero = std::make_unique<ZeroAdamW>(ctx, *buckets, cfg.optim);
-  else
-    opt_plain = std::make_unique<AdamW>(ctx, mp.optimizer_params(), cfg.optim);
+    opt_zero = std::make_unique<ZeroAdamW>(ctx, *buckets, cfg.optim,
+                                           precision_dtype(cfg.train.precision));
+  // train.precision: bf16/fp16 compute weights, f32 masters for the optimizer (fp32: as is).
+  MixedPrecision mp(ctx, model.parameters(), cfg.train);
+  if (opt_zero) mp.use_zero(*opt_zero);
+  std::unique_ptr<AdamW> opt_plain;
+  if (!opt_zero) opt_plain = std::make_unique<AdamW>(ctx, mp.optimizer_params(), cfg.optim);
   const ParallelLayout layout{dist ? dist->world->size() : 1, dp, tp, pp, opt_zero ? 1 : 0};
   rank_log.line(fmt::format("rank {} of {} ({}), coordinates dp {} tp {} pp {}, ZeRO {}, {} "
                             "parameters held",
@@ -502,7 +501,8 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
       if (tp == 1 && pp == 1) {
         // One file per kind, written by rank 0 (temp dir, manifest last, rename), so a rank
         // dying here leaves the last checkpoint.
-        if (lead) last_checkpoint = ckpt.save(done, mp.checkpoint_weights(), state, manifest_state);
+        const auto weights = mp.gather_checkpoint_weights(lead);  // ZeRO-1 + 16 bits: collective
+        if (lead) last_checkpoint = ckpt.save(done, weights, state, manifest_state);
       } else {
         // Every (tp, pp) shard writes its own files into the staging directory rank 0 made;
         // rank 0 commits (manifest last) once all have written.

@@ -13,15 +13,18 @@ MasterWeights::MasterWeights(ExecContext& ctx, const std::vector<Parameter*>& pa
   for (Parameter* p : model_) {
     BRAID_CHECK(p->value.dtype() == DType::F32, "MasterWeights: {} is {}, expected f32 values",
                 p->name, p->value.str());
-    Tensor master = ctx.empty(p->value.shape(), DType::F32, MemCategory::MasterWeights);
-    cast(ctx, master, p->value);
-    auto m = std::make_unique<Parameter>(p->name, master, p->trainable);
-    m->global_shape = p->global_shape;
-    m->shard = p->shard;
-    m->replica = p->replica;
+    std::unique_ptr<Parameter> m;
+    if (p->trainable) {
+      Tensor master = ctx.empty(p->value.shape(), DType::F32, MemCategory::MasterWeights);
+      cast(ctx, master, p->value);
+      m = std::make_unique<Parameter>(p->name, master, true);
+      m->global_shape = p->global_shape;
+      m->shard = p->shard;
+      m->replica = p->replica;
+    }
     Tensor low = ctx.empty(p->value.shape(), compute, MemCategory::Weights);
-    cast(ctx, low, master);
-    p->value = low;  // the f32 weights are released here (the master holds them)
+    cast(ctx, low, p->value);
+    p->value = low;  // the f32 weights are released here (the master holds them, if any)
     masters_.push_back(std::move(m));
   }
   bind_grads();
@@ -29,20 +32,41 @@ MasterWeights::MasterWeights(ExecContext& ctx, const std::vector<Parameter*>& pa
 
 void MasterWeights::bind_grads() {
   for (size_t i = 0; i < model_.size(); ++i)
-    if (model_[i]->trainable) masters_[i]->bind_grad(model_[i]->grad());
+    if (masters_[i]) masters_[i]->bind_grad(model_[i]->grad());
 }
 
 std::vector<Parameter*> MasterWeights::params() {
   std::vector<Parameter*> out;
-  for (auto& m : masters_) out.push_back(m.get());
+  for (auto& m : masters_)
+    if (m) out.push_back(m.get());
   return out;
 }
 
 std::vector<std::pair<std::string, Tensor>> MasterWeights::named_masters() const {
   std::vector<std::pair<std::string, Tensor>> out;
-  for (const auto& m : masters_)
-    if (!m->replica) out.emplace_back(m->name, m->value);
+  for (size_t i = 0; i < model_.size(); ++i) {
+    const Parameter* p = model_[i];
+    if (p->replica) continue;
+    if (masters_[i]) {
+      out.emplace_back(p->name, masters_[i]->value);
+    } else {  // frozen: bf16/f16 -> f32 is exact, so a resume rounds back to the same value
+      Tensor wide = ctx_.empty(p->value.shape(), DType::F32, MemCategory::Other);
+      cast(ctx_, wide, p->value);
+      out.emplace_back(p->name, wide);
+    }
+  }
   return out;
+}
+
+void MasterWeights::load(const std::function<Tensor(const std::string&)>& get) {
+  for (size_t i = 0; i < model_.size(); ++i) {
+    const Tensor src = get(model_[i]->name);
+    if (masters_[i])
+      masters_[i]->value.copy_from(src);
+    else
+      cast(ctx_, model_[i]->value, src);
+  }
+  refresh();
 }
 
 void MasterWeights::step(AdamW& opt, float lr) {
@@ -52,7 +76,8 @@ void MasterWeights::step(AdamW& opt, float lr) {
 }
 
 void MasterWeights::refresh() {
-  for (size_t i = 0; i < model_.size(); ++i) cast(ctx_, model_[i]->value, masters_[i]->value);
+  for (size_t i = 0; i < model_.size(); ++i)
+    if (masters_[i]) cast(ctx_, model_[i]->value, masters_[i]->value);
 }
 
 }  // namespace braid

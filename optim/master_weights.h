@@ -2,6 +2,7 @@
 // master copies; the low-precision weights are refreshed from the masters after each step.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -16,19 +17,25 @@ class AdamW;
 
 class MasterWeights {
  public:
-  // Keeps an f32 master (MemCategory::MasterWeights) of every parameter's current value and
-  // replaces the value by a `compute` (bf16 or f16) copy (MemCategory::Weights). Gradients
-  // stay f32 (Parameter::grad) and are shared with the masters.
+  // Replaces every parameter's f32 value by a `compute` (bf16 or f16) copy
+  // (MemCategory::Weights). A trainable parameter keeps its f32 value as a master
+  // (MemCategory::MasterWeights); a frozen one (a LoRA base) is converted once and keeps no
+  // master: it never changes, so a master would cost 4 bytes per parameter for nothing.
+  // Gradients stay f32 (Parameter::grad) and are shared with the masters.
   MasterWeights(ExecContext& ctx, const std::vector<Parameter*>& params, DType compute);
   MasterWeights(const MasterWeights&) = delete;
   MasterWeights& operator=(const MasterWeights&) = delete;
 
   DType compute_dtype() const { return compute_; }
-  // The masters as parameters (same names, value = f32 master, grad = the model parameter's
-  // gradient): what the optimizer updates and checkpoints save.
+  // The masters of the trainable parameters as parameters (same names, value = f32 master,
+  // grad = the model parameter's gradient): what the optimizer updates.
   std::vector<Parameter*> params();
-  // (name, f32 master) of every non-replica parameter, for checkpoints.
+  // (name, f32 tensor) of every non-replica parameter in model order, for checkpoints: the
+  // master of a trainable one, the widened (exact) compute value of a frozen one.
   std::vector<std::pair<std::string, Tensor>> named_masters() const;
+  // Loads f32 weights get(name) returns: into the masters (then refresh()), and into the
+  // compute values of the frozen parameters (rounded once).
+  void load(const std::function<Tensor(const std::string&)>& get);
   // One optimizer step on the masters, then refresh(). Rebinds the gradients first, so a
   // gradient rebound on the model (a data-parallel bucket) is the one the step reads.
   void step(AdamW& opt, float lr);
@@ -41,7 +48,7 @@ class MasterWeights {
   ExecContext& ctx_;
   DType compute_;
   std::vector<Parameter*> model_;
-  std::vector<std::unique_ptr<Parameter>> masters_;  // same order as model_
+  std::vector<std::unique_ptr<Parameter>> masters_;  // same order as model_; null when frozen
 };
 
 }  // namespace braid

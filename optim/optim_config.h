@@ -37,7 +37,7 @@ struct OptimConfig {
     v("weight_decay", weight_decay, "Decoupled weight decay (AdamW), applied as p -= lr * wd * p.");
     v("no_decay", no_decay, "Parameters whose name contains any of these substrings get no weight decay; every other parameter (the weight matrices and the token embedding) decays. Also, 1-D parameters never decay.");
     v("grad_clip", grad_clip, "Clip the global gradient L2 norm to this value; 0 disables clipping.");
-    v("zero", zero, "ZeRO stage: 0 keeps the whole optimizer state on every data-parallel rank; 1 shards the AdamW moments over the DP group (gradients reduce-scattered, each rank updates its shard, parameters all-gathered).");
+    v("zero", zero, "ZeRO stage: 0 keeps the whole optimizer state on every data-parallel rank; 1 shards the AdamW moments (and, with bf16/fp16, the f32 master weights) over the DP group (gradients reduce-scattered, each rank updates its shard, parameters all-gathered in the compute dtype).");
   }
   void validate() const;
 };

@@ -12,29 +12,49 @@
 
 namespace braid {
 
-ZeroAdamW::ZeroAdamW(ExecContext& ctx, GradBuckets& buckets, const OptimConfig& cfg)
-    : ctx_(ctx), buckets_(buckets), cfg_(cfg) {
+ZeroAdamW::ZeroAdamW(ExecContext& ctx, GradBuckets& buckets, const OptimConfig& cfg, DType compute)
+    : ctx_(ctx), buckets_(buckets), cfg_(cfg), compute_(compute) {
   cfg_.validate();
   BRAID_CHECK(buckets.options().reduce_scatter, "ZeroAdamW needs reduce-scatter buckets");
+  BRAID_CHECK(compute == DType::F32 || compute == DType::BF16 || compute == DType::F16,
+              "ZeroAdamW: compute dtype {} is not f32, bf16 or f16", dtype_name(compute));
+  const bool mixed = low_precision();
   const auto& bs = buckets.buckets();
   for (size_t b = 0; b < bs.size(); ++b) {
     const int64_t s0 = buckets.shard_begin(b), sn = buckets.shard_numel(b);
-    Shard sh{ctx.zeros({bs[b].numel}, DType::F32, MemCategory::Weights),
+    Shard sh{ctx.zeros({bs[b].numel}, compute, MemCategory::Weights),
+             mixed ? ctx.zeros({sn}, DType::F32, MemCategory::MasterWeights) : Tensor(),
              ctx.zeros({sn}, DType::F32, MemCategory::OptimizerState),
              ctx.zeros({sn}, DType::F32, MemCategory::OptimizerState),
-             ctx.zeros({sn}, DType::F32, MemCategory::Communication)};
+             ctx.zeros({sn}, compute, MemCategory::Communication)};
     for (const GradBuckets::Slot& s : bs[b].slots) {
+      BRAID_CHECK(!mixed || s.param->value.dtype() == DType::F32,
+                  "ZeroAdamW: {} is {}, expected f32 values to convert", s.param->name,
+                  s.param->value.str());
+      const int64_t lo = std::max(s.offset, s0), hi = std::min(s.offset + s.numel, s0 + sn);
+      if (mixed && lo < hi)  // this rank's part of the parameter, kept exact
+        sh.master.slice0(lo - s0, hi - s0)
+            .copy_from(s.param->value.view({s.numel}).slice0(lo - s.offset, hi - s.offset));
       // Re-bind the parameter into the bucket's flat parameter buffer (its old storage goes).
       Tensor view = sh.values.slice0(s.offset, s.offset + s.numel).view(s.param->value.shape());
-      view.copy_from(s.param->value);
+      if (mixed)
+        cast(ctx, view, s.param->value);
+      else
+        view.copy_from(s.param->value);
       s.param->value = view;
-      const int64_t lo = std::max(s.offset, s0), hi = std::min(s.offset + s.numel, s0 + sn);
       if (lo < hi)
         segments_.push_back(
             {s.param, b, lo - s.offset, lo - s0, hi - lo, adamw_decays(*s.param, cfg_)});
     }
     shards_.push_back(std::move(sh));
   }
+}
+
+Tensor ZeroAdamW::update_target(const Segment& s) {
+  Shard& sh = shards_[s.bucket];
+  if (low_precision()) return sh.master.slice0(s.shard_begin, s.shard_begin + s.numel);
+  const int64_t at = buckets_.shard_begin(s.bucket) + s.shard_begin;
+  return sh.values.slice0(at, at + s.numel);
 }
 
 double ZeroAdamW::grad_norm() {
@@ -68,8 +88,7 @@ void ZeroAdamW::step(float lr) {
     for (const Segment& s : segments_) {
       k.decay = s.decay ? lr * cfg_.weight_decay : 0.0f;
       Shard& sh = shards_[s.bucket];
-      const int64_t at = buckets_.shard_begin(s.bucket) + s.shard_begin;
-      Tensor w = sh.values.slice0(at, at + s.numel);
+      Tensor w = update_target(s);
       Tensor m = sh.m.slice0(s.shard_begin, s.shard_begin + s.numel);
       Tensor v = sh.v.slice0(s.shard_begin, s.shard_begin + s.numel);
       const Tensor g = buckets_.shard(s.bucket).slice0(s.shard_begin, s.shard_begin + s.numel);
@@ -81,10 +100,21 @@ void ZeroAdamW::step(float lr) {
   for (size_t b = 0; b < shards_.size(); ++b) {
     Shard& sh = shards_[b];
     const int64_t s0 = buckets_.shard_begin(b);
-    sh.send.copy_from(sh.values.slice0(s0, s0 + sh.send.numel()));
+    if (low_precision())
+      cast(ctx_, sh.send, sh.master);  // round once, here; the gather moves 16-bit values
+    else
+      sh.send.copy_from(sh.values.slice0(s0, s0 + sh.send.numel()));
     works.push_back(buckets_.comm().all_gather(sh.send, sh.values));
   }
   for (Work& w : works) w.wait();
+}
+
+void ZeroAdamW::scale_grads(float s) {
+  KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
+  for (size_t b = 0; b < shards_.size(); ++b) {
+    Tensor g = buckets_.shard(b);
+    scale_inplace(ctx_, g, s);
+  }
 }
 
 std::vector<std::pair<std::string, Tensor>> ZeroAdamW::gather_state() {
@@ -121,6 +151,33 @@ void ZeroAdamW::load_state(const std::function<Tensor(const std::string&)>& get,
     }
   }
   t_ = steps_taken;
+}
+
+std::vector<std::pair<std::string, Tensor>> ZeroAdamW::gather_masters() {
+  BRAID_CHECK(low_precision(), "ZeroAdamW::gather_masters: f32 parameters are their own masters");
+  std::vector<std::pair<std::string, Tensor>> out;
+  const auto& bs = buckets_.buckets();
+  for (size_t b = 0; b < shards_.size(); ++b) {
+    Tensor full = ctx_.empty({bs[b].numel}, DType::F32, MemCategory::Communication);
+    buckets_.comm().all_gather(shards_[b].master, full).wait();
+    for (const GradBuckets::Slot& s : bs[b].slots)
+      if (!s.param->replica)
+        out.emplace_back(s.param->name,
+                         full.slice0(s.offset, s.offset + s.numel).view(s.param->value.shape()));
+  }
+  return out;
+}
+
+void ZeroAdamW::load_masters(const std::function<Tensor(const std::string&)>& get) {
+  BRAID_CHECK(low_precision(), "ZeroAdamW::load_masters: f32 parameters are their own masters");
+  for (const Segment& s : segments_) {
+    const Tensor full = get(s.p->name);
+    shards_[s.bucket]
+        .master.slice0(s.shard_begin, s.shard_begin + s.numel)
+        .copy_from(full.view({full.numel()}).slice0(s.param_begin, s.param_begin + s.numel));
+  }
+  for (const GradBuckets::Bucket& b : buckets_.buckets())
+    for (const GradBuckets::Slot& s : b.slots) cast(ctx_, s.param->value, get(s.param->name));
 }
 
 }  // namespace braid

@@ -7,6 +7,13 @@
 // AdamW. The parameters are re-bound into one flat buffer per bucket (same layout as the
 // gradients), so after each rank updates its part an all-gather per bucket gives every rank the
 // whole new parameters. Updates use the same adamw_update kernel and constants as AdamW.
+//
+// Mixed precision (compute bf16 or f16): the flat parameter buffer holds the compute dtype and
+// a rank keeps f32 masters only for its shard (MemCategory::MasterWeights), beside its shard of
+// the moments, so masters and moments both cost 1/dp per rank. After the shard update each rank
+// rounds its new masters to the compute dtype and the all-gather moves those 16-bit values:
+// half the bytes of an f32 gather, and the same result, because every rank would round the
+// gathered f32 masters with the same round-to-nearest-even cast anyway.
 #pragma once
 
 #include <functional>
@@ -23,7 +30,11 @@ namespace braid {
 class ZeroAdamW {
  public:
   // buckets: reduce-scatter mode, built over the model's parameters on the DP communicator.
-  ZeroAdamW(ExecContext& ctx, GradBuckets& buckets, const OptimConfig& cfg);
+  // compute: the dtype the parameters compute in; bf16/f16 converts the bucketed (trainable)
+  // parameters' f32 values to it and keeps this rank's shard of them as f32 masters. Build it
+  // before MixedPrecision, which then leaves these parameters alone (MixedPrecision::use_zero).
+  ZeroAdamW(ExecContext& ctx, GradBuckets& buckets, const OptimConfig& cfg,
+            DType compute = DType::F32);
 
   // L2 norm of the reduced gradient over every rank's shards (after buckets.finish()); the
   // same double on every rank. Collective.
@@ -33,12 +44,24 @@ class ZeroAdamW {
   // Updates this rank's shards, then all-gathers the parameters. Collective.
   void step(float lr);
   int64_t steps_taken() const { return t_; }
+  DType compute_dtype() const { return compute_; }
+  bool low_precision() const { return compute_ != DType::F32; }
+  GradBuckets& buckets() const { return buckets_; }
+  // Multiplies this rank's reduced gradient shards by s (fp16: taking the loss scale out).
+  void scale_grads(float s);
 
   // The whole moments as "<param>.exp_avg" / "<param>.exp_avg_sq" (AdamW's checkpoint names
   // and shapes, so a checkpoint loads into any DP size with or without ZeRO). Collective.
   std::vector<std::pair<std::string, Tensor>> gather_state();
   // Takes this rank's shard of each whole moment get(name) returns.
   void load_state(const std::function<Tensor(const std::string&)>& get, int64_t steps_taken);
+  // Mixed precision: the whole f32 masters by parameter name (what checkpoints save; replicas
+  // left out). Collective: an all-gather of the master shards.
+  std::vector<std::pair<std::string, Tensor>> gather_masters();
+  // Mixed precision: takes this rank's shard of each whole f32 master get(name) returns and
+  // rounds the whole tensor into the compute weights (every rank reads the whole file, so
+  // this needs no communication and equals a shard cast followed by the all-gather).
+  void load_masters(const std::function<Tensor(const std::string&)>& get);
 
  private:
   // The part of one parameter inside this rank's shard of its bucket.
@@ -51,13 +74,17 @@ class ZeroAdamW {
     bool decay;
   };
   struct Shard {
-    Tensor values;  // (bucket numel,) the bucket's parameters, MemCategory::Weights
+    Tensor values;  // (bucket numel,) the bucket's parameters (compute dtype), Weights
+    Tensor master;  // (shard numel,) f32 masters, MasterWeights; mixed precision only
     Tensor m, v;    // (shard numel,) MemCategory::OptimizerState
-    Tensor send;    // (shard numel,) all-gather input, MemCategory::Communication
+    Tensor send;    // (shard numel,) all-gather input (compute dtype), Communication
   };
+  // What the update writes for segment s: the f32 master, or (f32) the values themselves.
+  Tensor update_target(const Segment& s);
   ExecContext& ctx_;
   GradBuckets& buckets_;
   OptimConfig cfg_;
+  DType compute_;
   std::vector<Shard> shards_;
   std::vector<Segment> segments_;
   int64_t t_ = 0;

@@ -1,11 +1,12 @@
-// Memory savers benchmark: peak memory by category and tokens/s of full fp32 AdamW steps with
-// activation checkpointing none / selective / full, and LoRA against full fine-tuning. The
-// variants run interleaved, one step each per round (the machine is shared and its speed
-// drifts), and the table reports medians and ratios to the first variant.
+// Memory savers benchmark: peak memory by category and tokens/s of full AdamW steps (fp32, or
+// bf16 with f32 master weights) with activation checkpointing none / selective / full, and
+// LoRA against full fine-tuning. The variants run interleaved, one step each per round (the
+// machine is shared and its speed drifts), and the table reports medians and ratios to the
+// first variant.
 //
 //   build/bench_memsave [--part ckpt|lora|both] [--family gpt2] [--vocab 8192] [--ctx 256]
 //                       [--layers 6] [--width 256] [--heads 8] [--batch 4] [--rounds 5]
-//                       [--rank 8] [--targets q,v]
+//                       [--rank 8] [--targets q,v] [--precision fp32|bf16]
 #include <omp.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "core/random.h"
 #include "launch/exec_setup.h"
 #include "optim/adamw.h"
+#include "optim/master_weights.h"
 
 using namespace braid;
 
@@ -34,13 +36,14 @@ struct Variant {
   std::string name;
   std::unique_ptr<ExecContext> ctx;
   std::unique_ptr<Transformer> model;
+  std::unique_ptr<MasterWeights> masters;  // bf16 only: the optimizer updates these
   std::unique_ptr<AdamW> opt;
   std::vector<double> times;
   MemoryStats peaks;  // of the last measured step, from a fresh peak measurement
 };
 
 Variant make_variant(const std::string& name, const ModelConfig& cfg, const std::string& ckpt,
-                     const LoraConfig* lora) {
+                     const LoraConfig* lora, DType precision) {
   Variant v;
   v.name = name;
   v.ctx = make_cpu_context();
@@ -48,7 +51,12 @@ Variant make_variant(const std::string& name, const ModelConfig& cfg, const std:
   v.model->init_weights();
   if (lora) apply_lora(*v.model, *lora, cfg.seed);
   apply_checkpointing(*v.model, ckpt, 1);
-  v.opt = std::make_unique<AdamW>(*v.ctx, v.model->parameters(), OptimConfig{});
+  std::vector<Parameter*> params = v.model->parameters();
+  if (precision != DType::F32) {  // as train.precision does it (launch/mixed_precision.cpp)
+    v.masters = std::make_unique<MasterWeights>(*v.ctx, params, precision);
+    params = v.masters->params();
+  }
+  v.opt = std::make_unique<AdamW>(*v.ctx, params, OptimConfig{});
   return v;
 }
 
@@ -61,7 +69,10 @@ double step(Variant& v, const Tensor& tokens, const Tensor& targets, float scale
   mb.dropout_seed = 1;
   v.model->forward_backward(mb, tokens, targets, scale);
   clip_grad_norm(ctx, v.model->parameters(), global_grad_norm(ctx, v.model->parameters()), 1.0f);
-  v.opt->step(1e-4f);
+  if (v.masters)
+    v.masters->step(*v.opt, 1e-4f);
+  else
+    v.opt->step(1e-4f);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   v.peaks = ctx.allocator().stats();
   return s;
@@ -86,15 +97,17 @@ void run(std::vector<Variant>& vs, const ModelConfig& cfg, int batch, int rounds
     for (Variant& v : vs) v.times.push_back(step(v, tokens, targets, scale));
   const double tok = static_cast<double>(batch) * T;
   const int act = static_cast<int>(MemCategory::Activations);
-  std::printf("\n%-22s %9s %9s %9s %9s %9s %9s %10s %9s %9s %9s\n", "variant", "step s", "tok/s",
-              "weights", "grads", "optim", "activ", "workspace", "total", "time x", "activ x");
+  std::printf("\n%-22s %9s %9s %9s %9s %9s %9s %9s %10s %9s %9s %9s\n", "variant", "step s",
+              "tok/s", "weights", "master", "grads", "optim", "activ", "workspace", "total",
+              "time x", "activ x");
   const double t0 = median(vs[0].times);
   const double a0 = static_cast<double>(vs[0].peaks.peak_bytes[act]);
   for (Variant& v : vs) {
     const double t = median(v.times);
     auto mib = [&](MemCategory c) { return v.peaks.peak_bytes[static_cast<int>(c)] / kMiB; };
-    std::printf("%-22s %9.3f %9.0f %9.1f %9.1f %9.1f %9.1f %10.1f %9.1f %9.2f %9.2f\n",
-                v.name.c_str(), t, tok / t, mib(MemCategory::Weights), mib(MemCategory::Grads),
+    std::printf("%-22s %9.3f %9.0f %9.1f %9.1f %9.1f %9.1f %9.1f %10.1f %9.1f %9.2f %9.2f\n",
+                v.name.c_str(), t, tok / t, mib(MemCategory::Weights),
+                mib(MemCategory::MasterWeights), mib(MemCategory::Grads),
                 mib(MemCategory::OptimizerState), mib(MemCategory::Activations),
                 mib(MemCategory::Workspace), v.peaks.peak_total / kMiB, t / t0,
                 a0 / static_cast<double>(v.peaks.peak_bytes[act]));
@@ -115,7 +128,7 @@ int main(int argc, char** argv) {
   cfg.n_embd = 256;
   cfg.n_head = 8;
   int batch = 4, rounds = 5;
-  std::string part = "both";
+  std::string part = "both", precision = "fp32";
   LoraConfig lora;
   lora.rank = 8;
   lora.targets = {"q", "v"};
@@ -140,6 +153,8 @@ int main(int argc, char** argv) {
       batch = std::atoi(v);
     else if (k == "--rounds")
       rounds = std::atoi(v);
+    else if (k == "--precision")
+      precision = v;
     else if (k == "--rank")
       lora.rank = std::atoi(v);
     else if (k == "--targets") {
@@ -151,18 +166,23 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (precision != "fp32" && precision != "bf16") {
+    std::fprintf(stderr, "--precision is '%s'; expected fp32 or bf16\n", precision.c_str());
+    return 2;
+  }
+  const DType dt = precision == "bf16" ? DType::BF16 : DType::F32;
   std::printf(
-      "bench_memsave: %d threads, gemm %s, fp32 AdamW steps, batch %d x %d, %d rounds "
+      "bench_memsave: %d threads, gemm %s, %s AdamW steps, batch %d x %d, %d rounds "
       "interleaved (medians)\n",
-      omp_get_max_threads(), gemm_backend_name(gemm_plan_from_env()).c_str(), batch,
-      cfg.context_length, rounds);
+      omp_get_max_threads(), gemm_backend_name(gemm_plan_from_env()).c_str(), precision.c_str(),
+      batch, cfg.context_length, rounds);
   if (part == "ckpt" || part == "both") {
     cfg.validate();
     std::printf("\n== activation checkpointing: %s, %d layers, width %d, vocab %d ==\n",
                 cfg.family.c_str(), cfg.n_layer, cfg.n_embd, cfg.vocab_size);
     std::vector<Variant> vs;
     for (const char* m : {"none", "selective", "full"})
-      vs.push_back(make_variant(m, cfg, m, nullptr));
+      vs.push_back(make_variant(m, cfg, m, nullptr, dt));
     run(vs, cfg, batch, rounds);
   }
   if (part == "lora" || part == "both") {
@@ -174,11 +194,11 @@ int main(int argc, char** argv) {
     std::printf("\n== LoRA vs full fine-tuning: llama, %d layers, width %d, vocab %d, rank %d ==\n",
                 l.n_layer, l.n_embd, l.vocab_size, lora.rank);
     std::vector<Variant> vs;
-    vs.push_back(make_variant("full fine-tuning", l, "none", nullptr));
-    vs.push_back(make_variant("lora", l, "none", &lora));
+    vs.push_back(make_variant("full fine-tuning", l, "none", nullptr, dt));
+    vs.push_back(make_variant("lora", l, "none", &lora, dt));
     LoraConfig all = lora;
     all.targets = {"all-linear"};
-    vs.push_back(make_variant("lora all-linear", l, "none", &all));
+    vs.push_back(make_variant("lora all-linear", l, "none", &all, dt));
     run(vs, l, batch, rounds);
   }
   return 0;

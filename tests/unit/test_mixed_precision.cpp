@@ -1,10 +1,15 @@
-// The fp16 loss scaler's state machine and the f32 master weights of mixed precision.
+// The fp16 loss scaler's state machine and the f32 master weights of mixed precision (none
+// for frozen parameters).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "core/error.h"
+#include "core/models/lora.h"
 #include "kernel_test_util.h"
+#include "launch/mixed_precision.h"
+#include "model_test_util.h"
 #include "optim/adamw.h"
 #include "optim/loss_scaler.h"
 #include "optim/master_weights.h"
@@ -86,18 +91,21 @@ TEST(LossScaler, StateRoundTripsAndConfigIsValidated) {
 
 TEST(MasterWeights, KeepF32MastersAndRefreshLowPrecisionCopies) {
   ExecContext ctx;
-  Parameter w("w", kernel_test::random_tensor({4, 8}, 1).clone(MemCategory::Weights));
-  Parameter frozen("f", kernel_test::random_tensor({8}, 2).clone(MemCategory::Weights), false);
-  const Tensor w0 = w.value.clone();
+  Parameter w("w", kernel_test::random_tensor({4, 16}, 1).clone(MemCategory::Weights));
+  Parameter frozen("f", kernel_test::random_tensor({16}, 2).clone(MemCategory::Weights), false);
+  const Tensor w0 = w.value.clone(), f0 = frozen.value.clone();
   MasterWeights mw(ctx, {&w, &frozen}, DType::BF16);
   EXPECT_EQ(w.value.dtype(), DType::BF16);
   EXPECT_EQ(frozen.value.dtype(), DType::BF16);
-  EXPECT_GT(ctx.allocator().stats().live_bytes[static_cast<int>(MemCategory::MasterWeights)], 0);
+  EXPECT_TRUE(kernel_test::bitwise_equal(frozen.value, f0.to(DType::BF16)));
+  // A master for the trainable parameter only: 4 x 16 f32 = 256 bytes (a multiple of the
+  // allocator's 64-byte rounding, so the count is exact).
+  EXPECT_EQ(ctx.allocator().stats().live_bytes[static_cast<int>(MemCategory::MasterWeights)],
+            4 * 16 * 4);
   std::vector<Parameter*> masters = mw.params();
-  ASSERT_EQ(masters.size(), 2u);
+  ASSERT_EQ(masters.size(), 1u);
   EXPECT_TRUE(kernel_test::bitwise_equal(masters[0]->value, w0));  // the master is exact
   EXPECT_TRUE(kernel_test::bitwise_equal(w.value, w0.to(DType::BF16)));
-  EXPECT_FALSE(masters[1]->trainable);
   // The gradient is shared: the model's f32 gradient is what the master's optimizer reads.
   EXPECT_EQ(w.grad().dtype(), DType::F32);
   w.grad().fill_(0.5f);
@@ -110,7 +118,55 @@ TEST(MasterWeights, KeepF32MastersAndRefreshLowPrecisionCopies) {
   const float* m = masters[0]->value.f32();
   for (int64_t i = 0; i < w0.numel(); ++i) EXPECT_NEAR(m[i], w0.f32()[i] - 0.01f, 1e-6f);
   EXPECT_TRUE(kernel_test::bitwise_equal(w.value, masters[0]->value.to(DType::BF16)));
-  EXPECT_EQ(mw.named_masters().size(), 2u);
+  // Checkpoints get both: the master, and the frozen value widened (exactly) to f32.
+  const auto named = mw.named_masters();
+  ASSERT_EQ(named.size(), 2u);
+  EXPECT_EQ(named[1].first, "f");
+  EXPECT_EQ(named[1].second.dtype(), DType::F32);
+  EXPECT_TRUE(kernel_test::bitwise_equal(named[1].second, f0.to(DType::BF16).to(DType::F32)));
+  // Loading rounds the frozen value once and refreshes the trainable copy from its master.
+  std::map<std::string, Tensor> file = {{"w", w0}, {"f", f0}};
+  mw.load([&](const std::string& n) { return file.at(n); });
+  EXPECT_TRUE(kernel_test::bitwise_equal(masters[0]->value, w0));
+  EXPECT_TRUE(kernel_test::bitwise_equal(w.value, w0.to(DType::BF16)));
+  EXPECT_TRUE(kernel_test::bitwise_equal(frozen.value, f0.to(DType::BF16)));
+}
+
+// LoRA + bf16: only the adapters get f32 masters (and moments); the frozen base is bf16 alone.
+TEST(MixedPrecision, LoraBaseGetsNoMasterNorOptimizerState) {
+  ExecContext ctx;  // its own allocator: the counts below start at zero
+  Transformer model(ctx, model_test::tiny("gpt2", 2));
+  model.init_weights();
+  LoraConfig lc;
+  lc.rank = 2;
+  lc.alpha = 4.0f;
+  lc.targets = {"all-linear"};
+  ASSERT_GT(apply_lora(model, lc, 1), 0);
+  TrainConfig tc;
+  tc.precision = "bf16";
+  MixedPrecision mp(ctx, model.parameters(), tc);
+  AdamW opt(ctx, mp.optimizer_params(), OptimConfig{});
+  int64_t trainable_bytes = 0, frozen = 0;
+  for (Parameter* p : model.parameters()) {
+    EXPECT_EQ(p->value.dtype(), DType::BF16) << p->name;
+    if (!p->trainable) {
+      ++frozen;
+      continue;
+    }
+    const int64_t bytes = p->value.numel() * 4;
+    // Every adapter of this model is a multiple of 64 bytes in f32, the allocator's rounding
+    // below 4 KiB, so the live byte count is exact.
+    ASSERT_EQ(bytes % 64, 0) << p->name;
+    trainable_bytes += bytes;
+  }
+  ASSERT_GT(frozen, 0);
+  const MemoryStats s = ctx.allocator().stats();
+  EXPECT_EQ(s.live_bytes[static_cast<int>(MemCategory::MasterWeights)], trainable_bytes);
+  EXPECT_EQ(s.live_bytes[static_cast<int>(MemCategory::OptimizerState)], 2 * trainable_bytes);
+  EXPECT_EQ(mp.optimizer_params().size(),
+            static_cast<size_t>(std::ssize(model.parameters()) - frozen));
+  // The checkpoint still names every parameter (frozen ones widened from bf16).
+  EXPECT_EQ(mp.checkpoint_weights().size(), model.parameters().size());
 }
 
 }  // namespace
