@@ -43,12 +43,6 @@ std::string lower(std::string s) {
 // "framework overhead" row of every plan. Sources per card in docs/plan.md.
 constexpr double mib(double m) { return m / 1024.0; }
 
-// Hopper (H100 SXM/PCIe, H200): the three compute constants fitted by
-// tools/fit_h100_efficiency.cpp --fit on the "fit" runs of tests/data/h100_runs.json (LLM Foundry
-// MPT 1B-70B and Llama 3 405B at 8K, BF16 H100 SXM; docs/plan.md "H100 validation"): large
-// GEMMs at 64.6 % of peak, fused attention at 33.6 %, memory-bound kernels moving 14.2 bytes
-// per stored activation byte (an effective figure: unfused norms and casts, launch gaps). Only
-// the SXM part is validated; the PCIe part and H200 share the chip and its kernels.
 // A100: refitted (tools/fit_a100_efficiency.cpp, docs/plan.md "Validation") on the rows its
 // constant was always chosen on, Megatron-LM 2021's weak scaling, after the data-parallel bandwidth
 // began to count every NIC of a node: GEMMs 71.5 %, 6 bytes per stored activation byte.
@@ -58,6 +52,12 @@ GpuSpec ampere(GpuSpec g) {
   return g;
 }
 
+// Hopper (H100 SXM/PCIe, H200): the three compute constants fitted by
+// tools/fit_h100_efficiency.cpp --fit on the "fit" runs of tests/data/h100_runs.json (LLM Foundry
+// MPT 1B-70B and Llama 3 405B at 8K, BF16 H100 SXM; docs/plan.md "H100 validation"): large
+// GEMMs at 64.6 % of peak, fused attention at 33.6 %, memory-bound kernels moving 14.2 bytes
+// per stored activation byte (an effective figure: unfused norms and casts, launch gaps). Only
+// the SXM part is validated; the PCIe part and H200 share the chip and its kernels.
 GpuSpec hopper(GpuSpec g) {
   g.matmul_efficiency = 0.646;
   g.attention_efficiency = 0.336;
