@@ -87,8 +87,10 @@ std::vector<PublishedRun> load_published_runs(const std::string& path) {
   std::vector<PublishedRun> runs;
   for (const json& r : doc.at("runs")) {
     PublishedRun p;
-    p.id = r.contains("id") && r.at("id").is_string() ? r.at("id").get<std::string>()
-                                                      : "#" + std::to_string(runs.size());
+    // A run without an id is named by its position (1-based) in the errors.
+    p.id = r.contains("id") && r.at("id").is_string()
+               ? r.at("id").get<std::string>()
+               : std::string("number ").append(std::to_string(runs.size() + 1));
     p.source = field<std::string>(r, "source", path, p.id);
     p.set = field<std::string>(r, "set", path, p.id);
     if (p.set != "fit" && p.set != "heldout")
