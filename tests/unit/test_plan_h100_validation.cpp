@@ -98,6 +98,37 @@ TEST(PlanValidationH100, BuiltInConstantsMinimiseTheFitLoss) {
   }
 }
 
+// docs/plan.md's per-run table ("| id | set | ... | error | before |") states what the planner
+// predicts now: every run has a row, in the right set, with its error to the printed 0.1 %.
+TEST(PlanValidationH100, DocumentedTableMatchesPredictions) {
+  const std::vector<PublishedRun> runs = load_published_runs(kRuns);
+  const GpuSpec h100 = find_gpu("h100-sxm");
+  std::ifstream in(BRAID_SOURCE_DIR "/docs/plan.md");
+  ASSERT_TRUE(in.good());
+  std::map<std::string, std::vector<std::string>> rows;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("| ", 0) != 0) continue;
+    std::vector<std::string> cells;
+    for (size_t at = 1; at < line.size();) {
+      const size_t end = line.find('|', at);
+      if (end == std::string::npos) break;
+      std::string c = line.substr(at, end - at);
+      c.erase(0, c.find_first_not_of(' '));
+      c.erase(c.find_last_not_of(' ') + 1);
+      cells.push_back(c);
+      at = end + 1;
+    }
+    if (cells.size() == 9) rows[cells[0]] = cells;
+  }
+  for (const PublishedRun& r : runs) {
+    const auto it = rows.find(r.id);
+    ASSERT_NE(it, rows.end()) << r.id << " has no row in docs/plan.md";
+    EXPECT_EQ(it->second[1], r.set) << r.id;
+    const double documented = std::stod(it->second[7]) / 100;  // "-1.5%"
+    EXPECT_NEAR(relative_error(r, h100), documented, 0.0006) << r.id;
+  }
+}
+
 TEST(PlanValidationH100, BadDataFilesAreNamed) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("braid_h100_runs_" + std::to_string(::getpid()));
