@@ -105,7 +105,7 @@ double block_hw_flops_per_token(const ModelConfig& m, const TrainOptions& t, int
   return f;
 }
 
-double block_attention_flops_per_token(const TrainOptions& t, const ModelConfig& m, int64_t s) {
+double block_attention_flops_per_token(const ModelConfig& m, const TrainOptions& t, int64_t s) {
   const double attn = 12.0 * m.n_embd * static_cast<double>(s);
   return t.checkpointing == Checkpointing::None ? attn : attn + attn / 3.0;
 }

@@ -39,7 +39,7 @@ double block_model_flops_per_token(const ModelConfig& m, const TrainOptions& t, 
 // the attention core (Korthikanti et al. 2022).
 double block_hw_flops_per_token(const ModelConfig& m, const TrainOptions& t, int64_t s);
 // The attention-core part of block_hw_flops_per_token: 12*h*s, + 4*h*s when recomputed.
-double block_attention_flops_per_token(const TrainOptions& t, const ModelConfig& m, int64_t s);
+double block_attention_flops_per_token(const ModelConfig& m, const TrainOptions& t, int64_t s);
 // LM head per token (fwd + bwd); never recomputed.
 double head_flops_per_token(const ModelConfig& m, const TrainOptions& t);
 

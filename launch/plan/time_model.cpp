@@ -146,7 +146,7 @@ PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
   const double passes = t.checkpointing == Checkpointing::Full ? 1.5 : 1.0;  // extra forward
   // GEMMs at the matmul rate, the attention core at its own (fused attention kernels run below
   // large GEMMs; most visible for small widths and long sequences, where it is a larger share).
-  const double attn_flops = block_attention_flops_per_token(t, m, s);
+  const double attn_flops = block_attention_flops_per_token(m, t, s);
   const double layer_flops_s =
       ((block_hw_flops_per_token(m, t, s) - attn_flops) / rate + attn_flops / attn_rate) * tok_mb /
       l.tp;
