@@ -11,6 +11,8 @@
 
 #include "core/error.h"
 #include "launch/plan/gpu_table.h"
+#include "launch/plan/model_math.h"
+#include "launch/plan/presets.h"
 #include "launch/plan/published_runs.h"
 
 namespace braid::plan {
@@ -127,6 +129,22 @@ TEST(PlanValidationH100, DocumentedTableMatchesPredictions) {
     const double documented = std::stod(it->second[7]) / 100;  // "-1.5%"
     EXPECT_NEAR(relative_error(r, h100), documented, 0.0006) << r.id;
   }
+}
+
+// The split the time model makes: attention core (at attention_efficiency) vs the rest of a
+// block's FLOPs (at matmul_efficiency), by hand for Llama 3 8B at s = 8192.
+TEST(PlanValidationH100, AttentionShareOfBlockFlops) {
+  const ModelConfig m = find_preset("llama3-8b");
+  const double s = 8192, h = m.n_embd, matmul = static_cast<double>(block_matmul_params(m));
+  TrainOptions t;
+  EXPECT_DOUBLE_EQ(block_attention_flops_per_token(m, t, 8192), 12 * h * s);
+  EXPECT_DOUBLE_EQ(block_hw_flops_per_token(m, t, 8192) - 12 * h * s, 6 * matmul);
+  t.checkpointing = Checkpointing::Selective;  // the attention forward again
+  EXPECT_DOUBLE_EQ(block_attention_flops_per_token(m, t, 8192), 16 * h * s);
+  EXPECT_DOUBLE_EQ(block_hw_flops_per_token(m, t, 8192) - 16 * h * s, 6 * matmul);
+  t.checkpointing = Checkpointing::Full;  // the whole forward again
+  EXPECT_DOUBLE_EQ(block_attention_flops_per_token(m, t, 8192), 16 * h * s);
+  EXPECT_DOUBLE_EQ(block_hw_flops_per_token(m, t, 8192) - 16 * h * s, 8 * matmul);
 }
 
 TEST(PlanValidationH100, BadDataFilesAreNamed) {
