@@ -14,6 +14,7 @@
 #include "launch/plan/model_math.h"
 #include "launch/plan/presets.h"
 #include "launch/plan/published_runs.h"
+#include "launch/plan/time_model.h"
 
 namespace braid::plan {
 
@@ -145,6 +146,24 @@ TEST(PlanValidationH100, AttentionShareOfBlockFlops) {
   t.checkpointing = Checkpointing::Full;  // the whole forward again
   EXPECT_DOUBLE_EQ(block_attention_flops_per_token(m, t, 8192), 16 * h * s);
   EXPECT_DOUBLE_EQ(block_hw_flops_per_token(m, t, 8192) - 16 * h * s, 8 * matmul);
+}
+
+// A data-parallel group with k members per node crosses nodes through k NICs (capped by the
+// intra-node link); one member per node gets one NIC; inside one node, the intra-node link.
+TEST(PlanValidationH100, DataParallelBandwidthCountsTheNodesNics) {
+  Cluster c;
+  c.gpu = find_gpu("h100-sxm");
+  c.nodes = 4;
+  c.intra_bw_gbs = 450;
+  c.inter_bw_gbs = 50;
+  EXPECT_DOUBLE_EQ(dp_bandwidth(c, {32, 1, 1, 1, "1f1b"}), 400);  // 8 members per node
+  EXPECT_DOUBLE_EQ(dp_bandwidth(c, {16, 2, 1, 1, "1f1b"}), 200);  // 4
+  EXPECT_DOUBLE_EQ(dp_bandwidth(c, {4, 8, 1, 1, "1f1b"}), 50);    // 1
+  EXPECT_DOUBLE_EQ(dp_bandwidth(c, {2, 8, 2, 1, "1f1b"}), 50);    // a replica spans two nodes
+  c.inter_bw_gbs = 100;
+  EXPECT_DOUBLE_EQ(dp_bandwidth(c, {32, 1, 1, 1, "1f1b"}), 450);  // NVLink caps 8 x 100
+  c.nodes = 1;
+  EXPECT_DOUBLE_EQ(dp_bandwidth(c, {8, 1, 1, 1, "1f1b"}), 450);
 }
 
 TEST(PlanValidationH100, BadDataFilesAreNamed) {
