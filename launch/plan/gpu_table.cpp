@@ -43,6 +43,28 @@ std::string lower(std::string s) {
 // "framework overhead" row of every plan. Sources per card in docs/plan.md.
 constexpr double mib(double m) { return m / 1024.0; }
 
+// A100: refitted (tools/fit_a100_efficiency.cpp, docs/plan.md "Validation") on the rows its
+// constant was always chosen on, Megatron-LM 2021's weak scaling, after the data-parallel bandwidth
+// began to count every NIC of a node: GEMMs 71.5 %, 6 bytes per stored activation byte.
+GpuSpec ampere(GpuSpec g) {
+  g.matmul_efficiency = 0.715;
+  g.elementwise_touches = 6.0;
+  return g;
+}
+
+// Hopper (H100 SXM/PCIe, H200): the three compute constants fitted by
+// tools/fit_h100_efficiency.cpp --fit on the "fit" runs of tests/data/h100_runs.json (LLM Foundry
+// MPT 1B-70B and Llama 3 405B at 8K, BF16 H100 SXM; docs/plan.md "H100 validation"): large
+// GEMMs at 64.6 % of peak, fused attention at 33.6 %, memory-bound kernels moving 14.2 bytes
+// per stored activation byte (an effective figure: unfused norms and casts, launch gaps). Only
+// the SXM part is validated; the PCIe part and H200 share the chip and its kernels.
+GpuSpec hopper(GpuSpec g) {
+  g.matmul_efficiency = 0.646;
+  g.attention_efficiency = 0.336;
+  g.elementwise_touches = 14.2;
+  return g;
+}
+
 }  // namespace
 
 const std::vector<GpuSpec>& gpu_table() {
@@ -51,16 +73,16 @@ const std::vector<GpuSpec>& gpu_table() {
   static const std::vector<GpuSpec> table = {
       gpu("v100", "NVIDIA V100 SXM2 32GB, NVLink2", mib(32510), 15.7, 0, 125, 900, 150, 12.5, 0.75,
           8, "NVIDIA V100 datasheet"),
-      gpu("a100-40gb", "NVIDIA A100 SXM4 40GB, NVLink3", mib(40960), 19.5, 312, 312, 1555, 300, 25,
-          0.72, 8, "NVIDIA A100 datasheet"),
-      gpu("a100-80gb", "NVIDIA A100 SXM4 80GB, NVLink3", mib(81920), 19.5, 312, 312, 2039, 300, 25,
-          0.72, 8, "NVIDIA A100 datasheet"),
-      gpu("h100-sxm", "NVIDIA H100 SXM5 80GB, NVLink4", mib(81559), 66.9, 989.4, 989.4, 3350, 450,
-          50, 0.70, 8, "NVIDIA H100 datasheet"),
-      gpu("h100-pcie", "NVIDIA H100 PCIe 80GB, PCIe Gen5", mib(81559), 51.2, 756.5, 756.5, 2000, 64,
-          50, 0.70, 8, "NVIDIA H100 datasheet"),
-      gpu("h200", "NVIDIA H200 SXM 141GB, NVLink4", mib(143771), 66.9, 989.4, 989.4, 4800, 450, 50,
-          0.72, 8, "NVIDIA H200 datasheet"),
+      ampere(gpu("a100-40gb", "NVIDIA A100 SXM4 40GB, NVLink3", mib(40960), 19.5, 312, 312, 1555,
+                 300, 25, 0, 8, "NVIDIA A100 datasheet")),
+      ampere(gpu("a100-80gb", "NVIDIA A100 SXM4 80GB, NVLink3", mib(81920), 19.5, 312, 312, 2039,
+                 300, 25, 0, 8, "NVIDIA A100 datasheet")),
+      hopper(gpu("h100-sxm", "NVIDIA H100 SXM5 80GB, NVLink4", mib(81559), 66.9, 989.4, 989.4, 3350,
+                 450, 50, 0, 8, "NVIDIA H100 datasheet")),
+      hopper(gpu("h100-pcie", "NVIDIA H100 PCIe 80GB, PCIe Gen5", mib(81559), 51.2, 756.5, 756.5,
+                 2000, 64, 50, 0, 8, "NVIDIA H100 datasheet")),
+      hopper(gpu("h200", "NVIDIA H200 SXM 141GB, NVLink4", mib(143771), 66.9, 989.4, 989.4, 4800,
+                 450, 50, 0, 8, "NVIDIA H200 datasheet")),
       gpu("b200", "NVIDIA B200 180GB (HGX), NVLink5", mib(183359), 75, 2250, 2250, 8000, 900, 50,
           0.70, 8, "NVIDIA HGX B200 datasheet (dense = half the sparse figure)"),
       gpu("l40s", "NVIDIA L40S 48GB, PCIe Gen4", mib(46068), 91.6, 362, 362, 864, 32, 12.5, 0.65, 8,
@@ -193,6 +215,8 @@ DeviceProfile load_device_profile(const std::string& path) {
   get("intra_bw_gbs", g.intra_bw_gbs, true);
   get("inter_bw_gbs", g.inter_bw_gbs, true);
   get("matmul_efficiency", g.matmul_efficiency, false);
+  get("attention_efficiency", g.attention_efficiency, false);
+  get("elementwise_touches", g.elementwise_touches, false);
   get("overhead_gib", g.overhead_gib, false);
   get("gpus_per_node", g.gpus_per_node, false);
   get("source", g.source, false);
@@ -220,6 +244,14 @@ DeviceProfile load_device_profile(const std::string& path) {
   if (!(g.matmul_efficiency > 0 && g.matmul_efficiency <= 1))
     user_error("device profile '{}': matmul_efficiency is {}; expected in (0, 1]", path,
                g.matmul_efficiency);
+  if (!(g.attention_efficiency >= 0 && g.attention_efficiency <= 1))
+    user_error(
+        "device profile '{}': attention_efficiency is {}; expected in [0, 1] (0: as "
+        "matmul_efficiency)",
+        path, g.attention_efficiency);
+  if (!(g.elementwise_touches >= 0))
+    user_error("device profile '{}': elementwise_touches is {}; expected >= 0", path,
+               g.elementwise_touches);
   return profile;
 }
 
@@ -236,6 +268,8 @@ void save_device_profile(const DeviceProfile& profile, const std::string& path) 
                       {"intra_bw_gbs", g.intra_bw_gbs},
                       {"inter_bw_gbs", g.inter_bw_gbs},
                       {"matmul_efficiency", g.matmul_efficiency},
+                      {"attention_efficiency", g.attention_efficiency},
+                      {"elementwise_touches", g.elementwise_touches},
                       {"overhead_gib", g.overhead_gib},
                       {"gpus_per_node", g.gpus_per_node},
                       {"source", g.source}};

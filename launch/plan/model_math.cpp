@@ -105,6 +105,11 @@ double block_hw_flops_per_token(const ModelConfig& m, const TrainOptions& t, int
   return f;
 }
 
+double block_attention_flops_per_token(const ModelConfig& m, const TrainOptions& t, int64_t s) {
+  const double attn = 12.0 * m.n_embd * static_cast<double>(s);
+  return t.checkpointing == Checkpointing::None ? attn : attn + attn / 3.0;
+}
+
 double head_flops_per_token(const ModelConfig& m, const TrainOptions& t) {
   const double head = static_cast<double>(m.vocab_size) * m.n_embd;
   // With LoRA the head is frozen: forward and input gradient only.

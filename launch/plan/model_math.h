@@ -38,6 +38,8 @@ double block_model_flops_per_token(const ModelConfig& m, const TrainOptions& t, 
 // The same plus recomputation: full adds a forward of the block, selective adds the forward of
 // the attention core (Korthikanti et al. 2022).
 double block_hw_flops_per_token(const ModelConfig& m, const TrainOptions& t, int64_t s);
+// The attention-core part of block_hw_flops_per_token: 12*h*s, + 4*h*s when recomputed.
+double block_attention_flops_per_token(const ModelConfig& m, const TrainOptions& t, int64_t s);
 // LM head per token (fwd + bwd); never recomputed.
 double head_flops_per_token(const ModelConfig& m, const TrainOptions& t);
 

@@ -30,7 +30,13 @@ struct GpuSpec {
   double intra_bw_gbs = 0;         // GPU-to-GPU inside a node (NVLink/xGMI/PCIe), GB/s
   double inter_bw_gbs = 0;         // per GPU between nodes (its share of the NICs), GB/s
   double matmul_efficiency = 0.7;  // achievable fraction of peak for large GEMMs
-  double overhead_gib = 1.0;       // runtime context, library workspaces, collective buffers
+  // Fraction of peak the attention core (scores and values, 12*h*s FLOPs per token and layer
+  // with backward) reaches; fused attention kernels run below large GEMMs. 0: as the GEMMs.
+  double attention_efficiency = 0;
+  // Bytes the memory-bound kernels (norms, activations, residuals, casts) move per byte of stored
+  // activation, forward and backward together.
+  double elementwise_touches = 4.0;
+  double overhead_gib = 1.0;  // runtime context, library workspaces, collective buffers
   int gpus_per_node = 8;
   std::string source;  // where the numbers come from
 };

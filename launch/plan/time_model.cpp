@@ -14,9 +14,6 @@ namespace braid::plan {
 
 namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-// Memory-bound element-wise work (norms, activations, softmax, dropout, residuals) touches each
-// stored activation byte about twice in forward and twice in backward.
-constexpr double kElementwiseTouches = 4.0;
 constexpr double kLinkLatencyS = 10e-6;  // per collective / per p2p message
 }  // namespace
 
@@ -46,7 +43,13 @@ double pp_bandwidth(const Cluster& c, const Layout& l) {
   return l.tp * l.cp * l.pp <= c.gpus_per_node ? c.intra_bw_gbs : c.inter_bw_gbs;
 }
 double dp_bandwidth(const Cluster& c, const Layout& l) {
-  return l.gpus() <= c.gpus_per_node ? c.intra_bw_gbs : c.inter_bw_gbs;
+  if (l.gpus() <= c.gpus_per_node) return c.intra_bw_gbs;
+  // A data-parallel group with k members on each node crosses nodes through k NICs at once: a
+  // ring (or NCCL's k channels) enters each node once per channel, so each member's share of the
+  // inter-node bytes is 1/k. With tp x cp x pp filling a node (k = 1), one NIC per member.
+  const int replica = l.tp * l.cp * l.pp;
+  const int k = replica < c.gpus_per_node ? c.gpus_per_node / replica : 1;
+  return std::min(c.intra_bw_gbs, c.inter_bw_gbs * k);
 }
 
 void check_layout(const ModelConfig& m, const TrainOptions& t, const Layout& l, const Cluster& c) {
@@ -111,6 +114,8 @@ PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
   const double e = precision_bytes(t.precision);
   const double peak = peak_tflops(c.gpu, t.precision) * 1e12;
   const double rate = peak * c.gpu.matmul_efficiency;
+  const double attn_rate = peak * (c.gpu.attention_efficiency > 0 ? c.gpu.attention_efficiency
+                                                                  : c.gpu.matmul_efficiency);
   const double hbm = c.gpu.mem_bw_gbs * 1e9;
 
   r.params = m.num_params();
@@ -139,8 +144,13 @@ PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
   nock.checkpointing = Checkpointing::None;
   const double act_layer = layer_activation_bytes(m, nock, s, b, l.tp) / l.cp;
   const double passes = t.checkpointing == Checkpointing::Full ? 1.5 : 1.0;  // extra forward
-  const double layer_flops_s = block_hw_flops_per_token(m, t, s) * tok_mb / l.tp / rate;
-  const double layer_s = layer_flops_s + kElementwiseTouches * passes * act_layer / hbm;
+  // GEMMs at the matmul rate, the attention core at its own (fused attention kernels run below
+  // large GEMMs; most visible for small widths and long sequences, where it is a larger share).
+  const double attn_flops = block_attention_flops_per_token(m, t, s);
+  const double layer_flops_s =
+      ((block_hw_flops_per_token(m, t, s) - attn_flops) / rate + attn_flops / attn_rate) * tok_mb /
+      l.tp;
+  const double layer_s = layer_flops_s + c.gpu.elementwise_touches * passes * act_layer / hbm;
   const double head_s = head_flops_per_token(m, t) * tok_mb / l.tp / rate +
                         3.0 * 4.0 * tok_mb * m.vocab_size / l.tp / hbm;  // fp32 logits
   double stage_compute = layers * layer_s + head_s;
@@ -176,7 +186,7 @@ PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
     const double kv_chunk = 2.0 * tok_mb * e * m.kv_heads() * m.head_dim() / l.tp;
     const double per_layer =
         3.0 * (l.cp - 1) * (kv_chunk / (cp_bandwidth(c, l) * 1e9) + kLinkLatencyS);
-    const double attn_core = 12.0 * m.n_embd * static_cast<double>(s) * tok_mb / l.tp / rate;
+    const double attn_core = 12.0 * m.n_embd * static_cast<double>(s) * tok_mb / l.tp / attn_rate;
     cp_mb = layers * std::max(0.0, per_layer - attn_core);
   }
   const double stage_mb = stage_compute + tp_mb + cp_mb;
