@@ -34,6 +34,7 @@
 #include "launch/run_lock.h"
 #include "launch/run_record.h"
 #include "launch/signals.h"
+#include "launch/train_checkpoint.h"
 #include "launch/train_log.h"
 #include "optim/adamw.h"
 #include "optim/zero_adamw.h"
@@ -55,29 +56,6 @@ constexpr double kPeakProbeSeconds = 2.0;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// The manifest's `state`: everything besides the tensors that a resume needs.
-nlohmann::json checkpoint_state(const RunConfig& cfg, int64_t done, int64_t optimizer_steps,
-                                const MixedPrecision& mp, const ParallelLayout& layout) {
-  nlohmann::json j = {{"model", fields_to_json(cfg.model)},
-          // The layout that wrote it. Tensors are read back whole whatever it was
-          // (launch/checkpoint_tensors.h), and ZeRO-1 writes whole per-parameter moments, so any
-          // (dp, tp, pp), with or without ZeRO-1, can load it.
-          {"layout", {{"dp", layout.dp}, {"tp", layout.tp}, {"pp", layout.pp}, {"zero", layout.zero}}},
-          {"optimizer_steps", optimizer_steps},
-          {"data", {{"seed", cfg.data.seed}, {"next_step", done}}},
-          // Training draws randomness only from counter-based streams (data windows from
-          // (seed, step, micro), init from (seed, name)), so the seeds and the step are the
-          // whole RNG state.
-          {"rng",
-           {{"kind", "counter"},
-            {"data_seed", cfg.data.seed},
-            {"init_seed", cfg.model.seed},
-            {"counter", done}}},
-          {"config_yaml", dump_run_config(cfg)}};
-  if (mp.scaling()) j["loss_scaler"] = mp.state_json();
-  return j;
 }
 
 // Gradient buckets over the DP group: all-reduce (sum, since every rank scales its loss by
@@ -151,18 +129,6 @@ std::string bubble_str(const std::vector<double>& b) {
   std::string s;
   for (double x : b) s += fmt::format("{}{:.1f}", s.empty() ? "" : "/", 100.0 * x);
   return s + "%";
-}
-
-// The PEFT adapter files of a LoRA run. Under tensor or pipeline parallelism the adapters are
-// spread over the ranks: they are read back whole from the checkpoint just committed, into a
-// whole model with the same LoRA wrapping, and written from there.
-void save_lora_adapter(ExecContext& ctx, const RunConfig& cfg, Transformer* whole,
-                       const std::string& checkpoint, const fs::path& dir) {
-  if (whole) return save_peft_adapter(*whole, cfg.lora, cfg.lora.init_from, dir);
-  Transformer gathered(ctx, cfg.model);
-  apply_lora(gathered, cfg.lora, cfg.model.seed);
-  load_weights(gathered, CheckpointManager::load(checkpoint).model);
-  save_peft_adapter(gathered, cfg.lora, cfg.lora.init_from, dir);
 }
 
 }  // namespace
@@ -498,29 +464,8 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
       const auto state = opt_zero ? opt_zero->gather_state() : opt_plain->state_tensors();
       const int64_t opt_steps = opt_zero ? opt_zero->steps_taken() : opt_plain->steps_taken();
       const nlohmann::json manifest_state = checkpoint_state(cfg, done, opt_steps, mp, layout);
-      if (tp == 1 && pp == 1) {
-        // One file per kind, written by rank 0 (temp dir, manifest last, rename), so a rank
-        // dying here leaves the last checkpoint.
-        const auto weights = mp.gather_checkpoint_weights(lead);  // ZeRO-1 + 16 bits: collective
-        if (lead) last_checkpoint = ckpt.save(done, weights, state, manifest_state);
-      } else {
-        // Every (tp, pp) shard writes its own files into the staging directory rank 0 made;
-        // rank 0 commits (manifest last) once all have written.
-        if (lead) ckpt.begin_save(done);
-        world->barrier().wait();
-        nlohmann::json rec;
-        if (dp_rank == 0)
-          rec = CheckpointManager::write_files(ckpt.staging_dir(done), done,
-                                               model.checkpoint_files(mp.checkpoint_weights(), state));
-        const std::vector<std::string> recs = gather_strings(*world, rec.is_null() ? "" : rec.dump());
-        if (lead) {
-          std::vector<nlohmann::json> all;
-          for (const std::string& s : recs)
-            if (!s.empty()) all.push_back(nlohmann::json::parse(s));
-          last_checkpoint = ckpt.commit_save(done, all, manifest_state);
-        }
-      }
-      if (!lead) last_checkpoint = (fs::path(ckpt.dir()) / CheckpointManager::dir_name(done)).string();
+      last_checkpoint = write_checkpoint(ckpt, done, model, mp, state, manifest_state, world,
+                                         lead, dp_rank);
       if (lead && cfg.lora.enabled())  // the adapters alone, PEFT layout, beside the checkpoints
         save_lora_adapter(ctx, cfg, model.whole(), last_checkpoint, run_dir / "adapter");
       if (world) world->barrier().wait();  // the checkpoint is complete for every rank

@@ -1,0 +1,74 @@
+// The trainer's checkpoints: manifest state, per-layout writers, LoRA adapter files.
+#include "launch/train_checkpoint.h"
+
+#include "core/models/lora.h"
+#include "launch/config.h"
+#include "launch/config_json.h"
+#include "launch/lora_adapter.h"
+#include "launch/model_io.h"
+#include "parallel/scalar_reduce.h"
+
+namespace braid {
+
+namespace fs = std::filesystem;
+
+// The manifest's `state`: everything besides the tensors that a resume needs.
+nlohmann::json checkpoint_state(const RunConfig& cfg, int64_t done, int64_t optimizer_steps,
+                                const MixedPrecision& mp, const ParallelLayout& layout) {
+  nlohmann::json j = {{"model", fields_to_json(cfg.model)},
+          // The layout that wrote it. Tensors are read back whole whatever it was
+          // (launch/checkpoint_tensors.h), and ZeRO-1 writes whole per-parameter moments, so any
+          // (dp, tp, pp), with or without ZeRO-1, can load it.
+          {"layout", {{"dp", layout.dp}, {"tp", layout.tp}, {"pp", layout.pp}, {"zero", layout.zero}}},
+          {"optimizer_steps", optimizer_steps},
+          {"data", {{"seed", cfg.data.seed}, {"next_step", done}}},
+          // Training draws randomness only from counter-based streams (data windows from
+          // (seed, step, micro), init from (seed, name)), so the seeds and the step are the
+          // whole RNG state.
+          {"rng",
+           {{"kind", "counter"},
+            {"data_seed", cfg.data.seed},
+            {"init_seed", cfg.model.seed},
+            {"counter", done}}},
+          {"config_yaml", dump_run_config(cfg)}};
+  if (mp.scaling()) j["loss_scaler"] = mp.state_json();
+  return j;
+}
+
+std::string write_checkpoint(CheckpointManager& ckpt, int64_t step, const RankModel& model,
+                             MixedPrecision& mp,
+                             const std::vector<std::pair<std::string, Tensor>>& optimizer_state,
+                             const nlohmann::json& manifest_state, Communicator* world, bool lead,
+                             int dp_rank) {
+  const std::string dir = (fs::path(ckpt.dir()) / CheckpointManager::dir_name(step)).string();
+  if (model.tp_size() == 1 && model.stages() == 1) {
+    const auto weights = mp.gather_checkpoint_weights(lead);  // ZeRO-1 + 16 bits: collective
+    return lead ? ckpt.save(step, weights, optimizer_state, manifest_state) : dir;
+  }
+  if (lead) ckpt.begin_save(step);
+  world->barrier().wait();  // the staging directory exists
+  nlohmann::json rec;
+  if (dp_rank == 0)
+    rec = CheckpointManager::write_files(ckpt.staging_dir(step), step,
+                                         model.checkpoint_files(mp.checkpoint_weights(), optimizer_state));
+  const std::vector<std::string> recs = gather_strings(*world, rec.is_null() ? "" : rec.dump());
+  if (!lead) return dir;
+  std::vector<nlohmann::json> all;
+  for (const std::string& r : recs)
+    if (!r.empty()) all.push_back(nlohmann::json::parse(r));
+  return ckpt.commit_save(step, all, manifest_state);
+}
+
+// The PEFT adapter files of a LoRA run. Under tensor or pipeline parallelism the adapters are
+// spread over the ranks: they are read back whole from the checkpoint just committed, into a
+// whole model with the same LoRA wrapping, and written from there.
+void save_lora_adapter(ExecContext& ctx, const RunConfig& cfg, Transformer* whole,
+                       const std::string& checkpoint, const fs::path& dir) {
+  if (whole) return save_peft_adapter(*whole, cfg.lora, cfg.lora.init_from, dir);
+  Transformer gathered(ctx, cfg.model);
+  apply_lora(gathered, cfg.lora, cfg.model.seed);
+  load_weights(gathered, CheckpointManager::load(checkpoint).model);
+  save_peft_adapter(gathered, cfg.lora, cfg.lora.init_from, dir);
+}
+
+}  // namespace braid

@@ -1,0 +1,41 @@
+// The trainer's checkpoints: what the manifest records, who writes which files in each
+// layout, and the LoRA adapter files beside them.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "launch/checkpoint.h"
+#include "launch/mixed_precision.h"
+#include "launch/rank_model.h"
+#include "launch/run_record.h"
+#include "launch/train_config.h"
+#include "parallel/communicator.h"
+
+namespace braid {
+
+// The manifest's `state`: everything besides the tensors that a resume needs.
+nlohmann::json checkpoint_state(const RunConfig& cfg, int64_t done, int64_t optimizer_steps,
+                                const MixedPrecision& mp, const ParallelLayout& layout);
+
+// Writes checkpoint `step`; collective over `world` (null: one process). With tp = pp = 1
+// rank 0 (`lead`) writes one file per kind (the weights gathered first under ZeRO-1 with 16
+// bits); otherwise DP rank 0 of every (tp, pp) shard writes its files into the staging
+// directory rank 0 made and rank 0 commits (manifest last) once all have written. A rank dying
+// part-way leaves the previous checkpoint as it was. Returns the checkpoint's directory.
+std::string write_checkpoint(CheckpointManager& ckpt, int64_t step, const RankModel& model,
+                             MixedPrecision& mp,
+                             const std::vector<std::pair<std::string, Tensor>>& optimizer_state,
+                             const nlohmann::json& manifest_state, Communicator* world, bool lead,
+                             int dp_rank);
+
+// The PEFT adapter files of a LoRA run. Under tensor or pipeline parallelism the adapters are
+// spread over the ranks: they are read back whole from the checkpoint just committed, into a
+// whole model with the same LoRA wrapping, and written from there.
+void save_lora_adapter(ExecContext& ctx, const RunConfig& cfg, Transformer* whole,
+                       const std::string& checkpoint, const std::filesystem::path& dir);
+
+}  // namespace braid
