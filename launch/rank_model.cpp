@@ -31,11 +31,6 @@ void check_rank_layout(const RunConfig& cfg, int tp, int pp, int dp) {
                    "lora with parallel.tp = {} is not supported yet; use parallel.tp: 1 (data "
                    "and pipeline parallelism work with LoRA)",
                    tp);
-  BRAID_USER_CHECK(!(cfg.train.precision != "fp32" && tp > 1),
-                   "train.precision: {} with parallel.tp = {} is not supported yet (the "
-                   "tensor-parallel embedding and cross-entropy are f32 only); use train.precision: "
-                   "fp32, or parallel.tp: 1 (data and pipeline parallelism work with bf16/fp16)",
-                   cfg.train.precision, tp);
   BRAID_USER_CHECK(!(cfg.optim.zero == 1 && (tp > 1 || pp > 1)),
                    "optim.zero: 1 with parallel.tp = {} / pp = {} is not supported yet; ZeRO-1 "
                    "shards over data parallelism only (tp: 1, pp: 1), or set optim.zero: 0",

@@ -184,8 +184,11 @@ HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t
       const int64_t local = tgt[i] - row_begin;
       if (tgt[i] >= 0 && local >= 0 && local < real) lg[i * rows + local] -= grad_scale;
     }
-    linear_backward_input(ctx, dx, logits, w);
-    if (tp.size() > 1) tp.all_reduce(dx, ReduceOp::Sum).wait();
+    // Each rank's part of dx in f32, summed in f32 and rounded once (16-bit activations).
+    Tensor dx32 = dx.dtype() == DType::F32 ? dx : ctx.empty(dx.shape(), DType::F32);
+    linear_backward_input(ctx, dx32, logits, w);
+    if (tp.size() > 1) tp.all_reduce(dx32, ReduceOp::Sum).wait();
+    if (!dx32.same_storage(dx)) cast(ctx, dx, dx32);
     if (dw.defined()) {
       Tensor none;
       linear_backward_weight(ctx, dw, none, logits, x);

@@ -20,6 +20,20 @@ Shape with_last(const Shape& s, int64_t last) {
 void all_reduce_sum(Communicator& tp, Tensor& t) {
   if (tp.size() > 1) tp.all_reduce(t, ReduceOp::Sum).wait();
 }
+// `t` in f32: itself, or a widened copy (16-bit activations under mixed precision).
+Tensor as_f32(ExecContext& ctx, const Tensor& t) {
+  if (t.dtype() == DType::F32) return t;
+  Tensor w = ctx.empty(t.shape(), DType::F32);
+  cast(ctx, w, t);
+  return w;
+}
+// The f32 sum `t` as `dtype` (16-bit activations are rounded once, after the sum).
+Tensor as_dtype(ExecContext& ctx, const Tensor& t, DType dtype) {
+  if (dtype == DType::F32) return t;
+  Tensor n = ctx.empty(t.shape(), dtype);
+  cast(ctx, n, t);
+  return n;
+}
 }  // namespace
 
 // ---- RowParallelLinear ----
@@ -31,13 +45,15 @@ RowParallelLinear::RowParallelLinear(const std::string& path, Tensor w, Tensor b
 
 Tensor RowParallelLinear::run(ExecContext& ctx, const Tensor& x) {
   const int64_t out = weight.value.dim(0);
+  // Partial sums in f32 whatever the compute dtype, summed over the group in f32 and rounded
+  // once, as one rank's GEMM would (twice the bytes of a 16-bit all-reduce, one rounding).
   Tensor y = x.new_empty(with_last(x.shape(), out), DType::F32);
   Tensor y2 = as_rows(y);
   // The bias once: group rank 0 adds it to its partial sum.
   const Tensor b = bias && tp_.rank() == 0 ? bias->value : Tensor();
   linear_forward(ctx, y2, as_rows(x), weight.value, b);
   all_reduce_sum(tp_, y);
-  return y;
+  return as_dtype(ctx, y, x.dtype());
 }
 
 Tensor RowParallelLinear::forward(const Tensor& x, MicroBatch& mb) {
@@ -109,13 +125,13 @@ Tensor TpSelfAttention::forward(const Tensor& x, MicroBatch& mb) {
   } else {
     // The c_attn shard's rows are this rank's q, k and v heads, in that order.
     Tensor qkv = child(0).forward(x, mb);
-    q = x.new_empty({B, T, n_head_, head_dim_}, DType::F32);
-    k = x.new_empty({B, T, n_head_, head_dim_}, DType::F32);
-    v = x.new_empty({B, T, n_head_, head_dim_}, DType::F32);
+    q = x.new_empty({B, T, n_head_, head_dim_}, x.dtype());
+    k = x.new_empty({B, T, n_head_, head_dim_}, x.dtype());
+    v = x.new_empty({B, T, n_head_, head_dim_}, x.dtype());
     Tensor q2 = q.view({B * T, Cl}), k2 = k.view({B * T, Cl}), v2 = v.view({B * T, Cl});
     split_columns(ctx, {&q2, &k2, &v2}, qkv.view({B * T, 3 * Cl}));
   }
-  Tensor out = x.new_empty({B, T, n_head_, head_dim_}, DType::F32);
+  Tensor out = x.new_empty({B, T, n_head_, head_dim_}, x.dtype());
   Tensor lse = x.new_empty({B, n_head_, T}, DType::F32);
   attention_forward(ctx, out, lse, q, k, v);
   mb.push(q);
@@ -142,7 +158,7 @@ Tensor TpSelfAttention::backward(const Tensor& dy, MicroBatch& mb) {
     add_inplace(ctx, dx, child(1).backward(dk.view({B, T, kv}), mb));
     add_inplace(ctx, dx, child(0).backward(dq.view({B, T, Cl}), mb));
   } else {
-    Tensor dqkv = dy.new_empty({B, T, 3 * Cl}, DType::F32);
+    Tensor dqkv = dy.new_empty({B, T, 3 * Cl}, dy.dtype());
     Tensor dqkv2 = dqkv.view({B * T, 3 * Cl});
     const Tensor dq2 = dq.view({B * T, Cl}), dk2 = dk.view({B * T, Cl}), dv2 = dv.view({B * T, Cl});
     concat_columns(ctx, dqkv2, {&dq2, &dk2, &dv2});
@@ -241,10 +257,14 @@ Tensor VocabParallelEmbedding::infer(const Tensor& tokens, InferState& st) {
               "the vocab-parallel embedding runs on the host, from position 0");
   const int64_t B = tokens.dim(0), T = tokens.dim(1), C = wte.value.dim(1);
   const int64_t rows = wte.value.dim(0);
+  // Rows are gathered in f32 and summed over the group in f32, then rounded once to the
+  // table's dtype (bf16/fp16 under mixed precision), as the one-rank embedding outputs it.
   Tensor out = st.ctx.zeros({B, T, C});
   const int32_t* tok = tokens.i32();
-  const float* w = wte.value.f32();
-  const float* pos = wpe && tp_.rank() == 0 ? wpe->value.f32() : nullptr;
+  const Tensor w32 = as_f32(st.ctx, wte.value);
+  const float* w = w32.f32();
+  const Tensor pos32 = wpe && tp_.rank() == 0 ? as_f32(st.ctx, wpe->value) : Tensor();
+  const float* pos = pos32.defined() ? pos32.f32() : nullptr;
   BRAID_CHECK(!wpe || T <= wpe->value.dim(0), "position {} outside the table", T - 1);
   float* o = out.f32();
   for (int64_t i = 0; i < B * T; ++i) {
@@ -257,7 +277,7 @@ Tensor VocabParallelEmbedding::infer(const Tensor& tokens, InferState& st) {
       for (int64_t c = 0; c < C; ++c) row[c] += pos[(i % T) * C + c];
   }
   all_reduce_sum(tp_, out);
-  return out;
+  return as_dtype(st.ctx, out, wte.value.dtype());
 }
 
 Tensor VocabParallelEmbedding::forward(const Tensor& tokens, MicroBatch& mb) {
@@ -271,7 +291,8 @@ Tensor VocabParallelEmbedding::backward(const Tensor& dx, MicroBatch& mb) {
   const int64_t B = tokens.dim(0), T = tokens.dim(1), C = wte.value.dim(1);
   const int64_t rows = wte.value.dim(0);
   const int32_t* tok = tokens.i32();
-  const float* d = dx.f32();
+  const Tensor dx32 = as_f32(mb.ctx(), dx);
+  const float* d = dx32.f32();
   if (wte.trainable) {
     float* g = wte.grad().f32();
     for (int64_t i = 0; i < B * T; ++i) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The memory savers under data and pipeline parallelism, against one rank on the same global
 # batch: LoRA (with dropout and full activation checkpointing) on dp=2, pp=2 and dp=2 x pp=2,
-# its PEFT adapter written from a pipeline run, and bf16 / fp16 training on pp=2.
+# its PEFT adapter written from a pipeline run, and bf16 / fp16 training on pp=2, tp=2 and
+# tp=2 x pp=2.
 #   mp_memsave.sh <mpirun> <braid> <workdir>
 # Tolerances: pipeline stages run one rank's kernels in the same per-parameter order, so pp=2
 # must match bit for bit (Llama: no tied embedding); data parallelism sums per-rank weight
@@ -54,5 +55,14 @@ for p in bf16 fp16; do
   "$BRAID" train c.yaml --set run.name=one_$p --set train.precision=$p --set lora.rank=0 > one_$p.log
   mpi 2 --set run.name=pp2_$p --set parallel.pp=2 --set train.precision=$p --set lora.rank=0 > pp2_$p.log
   exact one_$p pp2_$p
+  # Tensor parallelism: partial products are summed in f32 and rounded once, but in another
+  # order than one rank's GEMM, so a 16-bit rounding can land on the other side (seen: 8e-5
+  # relative for bf16, 3e-6 for fp16 over 6 steps; a bf16 step is 4e-3, a real bug moves losses
+  # by 1e-2 or more).
+  mpi 2 --set run.name=tp2_$p --set parallel.tp=2 --set train.precision=$p --set lora.rank=0 > tp2_$p.log
+  same_losses one_$p tp2_$p 5e-4
+  mpi 4 --set run.name=tp2pp2_$p --set parallel.tp=2 --set parallel.pp=2 --set train.precision=$p \
+      --set lora.rank=0 > tp2pp2_$p.log
+  same_losses one_$p tp2pp2_$p 5e-4
 done
 echo PASS
