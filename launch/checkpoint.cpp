@@ -241,7 +241,8 @@ std::string CheckpointManager::commit_save(int64_t step, const std::vector<nlohm
                                        {"checksum_algo", kChecksumSha256},
                                        {"files", files}};
     // A sharded layout: which files hold which kind, and how split tensors fit together.
-    if (!files.contains(kModelFile)) manifest["shards"] = shards;
+    if (!files.contains(kModelFile) || !files.contains(kOptimizerFile) || !shards.empty())
+      manifest["shards"] = shards;
     manifest["state"] = state;
     write_file_atomic((tmp / kManifest).string(), manifest.dump(2) + "\n");  // last: completes it
 

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
@@ -58,7 +59,15 @@ CheckpointTensors::CheckpointTensors(std::vector<std::pair<std::string, Safetens
     for (const std::string& n : file.names()) {
       nlohmann::json rec = recs.is_object() && recs.contains(n) ? recs.at(n) : nlohmann::json();
       try {
-        if (!rec.is_null()) {
+        if (!rec.is_null() && rec.contains("flat_begin")) {
+          const Shape global = rec.at("global_shape").get<Shape>();
+          const int64_t begin = rec.at("flat_begin").get<int64_t>();
+          BRAID_USER_CHECK(file.shape(n).size() == 1 && begin >= 0 &&
+                               begin + file.shape(n)[0] <= shape_numel(global),
+                           "{}: {} in {} is a piece of {} elements at {} that does not fit {}",
+                           where_, n, fname, file.shape(n).empty() ? 0 : file.shape(n)[0], begin,
+                           shape_str(global));
+        } else if (!rec.is_null()) {
           const ShardSpec s = spec_of(rec);  // throws on a malformed record
           const Shape global = rec.at("global_shape").get<Shape>();
           s.validate(global, n);
@@ -85,6 +94,28 @@ CheckpointTensors::CheckpointTensors(std::vector<std::pair<std::string, Safetens
     if (parts.size() == 1 && parts[0].record.is_null()) continue;
     const nlohmann::json& r0 = parts[0].record;
     BRAID_USER_CHECK(!r0.is_null(), "{}: {} is stored whole and split at once", where_, n);
+    if (r0.contains("flat_begin")) {  // ZeRO pieces: together they cover the tensor once
+      std::vector<std::pair<int64_t, int64_t>> pieces;
+      for (const Part& p : parts) {
+        BRAID_USER_CHECK(!p.record.is_null() && p.record.contains("flat_begin") &&
+                             p.record.at("global_shape") == r0.at("global_shape"),
+                         "{}: the pieces of {} disagree on how it is split", where_, n);
+        pieces.emplace_back(p.record.at("flat_begin").get<int64_t>(),
+                            files_[p.file].second.shape(n)[0]);
+      }
+      std::sort(pieces.begin(), pieces.end());
+      int64_t next = 0;
+      for (const auto& [b, k] : pieces) {
+        BRAID_USER_CHECK(b == next, "{}: the pieces of {} leave a gap or overlap at element {}",
+                         where_, n, next);
+        next = b + k;
+      }
+      BRAID_USER_CHECK(next == shape_numel(r0.at("global_shape").get<Shape>()),
+                       "{}: the pieces of {} cover {} of its {} elements (a shard file is "
+                       "missing)",
+                       where_, n, next, shape_numel(r0.at("global_shape").get<Shape>()));
+      continue;
+    }
     const int want = r0.at("parts").get<int>();
     std::vector<int> seen(static_cast<size_t>(want), 0);
     for (const Part& p : parts) {
@@ -110,6 +141,7 @@ Shape CheckpointTensors::shape(const std::string& name) const {
   const Part& p = it->second[0];
   if (p.record.is_null()) return files_[p.file].second.shape(name);
   Shape g = p.record.at("global_shape").get<Shape>();
+  if (p.record.contains("flat_begin")) return g;
   const int64_t logical = p.record.at("logical").get<int64_t>();
   if (logical >= 0) g[0] = logical;
   return g;
@@ -131,6 +163,16 @@ Tensor CheckpointTensors::get(const std::string& name) const {
   const std::vector<Part>& parts = it->second;
   if (parts[0].record.is_null()) return files_[parts[0].file].second.get(name);
   const nlohmann::json& r0 = parts[0].record;
+  if (r0.contains("flat_begin")) {
+    Tensor full = Tensor::zeros(r0.at("global_shape").get<Shape>(), dtype(name));
+    Tensor flat = full.view({full.numel()});
+    for (const Part& p : parts) {
+      const Tensor piece = files_[p.file].second.get(name);
+      const int64_t b = p.record.at("flat_begin").get<int64_t>();
+      flat.slice0(b, b + piece.numel()).copy_from(piece);
+    }
+    return full;
+  }
   const ShardSpec spec = spec_of(r0);
   Tensor full = Tensor::zeros(r0.at("global_shape").get<Shape>(), dtype(name));
   for (const Part& p : parts)

@@ -8,7 +8,9 @@
 // manifest's "shards" section records, per file and split tensor, the split (dim, parts, fused
 // blocks), the part, the global shape and the unpadded size of the split dimension. get()
 // puts the parts back together and cuts the padding off, so a checkpoint loads into any other
-// layout, including one rank, and export writes the plain model.
+// layout, including one rank, and export writes the plain model. ZeRO-1 writes each DP rank's
+// part of the optimizer state as 1-D pieces of the flattened tensors (records
+// {"flat_begin", "global_shape"}), which get() puts end to end.
 #pragma once
 
 #include <map>

@@ -36,21 +36,29 @@ nlohmann::json checkpoint_state(const RunConfig& cfg, int64_t done, int64_t opti
 }
 
 std::string write_checkpoint(CheckpointManager& ckpt, int64_t step, const RankModel& model,
-                             MixedPrecision& mp,
-                             const std::vector<std::pair<std::string, Tensor>>& optimizer_state,
+                             MixedPrecision& mp, const AdamW* plain, const ZeroAdamW* zero,
                              const nlohmann::json& manifest_state, Communicator* world, bool lead,
                              int dp_rank) {
   const std::string dir = (fs::path(ckpt.dir()) / CheckpointManager::dir_name(step)).string();
-  if (model.tp_size() == 1 && model.stages() == 1) {
-    const auto weights = mp.gather_checkpoint_weights(lead);  // ZeRO-1 + 16 bits: collective
-    return lead ? ckpt.save(step, weights, optimizer_state, manifest_state) : dir;
+  const bool whole_model = model.tp_size() == 1 && model.stages() == 1;
+  if (!world || (whole_model && !zero)) {  // rank 0 alone
+    if (!lead) return dir;
+    return ckpt.save(step, mp.checkpoint_weights(), plain->state_tensors(), manifest_state);
+  }
+  std::vector<CheckpointFile> files;
+  if (zero) {  // tp = pp = 1: the whole weights from rank 0, each rank's moments from itself
+    const auto weights = mp.gather_checkpoint_weights(lead);  // 16 bits: collective
+    if (lead) files.push_back({"model.safetensors", weights, nlohmann::json::object()});
+    CheckpointFile opt{fmt::format("optimizer-dp{}.safetensors", dp_rank), {}, {}};
+    opt.tensors = zero->shard_state(opt.shards);
+    files.push_back(std::move(opt));
+  } else if (dp_rank == 0) {
+    files = model.checkpoint_files(mp.checkpoint_weights(), plain->state_tensors());
   }
   if (lead) ckpt.begin_save(step);
   world->barrier().wait();  // the staging directory exists
   nlohmann::json rec;
-  if (dp_rank == 0)
-    rec = CheckpointManager::write_files(ckpt.staging_dir(step), step,
-                                         model.checkpoint_files(mp.checkpoint_weights(), optimizer_state));
+  if (!files.empty()) rec = CheckpointManager::write_files(ckpt.staging_dir(step), step, files);
   const std::vector<std::string> recs = gather_strings(*world, rec.is_null() ? "" : rec.dump());
   if (!lead) return dir;
   std::vector<nlohmann::json> all;

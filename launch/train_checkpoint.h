@@ -13,6 +13,8 @@
 #include "launch/rank_model.h"
 #include "launch/run_record.h"
 #include "launch/train_config.h"
+#include "optim/adamw.h"
+#include "optim/zero_adamw.h"
 #include "parallel/communicator.h"
 
 namespace braid {
@@ -22,13 +24,14 @@ nlohmann::json checkpoint_state(const RunConfig& cfg, int64_t done, int64_t opti
                                 const MixedPrecision& mp, const ParallelLayout& layout);
 
 // Writes checkpoint `step`; collective over `world` (null: one process). With tp = pp = 1
-// rank 0 (`lead`) writes one file per kind (the weights gathered first under ZeRO-1 with 16
-// bits); otherwise DP rank 0 of every (tp, pp) shard writes its files into the staging
-// directory rank 0 made and rank 0 commits (manifest last) once all have written. A rank dying
-// part-way leaves the previous checkpoint as it was. Returns the checkpoint's directory.
+// rank 0 (`lead`) writes model.safetensors (with ZeRO-1 and 16 bits the masters gathered
+// first) and, without ZeRO, optimizer.safetensors; with ZeRO-1 every DP rank writes its own
+// part of the moments (optimizer-dpR.safetensors). With tp or pp > 1, DP rank 0 of every
+// (tp, pp) shard writes its files. All write into the staging directory rank 0 made; rank 0
+// commits (manifest last) once all have written, so a rank dying part-way leaves the previous
+// checkpoint as it was. Exactly one of plain / zero is set. Returns the checkpoint's directory.
 std::string write_checkpoint(CheckpointManager& ckpt, int64_t step, const RankModel& model,
-                             MixedPrecision& mp,
-                             const std::vector<std::pair<std::string, Tensor>>& optimizer_state,
+                             MixedPrecision& mp, const AdamW* plain, const ZeroAdamW* zero,
                              const nlohmann::json& manifest_state, Communicator* world, bool lead,
                              int dp_rank);
 

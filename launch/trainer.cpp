@@ -460,12 +460,10 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
     if (due) {
       if (dist) maybe_fail(*dist, done, /*saving=*/true);
       const auto t_save = std::chrono::steady_clock::now();
-      // ZeRO-1: every rank sends its moments (collective); rank 0 writes the files.
-      const auto state = opt_zero ? opt_zero->gather_state() : opt_plain->state_tensors();
       const int64_t opt_steps = opt_zero ? opt_zero->steps_taken() : opt_plain->steps_taken();
       const nlohmann::json manifest_state = checkpoint_state(cfg, done, opt_steps, mp, layout);
-      last_checkpoint = write_checkpoint(ckpt, done, model, mp, state, manifest_state, world,
-                                         lead, dp_rank);
+      last_checkpoint = write_checkpoint(ckpt, done, model, mp, opt_plain.get(), opt_zero.get(),
+                                         manifest_state, world, lead, dp_rank);
       if (lead && cfg.lora.enabled())  // the adapters alone, PEFT layout, beside the checkpoints
         save_lora_adapter(ctx, cfg, model.whole(), last_checkpoint, run_dir / "adapter");
       if (world) world->barrier().wait();  // the checkpoint is complete for every rank

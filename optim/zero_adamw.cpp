@@ -138,6 +138,20 @@ std::vector<std::pair<std::string, Tensor>> ZeroAdamW::gather_state() {
   return out;
 }
 
+std::vector<std::pair<std::string, Tensor>> ZeroAdamW::shard_state(nlohmann::json& records) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  records = nlohmann::json::object();
+  for (const Segment& s : segments_) {
+    const Shard& sh = shards_[s.bucket];
+    for (int which = 0; which < 2; ++which) {
+      const std::string name = s.p->name + (which == 0 ? ".exp_avg" : ".exp_avg_sq");
+      out.emplace_back(name, (which == 0 ? sh.m : sh.v).slice0(s.shard_begin, s.shard_begin + s.numel));
+      records[name] = {{"flat_begin", s.param_begin}, {"global_shape", s.p->value.shape()}};
+    }
+  }
+  return out;
+}
+
 void ZeroAdamW::load_state(const std::function<Tensor(const std::string&)>& get,
                            int64_t steps_taken) {
   for (const Segment& s : segments_) {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,6 +54,11 @@ class ZeroAdamW {
   // The whole moments as "<param>.exp_avg" / "<param>.exp_avg_sq" (AdamW's checkpoint names
   // and shapes, so a checkpoint loads into any DP size with or without ZeRO). Collective.
   std::vector<std::pair<std::string, Tensor>> gather_state();
+  // This rank's part of the moments, for a checkpoint each rank writes itself: for every
+  // parameter with elements in this rank's shard, "<param>.exp_avg" / ".exp_avg_sq" as a 1-D
+  // piece of the flattened moment, and in `records` (name -> {"flat_begin", "global_shape"})
+  // where the piece goes. No communication.
+  std::vector<std::pair<std::string, Tensor>> shard_state(nlohmann::json& records) const;
   // Takes this rank's shard of each whole moment get(name) returns.
   void load_state(const std::function<Tensor(const std::string&)>& get, int64_t steps_taken);
   // Mixed precision: the whole f32 masters by parameter name (what checkpoints save; replicas
