@@ -51,6 +51,10 @@ grep -q "resumed from" r2b.log || fail "r2 did not resume"
 same_losses one r2 1e-6
 grep -q '"zero": 1' runs/r2/checkpoints/step-00000020/manifest.json || fail "manifest layout"
 grep -q '"dp": 2' runs/r2/checkpoints/step-00000020/manifest.json || fail "manifest layout dp"
+# ZeRO-1: each rank wrote its own part of the moments.
+for r in 0 1; do
+  [ -f runs/r2/checkpoints/step-00000020/optimizer-dp$r.safetensors ] || fail "no optimizer-dp$r file"
+done
 
 # Rank 0 alone records; every rank logs.
 [ "$(grep -c '"event":"train"' runs/dp4/metrics.jsonl)" -eq 20 ] || fail "metrics.jsonl written by more than rank 0"
