@@ -17,6 +17,13 @@ PipelineSchedule schedule_for(const RunConfig& cfg, int stages) {
       {kind, stages, cfg.data.grad_accum, cfg.parallel.virtual_stages, 0});
 }
 
+// The whole (unpadded) shape of p across tensor-parallel ranks.
+Shape whole_shape_of(const Parameter& p) {
+  Shape s = p.global_shape;
+  if (p.shard.logical >= 0) s[static_cast<size_t>(p.shard.dim)] = p.shard.logical;
+  return s;
+}
+
 }  // namespace
 
 void check_rank_layout(const RunConfig& cfg, int tp, int pp, int dp) {
@@ -27,10 +34,6 @@ void check_rank_layout(const RunConfig& cfg, int tp, int pp, int dp) {
   const std::vector<int> split = cfg.parallel.pp_split_blocks();
   for (int vs = 0; vs < s.num_virtual_stages(); ++vs)
     pipeline_block_range(cfg.model.n_layer, s.num_virtual_stages(), vs, split);
-  BRAID_USER_CHECK(!(cfg.lora.enabled() && tp > 1),
-                   "lora with parallel.tp = {} is not supported yet; use parallel.tp: 1 (data "
-                   "and pipeline parallelism work with LoRA)",
-                   tp);
   BRAID_USER_CHECK(!(cfg.optim.zero == 1 && (tp > 1 || pp > 1)),
                    "optim.zero: 1 with parallel.tp = {} / pp = {} is not supported yet; ZeRO-1 "
                    "shards over data parallelism only (tp: 1, pp: 1), or set optim.zero: 0",
@@ -39,8 +42,8 @@ void check_rank_layout(const RunConfig& cfg, int tp, int pp, int dp) {
 }
 
 RankModel::RankModel(ExecContext& ctx, const RunConfig& cfg, const RankModelComms& comms,
-                     const LoadedModel* init_base,
-                     const std::function<void(Transformer&)>& load_whole, bool verbose)
+                     const LoadedModel* init_base, const std::string& init_from,
+                     const CheckpointTensors* resume, bool verbose)
     : ctx_(ctx), tp_(comms.tp), pp_(comms.pp) {
   if (tp_ && tp_->size() == 1) tp_ = nullptr;
   if (pp_ && pp_->size() == 1) pp_ = nullptr;
@@ -55,9 +58,17 @@ RankModel::RankModel(ExecContext& ctx, const RunConfig& cfg, const RankModelComm
         pipeline_block_range(cfg.model.n_layer, sched.num_virtual_stages(), vs, split);
     auto t = std::make_unique<Transformer>(ctx, cfg.model, r);
     t->init_weights();
-    apply_model_passes(*t, cfg, init_base, verbose && c == 0);
-    if (load_whole) load_whole(*t);  // whole tensors, before any split
+    copy_base_weights(*t, cfg, init_base, verbose && c == 0);
+    if (!init_from.empty() && !resume) init_weights_from(*t, init_from);  // whole, before the split
     if (tp_) apply_tensor_parallel(ctx, *t, *tp_, tpo);
+    apply_training_passes(*t, cfg, tp_rank(), verbose && c == 0);
+    if (tp_ && cfg.lora.enabled()) apply_tensor_parallel_lora(*t, *tp_);
+    if (resume) {  // each parameter takes its part of the whole tensor
+      for (Parameter* p : t->parameters()) {
+        check_tensor_matches(*resume, p->name, whole_shape_of(*p), DType::F32);
+        p->value.copy_from(local_part_of(resume->get(p->name), *p, tp_rank()));
+      }
+    }
     for (Parameter* p : t->parameters()) params_.push_back(p);
     chunks_.push_back(std::move(t));
   }
@@ -157,9 +168,7 @@ std::vector<CheckpointFile> RankModel::checkpoint_files(
 Shape RankModel::whole_shape(const std::string& name) const {
   const Parameter* p = owner(name);
   BRAID_CHECK(p, "{} belongs to no parameter of this rank", name);
-  Shape s = p->global_shape;
-  if (p->shard.logical >= 0) s[static_cast<size_t>(p->shard.dim)] = p->shard.logical;
-  return s;
+  return whole_shape_of(*p);
 }
 
 Tensor RankModel::local_part(const std::string& name, const Tensor& whole) const {

@@ -5,9 +5,12 @@
 // Built in this order, so that every layout starts from the same weights as one rank:
 //   1. the chunks of this stage (virtual stages c * pp + stage, parallel.pp_split), each
 //      initialised from (seed, tensor name);
-//   2. the model passes (run.init_from / lora.init_from weights, LoRA, checkpointing);
-//   3. whole tensors from a resumed checkpoint (whatever layout wrote it) or run.init_from;
-//   4. the tensor-parallel pass, which keeps this rank's shard of every split tensor.
+//   2. whole weights from lora.init_from's model or run.init_from;
+//   3. the tensor-parallel pass, which keeps this rank's shard of every split tensor;
+//   4. the training passes (LoRA, whose adapters follow their base's split, and activation
+//      checkpointing), and the group sums of split adapters;
+//   5. on resume, every tensor's part of the checkpoint's whole tensors (whatever layout
+//      wrote it).
 #pragma once
 
 #include <functional>
@@ -31,12 +34,11 @@ struct RankModelComms {
 
 class RankModel {
  public:
-  // load_whole: called on every chunk after the passes, before the split, to overwrite its
-  // weights with whole tensors (a resumed checkpoint, run.init_from); may be empty.
-  // verbose: print one line per pass.
+  // init_base: lora.init_from's model, or null; init_from: run.init_from, or ""; resume: the
+  // checkpoint's model tensors, or null. verbose: print one line per pass.
   RankModel(ExecContext& ctx, const RunConfig& cfg, const RankModelComms& comms,
-            const LoadedModel* init_base, const std::function<void(Transformer&)>& load_whole,
-            bool verbose);
+            const LoadedModel* init_base, const std::string& init_from,
+            const CheckpointTensors* resume, bool verbose);
 
   int tp_size() const { return tp_ ? tp_->size() : 1; }
   int tp_rank() const { return tp_ ? tp_->rank() : 0; }

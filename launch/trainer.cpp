@@ -197,12 +197,11 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
   ExecContext& ctx = *ctx_owner;
   RankModelComms comms;
   if (dist) comms = {dist->tp, dist->pp, dist->embedding};
-  // Weights in every layout come whole from the checkpoint or run.init_from (before the split).
+  // Weights in every layout come from whole tensors: run.init_from's before the split, a
+  // resumed checkpoint's cut to each rank's part.
   const bool fine_tune = !ck && !cfg.run.init_from.empty();
-  RankModel model(ctx, cfg, comms, init_base.get(), [&](Transformer& chunk) {
-    if (ck) load_weights(chunk, ck->model);
-    else if (fine_tune) init_weights_from(chunk, cfg.run.init_from);
-  }, lead);
+  RankModel model(ctx, cfg, comms, init_base.get(), cfg.run.init_from, ck ? &ck->model : nullptr,
+                  lead);
   init_base.reset();
   // Buckets bind the gradients first, so the f32 masters below share the bucket views.
   std::unique_ptr<GradBuckets> buckets;

@@ -7,6 +7,7 @@
 
 #include "core/kernels/elementwise.h"
 #include "core/kernels/linear.h"
+#include "core/models/lora.h"
 #include "parallel/scalar_reduce.h"
 #include "parallel/tp_layers.h"
 
@@ -139,6 +140,19 @@ int apply_tensor_parallel(ExecContext& ctx, Transformer& model, Communicator& tp
                     });
   model.refresh_parameters();
   return replaced;
+}
+
+int apply_tensor_parallel_lora(Transformer& model, Communicator& tp) {
+  int n = 0;
+  model.visit([&](Module& m) {
+    auto* l = dynamic_cast<LoraLinear*>(&m);
+    if (!l || tp.size() == 1) return;
+    auto sum = [&tp](Tensor& t) { tp.all_reduce(t, ReduceOp::Sum).wait(); };
+    if (l->lora_A.shard.sharded()) l->sum_partial_t = sum;   // row-parallel base
+    if (l->lora_B.shard.sharded()) l->sum_partial_dt = sum;  // column-parallel base
+    n += l->lora_A.shard.sharded() || l->lora_B.shard.sharded();
+  });
+  return n;
 }
 
 HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t row_begin) {

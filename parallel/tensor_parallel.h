@@ -41,6 +41,12 @@ void check_tensor_parallel(const ModelConfig& cfg, int tp, const TensorParallelO
 int apply_tensor_parallel(ExecContext& ctx, Transformer& model, Communicator& tp,
                           const TensorParallelOptions& o = {});
 
+// LoRA after the tensor-parallel pass (lora.h: A and B follow the base's split): installs the
+// group sums on every LoraLinear of `model` whose base is split, the partial t = A_r x_r of a
+// row-parallel base in the forward, the partial dt = s dy_r B_r of a column-parallel base in
+// the backward. Returns how many it set up.
+int apply_tensor_parallel_lora(Transformer& model, Communicator& tp);
+
 // The vocab-parallel cross-entropy of a head weight holding rows [row_begin, row_begin + rows)
 // of the padded vocabulary (rows >= vocab are padding): a HeadLossFn for Transformer.
 HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t row_begin);

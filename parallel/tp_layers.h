@@ -22,7 +22,7 @@ namespace braid {
 // the bias is replicated (added by group rank 0 only before the sum). Weight gradients may be
 // deferred like Linear's. Replicated inputs of the backward make the bias gradient the same on
 // every rank, so it needs no reduction.
-class RowParallelLinear : public Module {
+class RowParallelLinear : public Module, public LinearLike {
  public:
   // weight: (out, in / tp) shard; bias: (out) or undefined.
   RowParallelLinear(const std::string& path, Tensor weight, Tensor bias, Communicator& tp);
@@ -30,6 +30,7 @@ class RowParallelLinear : public Module {
   Tensor backward(const Tensor& dy, MicroBatch& mb) override;
   Tensor infer(const Tensor& x, InferState& st) override;
   void own_parameters(std::vector<Parameter*>& out) override;
+  Parameter& linear_weight() override { return weight; }
 
   Parameter weight;
   std::unique_ptr<Parameter> bias;

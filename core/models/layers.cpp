@@ -85,6 +85,7 @@ void Linear::own_parameters(std::vector<Parameter*>& out) {
 }
 
 bool is_linear(const Module& m) { return dynamic_cast<const Linear*>(&m) != nullptr; }
+bool is_linear_like(const Module& m) { return dynamic_cast<const LinearLike*>(&m) != nullptr; }
 
 // ---- LayerNorm ----
 

@@ -9,7 +9,15 @@
 namespace braid {
 
 // y = x W^T + b over the last dimension. weight: (out, in), torch.nn.Linear layout.
-class Linear : public Module {
+// A module computing y = x W^T (+ b) with the weight linear_weight(): Linear, and the
+// tensor-parallel row-parallel linear of parallel/. What LoRA wraps.
+class LinearLike {
+ public:
+  virtual ~LinearLike() = default;
+  virtual Parameter& linear_weight() = 0;
+};
+
+class Linear : public Module, public LinearLike {
  public:
   // path: "transformer.h.0.attn.c_attn" -> parameters path.weight, path.bias
   Linear(ExecContext& ctx, const std::string& path, int64_t in_features, int64_t out_features,
@@ -20,6 +28,7 @@ class Linear : public Module {
   Tensor backward(const Tensor& dy, MicroBatch& mb) override;  // dy: (..., out) -> (..., in)
   Tensor infer(const Tensor& x, InferState& st) override;
   void own_parameters(std::vector<Parameter*>& out) override;
+  Parameter& linear_weight() override { return weight; }
 
   Parameter weight;
   std::unique_ptr<Parameter> bias;  // null when the layer has none
@@ -31,6 +40,8 @@ class Linear : public Module {
 
 // True for Linear (the usual target of passes: LoRA, tensor parallelism, counting wrappers).
 bool is_linear(const Module& m);
+// True for any LinearLike module (Linear, or a tensor-parallel linear): what LoRA can wrap.
+bool is_linear_like(const Module& m);
 
 class LayerNorm : public Module {
  public:

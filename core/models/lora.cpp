@@ -14,10 +14,10 @@ namespace braid {
 
 namespace {
 
-Linear& as_linear(Module& m) {
-  auto* l = dynamic_cast<Linear*>(&m);
+Parameter& linear_weight_of(Module& m) {
+  auto* l = dynamic_cast<LinearLike*>(&m);
   BRAID_CHECK(l, "LoRA wraps Linear layers; {} is not one", m.path());
-  return *l;
+  return l->linear_weight();
 }
 
 float lora_scale(const LoraConfig& c) {
@@ -56,15 +56,16 @@ LoraLinear::LoraLinear(std::unique_ptr<Module> base, const LoraConfig& cfg)
     : Module(base->path()),
       lora_A(base->path() + ".lora_A.weight", Tensor()),
       lora_B(base->path() + ".lora_B.weight", Tensor()),
-      base_(as_linear(*base)),
+      base_(*base),
+      base_weight_(linear_weight_of(*base)),
       scale_(lora_scale(cfg)),
       dropout_(cfg.dropout),
       stream_(hash_string(base->path())) {
   BRAID_CHECK(cfg.rank > 0, "LoRA rank {}", cfg.rank);
-  const Tensor& w = base_.weight.value;  // (out, in), local to this rank
-  const Shape& g = base_.weight.global_shape;
-  lora_A.shard = lora_a_shard(base_.weight.shard);
-  lora_B.shard = lora_b_shard(base_.weight.shard);
+  const Tensor& w = base_weight_.value;  // (out, in), local to this rank
+  const Shape& g = base_weight_.global_shape;
+  lora_A.shard = lora_a_shard(base_weight_.shard);
+  lora_B.shard = lora_b_shard(base_weight_.shard);
   lora_A.global_shape = {cfg.rank, g[1]};
   lora_B.global_shape = {g[0], cfg.rank};
   lora_A.value =
@@ -104,6 +105,7 @@ Tensor LoraLinear::add_update(ExecContext& ctx, Tensor& y, const Tensor& xd) con
   Tensor t = xd.new_empty(with_last(xd.shape(), r), DType::F32);  // (..., r)
   Tensor t2 = as_rows(t);
   linear_forward(ctx, t2, as_rows(xd), lora_A.value, Tensor());
+  if (sum_partial_t) sum_partial_t(t);
   scale_inplace(ctx, t2, scale_);
   Tensor u = empty_like(y);
   Tensor u2 = as_rows(u);
@@ -144,6 +146,7 @@ Tensor LoraLinear::backward(const Tensor& dy, MicroBatch& mb) {
   if (dropout_ > 0.0f && mb.dropout_seed != 0)
     dropout_apply(ctx, dxd, dxd, dropout_, mb.dropout_seed, stream_);
   add_inplace(ctx, dx, dxd);
+  if (sum_partial_dt) sum_partial_dt(dt);  // dt2 views it: the weight work sees the sum
   // Weight gradients: dB += dy^T t, dA += dt^T dropout(x).
   auto work = [this, &ctx, dy2, t2, dt2, x, seed = mb.dropout_seed] {
     Tensor none;
@@ -171,10 +174,10 @@ bool lora_targets(const std::string& path, const std::vector<std::string>& targe
   return false;
 }
 
-int apply_lora(Transformer& model, const LoraConfig& cfg, uint64_t seed) {
+int apply_lora(Transformer& model, const LoraConfig& cfg, uint64_t seed, int tp_part) {
   std::vector<LoraLinear*> wrapped;
   const int n = model.replace(
-      [&](const Module& m) { return is_linear(m) && lora_targets(m.path(), cfg.targets); },
+      [&](const Module& m) { return is_linear_like(m) && lora_targets(m.path(), cfg.targets); },
       [&](std::unique_ptr<Module> m) {
         auto l = std::make_unique<LoraLinear>(std::move(m), cfg);
         wrapped.push_back(l.get());
@@ -184,7 +187,7 @@ int apply_lora(Transformer& model, const LoraConfig& cfg, uint64_t seed) {
                    fmt::join(cfg.targets, ", "), model.config().family);
   for (Parameter* p : model.parameters()) p->freeze();  // the base, before the adapters exist
   model.refresh_parameters();
-  for (LoraLinear* l : wrapped) l->init(seed);
+  for (LoraLinear* l : wrapped) l->init(seed, tp_part);
   return n;
 }
 

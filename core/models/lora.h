@@ -12,6 +12,7 @@
 // on its inputs and keeps B whole.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,7 +32,7 @@ class LoraLinear final : public Module {
   Tensor infer(const Tensor& x, InferState& st) override;
   void own_parameters(std::vector<Parameter*>& out) override;
 
-  Linear& base() const { return base_; }
+  Module& base() const { return base_; }
   float scale() const { return scale_; }
   // A kaiming-uniform (a = sqrt(5), as torch.nn.Linear and PEFT: U(-1/sqrt(in), 1/sqrt(in)))
   // from (seed, A's name), B zero. Values depend only on the seed and the name; a sharded A
@@ -41,13 +42,21 @@ class LoraLinear final : public Module {
   Parameter lora_A;  // (r, in)
   Parameter lora_B;  // (out, r)
 
+  // Set by a tensor-parallel pass (empty on one rank). A row-parallel base (inputs split):
+  // t = A_r x_r is this rank's partial sum, summed over the group in the forward before B. A
+  // column-parallel base (outputs split): dt = s dy_r B_r is partial, summed over the group in
+  // the backward after this rank's part of the input gradient is taken from it (the layer's
+  // input-gradient all-reduce sums those), so dA = dt^T x is whole on every rank.
+  std::function<void(Tensor&)> sum_partial_t, sum_partial_dt;
+
  private:
   // x, or dropout(x) with the micro-batch's mask when dropout is on and seed != 0.
   Tensor dropped(ExecContext& ctx, const Tensor& x, uint64_t seed) const;
   // t = s * dropped(x) A^T (N, r); y += t B^T.
   Tensor add_update(ExecContext& ctx, Tensor& y, const Tensor& xd) const;
 
-  Linear& base_;
+  Module& base_;
+  Parameter& base_weight_;
   float scale_, dropout_;
   uint64_t stream_;  // the dropout stream: a hash of the path
 };
@@ -60,9 +69,10 @@ bool lora_targets(const std::string& path, const std::vector<std::string>& targe
 ShardSpec lora_a_shard(const ShardSpec& base);
 ShardSpec lora_b_shard(const ShardSpec& base);
 
-// The pass: wraps every target Linear, initialises the adapters and freezes everything else;
-// refreshes the model's parameter list. Throws UserError when no Linear matches. Returns how
-// many Linears it wrapped.
-int apply_lora(Transformer& model, const LoraConfig& cfg, uint64_t seed);
+// The pass: wraps every target Linear (any LinearLike, so it also runs after a tensor-parallel
+// pass), initialises the adapters (a split A gets part `tp_part` of the global draw) and
+// freezes everything else; refreshes the model's parameter list. Throws UserError when no
+// Linear matches. Returns how many Linears it wrapped.
+int apply_lora(Transformer& model, const LoraConfig& cfg, uint64_t seed, int tp_part = 0);
 
 }  // namespace braid
