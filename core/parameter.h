@@ -19,6 +19,12 @@ struct ShardSpec {
   // The size of `dim` before zero padding made it divisible (tensor parallelism pads the
   // vocabulary); -1: no padding. Checkpoints store whole tensors cut back to it.
   int64_t logical = -1;
+  // Tensor-parallel ranks holding each part: 1, or tp / parts when a group of ranks shares one
+  // part (Llama's kv heads when tp > n_kv_head: each rank keeps its kv head, replicated over
+  // tp / n_kv_head ranks). Rank r holds part r / replicas. A replicated part's gradient is the
+  // sum of its holders' partial gradients.
+  int replicas = 1;
+  int part_of(int rank) const { return rank / replicas; }
 
   bool sharded() const { return dim >= 0 && parts > 1; }
   // The local shape of part `part` of a tensor of `global` shape.

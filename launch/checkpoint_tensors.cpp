@@ -15,8 +15,9 @@ std::string checkpoint_file_name(const std::string& kind, int tp, int pp, int tp
   return fmt::format("{}-tp{}-pp{}.safetensors", kind, tp_rank, stage);
 }
 
-nlohmann::json shard_record(const Parameter& p, int part) {
+nlohmann::json shard_record(const Parameter& p, int tp_rank) {
   if (!p.shard.sharded()) return nullptr;
+  const int part = p.shard.part_of(tp_rank);
   return {{"dim", p.shard.dim},         {"parts", p.shard.parts},
           {"blocks", p.shard.blocks},   {"part", part},
           {"global_shape", p.global_shape}, {"logical", p.shard.logical}};
@@ -198,7 +199,8 @@ void check_tensor_matches(const CheckpointTensors& tensors, const std::string& n
                tensors.where(), name, dtype_safetensors(dt), dtype_safetensors(expected_dtype));
 }
 
-Tensor local_part_of(const Tensor& whole, const Parameter& p, int part) {
+Tensor local_part_of(const Tensor& whole, const Parameter& p, int tp_rank) {
+  const int part = p.shard.part_of(tp_rank);
   if (!p.shard.sharded()) return whole;
   Tensor full = whole;
   if (whole.shape() != p.global_shape) {  // the padded vocabulary rows, zero

@@ -27,10 +27,10 @@ namespace braid {
 // The file of `kind` ("model" or "optimizer") written by (tp_rank, stage) of a tp x pp layout.
 std::string checkpoint_file_name(const std::string& kind, int tp, int pp, int tp_rank, int stage);
 
-// The manifest record of a split tensor stored as part `part` (the tensor-parallel rank) of
-// the parameter p: {"dim", "parts", "blocks", "part", "global_shape", "logical"}. Null for a
-// tensor that is not split.
-nlohmann::json shard_record(const Parameter& p, int part);
+// The manifest record of a split tensor as tensor-parallel rank `tp_rank` holds it (part
+// p.shard.part_of(tp_rank)): {"dim", "parts", "blocks", "part", "global_shape", "logical"}.
+// Null for a tensor that is not split.
+nlohmann::json shard_record(const Parameter& p, int tp_rank);
 
 class CheckpointTensors {
  public:
@@ -68,7 +68,7 @@ void check_tensor_matches(const CheckpointTensors& tensors, const std::string& n
                           const Shape& expected_shape, DType expected_dtype);
 
 // The part of a whole (unpadded) tensor that parameter p holds on tensor-parallel rank
-// `part`: padded with zeros to p's global shape, then cut by p's ShardSpec. A new tensor.
-Tensor local_part_of(const Tensor& whole, const Parameter& p, int part);
+// `tp_rank`: padded with zeros to p's global shape, then cut by p's ShardSpec. A new tensor.
+Tensor local_part_of(const Tensor& whole, const Parameter& p, int tp_rank);
 
 }  // namespace braid

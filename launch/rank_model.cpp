@@ -86,9 +86,11 @@ RankModel::RankModel(ExecContext& ctx, const RunConfig& cfg, const RankModelComm
 
 std::vector<Parameter*> RankModel::late_parameters() const {
   std::vector<Parameter*> out;
-  if (!pp_) return out;
-  for (const auto& c : chunks_)
-    if (Parameter* t = c->tied_embedding(); t && t->trainable) out.push_back(t);
+  if (pp_)
+    for (const auto& c : chunks_)
+      if (Parameter* t = c->tied_embedding(); t && t->trainable) out.push_back(t);
+  for (Parameter* p : params_)  // replicated kv heads: summed over their holders by step()
+    if (p->shard.replicas > 1 && p->trainable && !p->replica) out.push_back(p);
   return out;
 }
 
@@ -117,6 +119,7 @@ PipelineStepResult RankModel::step(const std::vector<Batch>& micro, float grad_s
   prepare_ = prepare;
   PipelineStepResult r = executor_->step(in);
   prepare_ = nullptr;
+  if (tp_) sum_replicated_parts(ctx_, params_, *tp_);
   return r;
 }
 
@@ -152,6 +155,7 @@ std::vector<CheckpointFile> RankModel::checkpoint_files(
       BRAID_CHECK(p, "checkpoint tensor {} belongs to no parameter of this rank", name);
       if (p->replica) continue;  // the tied head's copy: the first stage saves the original
       if (p->shard.sharded()) {
+        if (tp_rank() % p->shard.replicas != 0) continue;  // a shared part: its first holder
         f.shards[name] = shard_record(*p, tp_rank());
       } else if (tp_rank() != 0) {
         continue;  // replicated: written once, by tensor-parallel rank 0

@@ -50,7 +50,9 @@ class RankModel {
   // Every parameter of this rank's chunks, chunk by chunk, each in order of use.
   const std::vector<Parameter*>& parameters() const { return params_; }
   // Parameters whose gradient gets one more contribution after the step's micro-batches:
-  // GPT-2's tied embedding on the first and last stage, summed over the two by step().
+  // GPT-2's tied embedding on the first and last stage, summed over the two by step(), and
+  // parts several tensor-parallel ranks hold (kv heads when tp > n_kv_head), summed over their
+  // holders by step().
   std::vector<Parameter*> late_parameters() const;
   // The one model when tp = pp = 1 (end-of-run sample, PEFT adapter files); else null.
   Transformer* whole() { return tp_size() == 1 && stages() == 1 ? chunks_[0].get() : nullptr; }

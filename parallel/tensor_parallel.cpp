@@ -27,11 +27,11 @@ void check_tensor_parallel(const ModelConfig& cfg, int tp, const TensorParallelO
                    "model.n_head is {}, which parallel.tp = {} does not divide: attention is split "
                    "by heads; choose a tp that divides {}",
                    cfg.n_head, tp, cfg.n_head);
-  BRAID_USER_CHECK(cfg.kv_heads() % tp == 0,
-                   "model.n_kv_head is {}, which parallel.tp = {} does not divide: key/value heads "
-                   "are split across tensor-parallel ranks (replicating them when tp > n_kv_head "
-                   "is not supported yet); choose a tp that divides {}",
-                   cfg.kv_heads(), tp, cfg.kv_heads());
+  BRAID_USER_CHECK(cfg.kv_heads() % tp == 0 || tp % cfg.kv_heads() == 0,
+                   "model.n_kv_head is {} and parallel.tp = {}: key/value heads are split across "
+                   "tensor-parallel ranks (tp dividing n_kv_head) or each replicated over "
+                   "tp / n_kv_head ranks (n_kv_head dividing tp); choose such a tp",
+                   cfg.kv_heads(), tp);
   BRAID_USER_CHECK(cfg.ffn() % tp == 0,
                    "the MLP hidden size (model.ffn_hidden) is {}, which parallel.tp = {} does not "
                    "divide; set model.ffn_hidden to a multiple of {}",
@@ -52,12 +52,14 @@ void shard_into(Parameter& dst, const Parameter& full, const ShardSpec& s, int p
 }
 
 // Column-parallel: this rank's rows (output features) of the weight and bias.
+// replicas > 1: n parts, each held by `replicas` ranks (kv heads when tp > n_kv_head).
 std::unique_ptr<Module> column(ExecContext& ctx, const Module& m, int n, int part,
-                               std::vector<int64_t> blocks = {}) {
+                               std::vector<int64_t> blocks = {}, int replicas = 1) {
   const auto& l = dynamic_cast<const Linear&>(m);
   auto out =
       std::make_unique<Linear>(ctx, l.path(), l.in_features, l.out_features / n, l.bias != nullptr);
-  const ShardSpec s{0, n, std::move(blocks)};
+  ShardSpec s{0, n, std::move(blocks)};
+  s.replicas = replicas;
   shard_into(out->weight, l.weight, s, part);
   if (l.bias) shard_into(*out->bias, *l.bias, s, part);
   return out;
@@ -110,7 +112,12 @@ int apply_tensor_parallel(ExecContext& ctx, Transformer& model, Communicator& tp
       [&](std::unique_ptr<Module> old) -> std::unique_ptr<Module> {
         std::vector<std::unique_ptr<Module>> cols;
         if (llama) {
-          for (size_t i = 0; i < 3; ++i) cols.push_back(column(ctx, old->child(i), n, r));
+          cols.push_back(column(ctx, old->child(0), n, r));
+          // k and v: split by kv head, or each kv head replicated over tp / n_kv_head ranks.
+          const int kv = static_cast<int>(cfg.kv_heads());
+          const int parts = std::min(kv, n), replicas = n / parts;
+          for (size_t i = 1; i < 3; ++i)
+            cols.push_back(column(ctx, old->child(i), parts, r / replicas, {}, replicas));
         } else {
           const int64_t C = cfg.n_embd;
           cols.push_back(column(ctx, old->child(0), n, r, {C, C, C}));
@@ -140,6 +147,24 @@ int apply_tensor_parallel(ExecContext& ctx, Transformer& model, Communicator& tp
                     });
   model.refresh_parameters();
   return replaced;
+}
+
+void sum_replicated_parts(ExecContext& ctx, const std::vector<Parameter*>& params,
+                          Communicator& tp) {
+  for (Parameter* p : params) {
+    if (p->shard.replicas == 1 || !p->trainable || p->replica) continue;
+    if (!p->shard.sharded()) {  // one part, held by every rank
+      tp.all_reduce(p->grad(), ReduceOp::Sum).wait();
+      continue;
+    }
+    // Each rank's partial gradient at its part's place; the sum gives every part the sum of
+    // its holders' (ranks holding other parts add zeros).
+    Tensor full = ctx.zeros(p->global_shape, DType::F32, MemCategory::Communication);
+    const int part = p->shard.part_of(tp.rank());
+    insert_shard(full, p->grad(), p->shard, part);
+    tp.all_reduce(full, ReduceOp::Sum).wait();
+    p->grad().copy_from(extract_shard(full, p->shard, part));
+  }
 }
 
 int apply_tensor_parallel_lora(Transformer& model, Communicator& tp) {
@@ -221,7 +246,10 @@ double model_parallel_grad_norm(ExecContext& ctx, const std::vector<Parameter*>&
   double sharded = 0.0, replicated = 0.0;
   for (Parameter* p : params) {
     if (!p->trainable || p->replica || !p->has_grad()) continue;
-    (p->shard.sharded() ? sharded : replicated) += sum_squares(ctx, p->grad());
+    if (p->shard.sharded())  // a part held by several ranks is counted once
+      sharded += sum_squares(ctx, p->grad()) / static_cast<double>(p->shard.replicas);
+    else
+      replicated += sum_squares(ctx, p->grad());
   }
   return std::sqrt(sum_over(pp, sum_over(tp, sharded) + replicated));
 }

@@ -11,8 +11,9 @@
 // Norms, biases after a row-parallel sum and GPT-2's position table are replicated: their
 // inputs and output gradients are the same on every rank, so their gradients are too.
 //
-// Grouped-query attention with tp > kv_heads (replicating each kv head over tp / kv_heads
-// ranks) is not supported yet: the pass refuses it with a clear error.
+// Grouped-query attention with tp > kv_heads: each kv head is replicated over tp / kv_heads
+// ranks (ShardSpec::replicas); the holders' partial gradients of a replicated part are summed
+// after the step's backward (sum_replicated_parts).
 #pragma once
 
 #include <vector>
@@ -40,6 +41,12 @@ void check_tensor_parallel(const ModelConfig& cfg, int tp, const TensorParallelO
 // of modules replaced. Collective in the sense that every member of tp must apply it.
 int apply_tensor_parallel(ExecContext& ctx, Transformer& model, Communicator& tp,
                           const TensorParallelOptions& o = {});
+
+// After a step's backward: every trainable parameter whose part several ranks hold (kv heads
+// replicated when tp > n_kv_head, and LoRA B on them) gets the sum of its holders' partial
+// gradients. Collective over tp; a no-op for a layout without replicated parts.
+void sum_replicated_parts(ExecContext& ctx, const std::vector<Parameter*>& params,
+                          Communicator& tp);
 
 // LoRA after the tensor-parallel pass (lora.h: A and B follow the base's split): installs the
 // group sums on every LoraLinear of `model` whose base is split, the partial t = A_r x_r of a

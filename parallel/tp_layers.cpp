@@ -102,7 +102,8 @@ TpSelfAttention::TpSelfAttention(const ModelConfig& cfg, const std::string& path
     : Module(path),
       llama_(cfg.is_llama()),
       n_head_(cfg.n_head / tp_size),
-      n_kv_head_(cfg.kv_heads() / tp_size),
+      // kv heads split over the ranks, or (tp > n_kv_head) one replicated kv head per rank
+      n_kv_head_(cfg.kv_heads() >= tp_size ? cfg.kv_heads() / tp_size : 1),
       head_dim_(cfg.head_dim()),
       rope_theta_(cfg.rope_theta),
       tp_(tp) {

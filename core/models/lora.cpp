@@ -49,6 +49,7 @@ ShardSpec lora_b_shard(const ShardSpec& base) {
     s.parts = base.parts;
     s.blocks = base.blocks;  // GPT-2's fused q|k|v rows split per block
   }
+  s.replicas = base.replicas;  // B rows of a replicated kv head are replicated with it
   return s;
 }
 

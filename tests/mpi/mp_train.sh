@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `braid train` with tensor and pipeline parallelism under mpirun against one rank on the same
-# global batch, for one model family: tp=2, pp=2 with every schedule, pp=4, dp=2 x tp=2 and
-# dp=2 x tp=2 x pp=2 (8 ranks) over 10 steps; a tp=2 x pp=2 checkpoint resumed on one rank and
+# global batch, for one model family: tp=2, pp=2 with every schedule, pp=4, dp=2 x tp=2,
+# dp=2 x tp=2 x pp=2 (8 ranks) and (Llama) tp=4 > n_kv_head over 10 steps; a tp=2 x pp=2 checkpoint resumed on one rank and
 # on dp=2; the timeline file and the step log's bubble; bad layouts.
 #   mp_train.sh <mpirun> <braid> <workdir> <gpt2|llama>
 # Tolerance: 1e-6 relative on every step loss. Tensor parallelism sums partial products across
@@ -55,6 +55,16 @@ if [ "$FAMILY" = llama ]; then exact one pp4; else same_losses one pp4 $TOL; fi
 mpi 2 --set run.name=split --set parallel.pp=2 --set 'parallel.pp_split=[1,3]' > split.log
 if [ "$FAMILY" = llama ]; then exact one split; else same_losses one split $TOL; fi
 
+if [ "$FAMILY" = llama ]; then
+  # tp = 4 > n_kv_head = 2: each kv head replicated over two ranks, their partial gradients
+  # summed after the backward; its checkpoint (each shared part written once) resumes on one rank.
+  mpi 4 --set run.name=tp4 --set parallel.tp=4 > tp4.log
+  same_losses one tp4 $TOL
+  mpi 4 --set run.name=ck4 --set parallel.tp=4 --set train.steps=5 > ck4.log
+  "$BRAID" train c.yaml --set run.name=ck4 > ck4_one.log
+  grep -q "resumed from .*step-00000005" ck4_one.log || fail "tp=4 checkpoint did not resume"
+  same_losses one ck4 $TOL
+fi
 mpi 4 --set run.name=dp2tp2 --set parallel.tp=2 --set data.grad_accum=2 > dp2tp2.log
 grep -q "parallel: dp=2 tp=2 pp=1 over 4 ranks" dp2tp2.log || fail "no dp x tp line"
 same_losses one dp2tp2 $TOL

@@ -183,9 +183,23 @@ TEST(TensorParallelErrors, SizesThatDoNotSplitNameTheKey) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("model.n_head is 3"), std::string::npos) << e.what();
   }
+  // kv heads split (tp divides them) or replicated (they divide tp); 3 kv heads on tp = 4 fit
+  // neither way.
   c = tp_config("llama");
   c.n_kv_head = 1;
-  EXPECT_THROW(check_tensor_parallel(c, 2), UserError);
+  EXPECT_NO_THROW(check_tensor_parallel(c, 2));
+  c.n_head = 12;
+  c.n_kv_head = 3;
+  c.n_embd = 48;
+  c.ffn_hidden = 64;
+  try {
+    check_tensor_parallel(c, 4);
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.n_kv_head is 3 and parallel.tp = 4"),
+              std::string::npos)
+        << e.what();
+  }
   c = tp_config("llama");
   c.ffn_hidden = 9;
   try {
