@@ -60,7 +60,9 @@ echo "ok: fp16 resume is bit-identical"
 # The default start scale (65536) overflows for real early on; such steps are logged and skipped.
 grep "fp16 overflow" fp16.log || echo "(no natural fp16 overflow in this run)"
 # An injected overflow at step 120 with a start scale that never overflows for real: that one
-# step is skipped, the scale backs off (hysteresis 1), and training finishes near fp16's result.
+# step is skipped, the scale backs off (hysteresis 1), and training ends within the 3 % margin
+# of fp32, like the other 16-bit runs. (Not of the fp16 run: its scale path differs, and the two
+# drift apart by 2-3 % as rounding changes, e.g. in the -O1 sanitizer build.)
 BRAID_TEST_OVERFLOW_AT_STEP=120 run inject fp16 --set train.loss_scale_hysteresis=1 \
   --set train.loss_scale_initial=1024 > inject.log
 grep "fp16 overflow" inject.log
@@ -68,7 +70,7 @@ grep "fp16 overflow" inject.log
 grep -q "step 120: fp16 overflow.*step skipped, loss scale 1024 -> 512 (backed off)" inject.log \
   || fail "the skip and back-off were not logged as expected"
 i=$(val_loss inject)
-within "$i" "$h" || fail "after the skipped step the run did not recover: $i vs $h"
+within "$i" "$f" || fail "after the skipped step the run did not recover: $i vs fp32 $f"
 echo "ok: one skipped step, recovered to val loss $i"
 
 # N skips in a row stop the run with a clear message (here the limit is 1).

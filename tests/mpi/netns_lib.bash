@@ -90,6 +90,11 @@ EOF
     rankfile="--rankfile $NETNS_WORK/rankfile"
   fi
 
+  # The sanitizer build's options (tools/test.sh) reach the ranks on node B, which start with
+  # a clean environment, only when forwarded like OMP_NUM_THREADS.
+  local san_env="" v
+  for v in ASAN_OPTIONS UBSAN_OPTIONS; do [ -z "${!v:-}" ] || san_env+=" -x $v"; done
+
   # mpirun as a command (WORKDIR/mpirun ARGS...), for scripts that take an mpirun: it runs on
   # node A, as a user would run it on the first node of an allocation.
   cat >"$NETNS_WORK/mpirun" <<EOF
@@ -100,7 +105,7 @@ exec ip netns exec "$NETNS_A" "$(command -v "${NETNS_MPIRUN:-mpirun}")" --allow-
   --mca btl tcp,self \\
   --mca btl_tcp_if_include "$NETNS_SUBNET" \\
   --mca oob_tcp_if_include "$NETNS_SUBNET" \\
-  -x OMP_NUM_THREADS -x OMP_WAIT_POLICY $rankfile \\
+  -x OMP_NUM_THREADS -x OMP_WAIT_POLICY$san_env $rankfile \\
   "\$@"
 EOF
   chmod +x "$NETNS_WORK/mpirun"

@@ -27,7 +27,10 @@ inline float exp_f32(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  // n is in [-126, 127] for the clamped x; the clamp also maps a NaN n (NaN input, p is NaN
+  // anyway) into range, since converting NaN to int is undefined behaviour.
+  const float n_exp = std::min(127.0f, std::max(-126.0f, n));
+  const int32_t bits = (static_cast<int32_t>(n_exp) + 127) << 23;
   return p * std::bit_cast<float>(bits);
 }
 

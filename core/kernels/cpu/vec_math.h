@@ -25,7 +25,11 @@ inline float exp_approx(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) * (1 << 23);
+  // n is in [-126, 127] for the clamped x; a NaN n (NaN input, whose p is NaN anyway) is mapped
+  // into that range too, because converting NaN to int, or (n + 127) << 23 out of range, is
+  // undefined behaviour (UBSan reported it for a diverged run's NaN logits).
+  const float n_exp = std::min(127.0f, std::max(-126.0f, n));
+  const int32_t bits = (static_cast<int32_t>(n_exp) + 127) * (1 << 23);
   float two_n;
   std::memcpy(&two_n, &bits, sizeof(two_n));
   return p * two_n;
