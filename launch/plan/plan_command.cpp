@@ -232,9 +232,14 @@ void compare_layout(const PlanArgs& a, const std::string& run_config, const plan
   refuse("parallel.dp", given.layout.dp, run.dp, a.config);
   refuse("parallel.tp", given.layout.tp, run.tp, a.config);
   refuse("parallel.pp", given.layout.pp, run.pp, a.config);
-  if (typed(a.opt_dp)) refuse("dp", a.lay.dp, run.dp, "--dp");
-  if (typed(a.opt_tp)) refuse("tp", a.lay.tp, run.tp, "--tp");
-  if (typed(a.opt_pp)) refuse("pp", a.lay.pp, run.pp, "--pp");
+  auto refuse_option = [&](const char* what, const CLI::Option* o, int ours, int theirs) {
+    if (typed(o) && ours != theirs)
+      user_error("--compare: --{} {} but the run ran {}={} ({}); drop --{}", what, ours, what,
+                 theirs, run.path, what);
+  };
+  refuse_option("dp", a.opt_dp, a.lay.dp, run.dp);
+  refuse_option("tp", a.opt_tp, a.lay.tp, run.tp);
+  refuse_option("pp", a.opt_pp, a.lay.pp, run.pp);
   if (a.config != run_config && std::filesystem::exists(run_config)) {
     plan::ConfigPlanInput ran = plan::load_plan_config(run_config, {});
     plan::apply_run_layout(ran, run);
