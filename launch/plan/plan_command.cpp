@@ -129,6 +129,7 @@ plan::TrainOptions resolve_train(const PlanArgs& a, const plan::ConfigPlanInput*
     if (!given(a.opt_grad_precision)) t.grad_precision = f.grad_precision;
     if (!given(a.opt_optimizer)) t.optimizer = f.optimizer;
     if (!given(a.opt_zero)) t.zero = f.zero;
+    t.grads_in_buckets = f.grads_in_buckets;
     t.seq = given(a.opt_seq) ? a.seq : f.seq;
   }
   if (a.checkpointing == "none")
@@ -288,7 +289,9 @@ void run_plan(const PlanArgs& given) {
         std::make_unique<plan::ConfigPlanInput>(plan::load_plan_config(a.config, a.overrides));
   // --compare: the layout the run ran on (run.json), checked against --config and the options.
   plan::RunLayout run_layout;
+  plan::MeasuredRun run;
   if (!a.compare.empty() && from_config) {
+    run = plan::read_run_metrics(a.compare);  // first: a directory without metrics is no run
     run_layout = plan::read_run_layout(a.compare);
     compare_layout(a, run_config, run_layout, *from_config);
   }
@@ -339,7 +342,6 @@ void run_plan(const PlanArgs& given) {
       user_error(
           "--compare needs a calibrated profile: add --device-profile <file from braid plan "
           "--calibrate>");
-    const plan::MeasuredRun run = plan::read_run_metrics(a.compare);
     // Rank 0's kernel groups: under pp it runs stage 0 (ceil(L/p) blocks, as braid's even
     // split gives the earliest stages the remainder, and no LM head), not the slowest stage.
     plan::PlanResult groups = r;
