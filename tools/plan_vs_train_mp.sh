@@ -3,11 +3,11 @@
 # and tp=2, each rank on one OpenMP thread. Builds nothing.
 #   tools/plan_vs_train_mp.sh [BUILD_DIR]   (default: build/; needs BUILD_DIR/braid and
 #                                            BUILD_DIR/bench_allreduce)
-# Every run is bracketed by calibrations as in tools/plan_vs_train.sh: a one-thread
-# `braid plan --calibrate` followed by `bench_allreduce --profile` on 2 ranks (the planner's
-# CPU communication fit), before and after; the run is predicted from the mean of the two
-# profiles. Prints lscpu, the load average, and the layout-level comparison of each run. About
-# 4 minutes on 2 cores.
+# Every run is bracketed by calibrations as in tools/plan_vs_train.sh: as many one-thread
+# `braid plan --calibrate` at once as the run has ranks, then `bench_allreduce --profile` on 2
+# ranks (the planner's CPU communication fit), before and after; the run is predicted from the
+# mean of all those profiles. Prints lscpu, the load average, and the comparison of each run.
+# About 8 minutes on 2 cores (a calibration takes its floor, about a minute, when loaded).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}
@@ -38,11 +38,24 @@ optim: {warmup_steps: 2}
 train: {steps: 8, log_interval: 2, eval_interval: 0, sample_tokens: 0, peak_tflops: 1.0}
 checkpoint: {interval: 0, keep_last: 1}
 YAML
+# calibrate TAG NP: NP one-thread calibrations at once (each rank of an NP-rank run shares the
+# machine with NP - 1 others: its kernels run at the rates of that contention, not of an idle
+# neighbour core), then the communication fit on 2 ranks, copied into each profile. Prints the
+# comma-separated profile list.
 calibrate() {
-  "$braid" plan --calibrate --calibrate-seconds "${CALIBRATE_SECONDS:-20}" \
-      --out "$tmp/profile_$1.json" > "$tmp/calibrate_$1.log"
+  local tag=$1 np=$2 list="" k
+  "$mpirun" --oversubscribe -np "$np" sh -c "\"$braid\" plan --calibrate \
+      --calibrate-seconds ${CALIBRATE_SECONDS:-20} --out $tmp/profile_${tag}_\$OMPI_COMM_WORLD_RANK.json \
+      > $tmp/calibrate_${tag}_\$OMPI_COMM_WORLD_RANK.log"
   "$mpirun" --oversubscribe -np 2 "$bench" --max-mb 16 --reps 10 --overlap-mb 1 \
-      --profile "$tmp/profile_$1.json" | grep "^profile"
+      --profile "$tmp/profile_${tag}_0.json" | grep "^profile" >&2
+  local fit
+  fit=$(grep -E '"comm_(bus_gbs|latency_us)"' "$tmp/profile_${tag}_0.json" | tr -d '\n')
+  for k in $(seq 0 $((np - 1))); do
+    [ "$k" = 0 ] || sed -i "s/^{/{$fit/" "$tmp/profile_${tag}_$k.json"
+    list="$list${list:+,}$tmp/profile_${tag}_$k.json"
+  done
+  echo "$list"
 }
 # name | ranks | --set options
 runs=(
@@ -51,18 +64,16 @@ runs=(
   "pp2|2|--set parallel.pp=2 --set parallel.schedule=1f1b"
   "tp2|2|--set parallel.tp=2"
 )
-n=0
-calibrate 0
 for r in "${runs[@]}"; do
   IFS='|' read -r name np sets <<< "$r"
+  before=$(calibrate "${name}_before" "$np")
   load=$(cut -d' ' -f1 /proc/loadavg)
   # shellcheck disable=SC2086
   "$mpirun" --oversubscribe -np "$np" "$braid" train "$tmp/c.yaml" --set run.name=$name $sets \
       > "$tmp/$name.log"
-  n=$((n + 1))
-  calibrate "$n"
+  after=$(calibrate "${name}_after" "$np")
   echo
   echo "== $name: mpirun -np $np braid train c.yaml $sets (load average at start $load)"
-  "$braid" plan --device-profile "$tmp/profile_$((n - 1)).json,$tmp/profile_$n.json" \
-      --compare "$tmp/runs/$name" | sed -n '/^predicted vs measured/,$p'
+  "$braid" plan --device-profile "$before,$after" --compare "$tmp/runs/$name" |
+      sed -n '/^predicted vs measured/,$p'
 done

@@ -1,6 +1,7 @@
 // `braid plan`: memory, time and layout planning from the command line.
 #include "launch/plan/plan_command.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -212,6 +213,9 @@ plan::Layout config_layout(const PlanArgs& a, const plan::ConfigPlanInput& in) {
   if (typed(a.opt_vp)) l.vp = a.lay.vp;
   if (typed(a.opt_schedule)) l.schedule = a.lay.schedule;
   l.cp = a.lay.cp;
+  // parallel.dp auto on a cluster typed on the command line: fill it, as without a config.
+  const bool cluster_given = typed(a.opt_nodes) || typed(a.opt_gpus_per_node);
+  if (in.dp_auto && !typed(a.opt_dp) && cluster_given) l.dp = 0;
   if (!typed(a.opt_schedule) && !in.schedule_error.empty() && l.pp > 1)
     user_error("{}: {}; give --schedule to plan another", a.config, in.schedule_error);
   return l;
@@ -224,6 +228,7 @@ void compare_layout(const PlanArgs& a, const std::string& run_config, const plan
   if (given.dp_auto) {  // parallel.dp auto: the run's dp
     given.train.global_batch = given.train.global_batch / given.layout.dp * run.dp;
     given.layout.dp = run.dp;
+    given.dp_auto = false;
   }
   auto refuse = [&](const char* what, int ours, int theirs, const std::string& from) {
     if (ours != theirs)
@@ -298,7 +303,8 @@ void run_plan(const PlanArgs& given) {
   const ModelConfig m = resolve_model(a, from_config.get());
   plan::Layout l = a.lay;
   if (from_config) l = config_layout(a, *from_config);
-  const plan::Cluster c = resolve_cluster(a, from_config ? l.gpus() : 0);
+  const plan::Cluster c =
+      resolve_cluster(a, from_config ? std::max(1, l.dp) * l.tp * l.pp * l.cp : 0);
   if (a.inference) {
     const int64_t ctx = a.context > 0 ? a.context : m.context_length;
     const plan::InferenceResult r =
