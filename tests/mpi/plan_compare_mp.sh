@@ -97,6 +97,9 @@ grep -q "calibrated on 2 threads, the run's ranks ran 1" two.txt || fail "no thr
 # Without --compare a config's own layout is planned (on exactly its ranks).
 "$BRAID" plan --config c.yaml --set parallel.tp=2 --set parallel.pp=2 --device-profile profile.json > cfg.txt
 grep -q "^layout    dp=1 tp=2 pp=2 1f1b" cfg.txt || { cat cfg.txt; fail "the config's layout was not used"; }
+# parallel.dp auto on a cluster typed on the command line fills it.
+"$BRAID" plan --config c.yaml --gpus-per-node 2 --device-profile profile.json > fill.txt
+grep -q "^layout    dp=2 tp=1 pp=1" fill.txt || { cat fill.txt; fail "dp auto did not fill the cluster"; }
 
 # Bad input.
 refused() {  # refused PATTERN CMD...: non-zero exit and PATTERN on stderr
