@@ -1,6 +1,10 @@
 // bench_allreduce: braid's all-reduce bandwidth against a bare MPI_Allreduce of the same bytes,
 // and how much of an all-reduce stays exposed when the caller computes meanwhile.
 // Usage: mpirun -np 2 bench_allreduce [--max-mb N] [--reps N] [--overlap-mb N] [--poll-us N]
+//                                     [--profile device_profile.json]
+// --profile: fit t = latency + bus bytes / bandwidth to braid's times and store the fit in a
+// profile from `braid plan --calibrate` (comm_latency_us, comm_bus_gbs: the planner's CPU
+// communication model, docs/plan.md).
 #include <mpi.h>
 
 #include <algorithm>
@@ -11,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "launch/plan/gpu_table.h"
 #include "parallel/world.h"
 
 namespace {
@@ -62,6 +67,36 @@ double time_compute(std::vector<float>& x, long iters) {
   return now_s() - t0;
 }
 
+const char* str_arg(int argc, char** argv, const char* name) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
+  return nullptr;
+}
+
+// The fit --profile stores: the latency is the time of the smallest all-reduce (4 KiB, where
+// bytes cost well under a microsecond); the bandwidth is the median over the buffers of 64 KiB
+// and more of bus bytes / (time - latency). A median, not a least-squares slope: on a shared
+// machine one disturbed large size would otherwise set the whole line.
+void store_fit(const char* path, const std::vector<double>& bus_bytes,
+               const std::vector<double>& seconds, int ranks) {
+  const double alpha = seconds.front();
+  std::vector<double> rates;
+  for (size_t i = 0; i < bus_bytes.size(); ++i)
+    if (bus_bytes[i] >= 65536 && seconds[i] > alpha)
+      rates.push_back(bus_bytes[i] / (seconds[i] - alpha));
+  if (rates.empty()) {
+    std::fprintf(stderr, "bench_allreduce: no size above the latency; --profile not written\n");
+    return;
+  }
+  braid::plan::DeviceProfile p = braid::plan::load_device_profile(path);
+  p.cpu.comm_bus_gbs = median(rates) / 1e9;
+  // The planner charges 2 (n-1) ring hops per all-reduce; stored as the cost of 2 hops.
+  p.cpu.comm_latency_us = alpha * 1e6 / (ranks - 1);
+  braid::plan::save_device_profile(p, path);
+  std::printf("\nprofile %s: comm_latency_us %.1f, comm_bus_gbs %.2f (fit on %d ranks)\n", path,
+              p.cpu.comm_latency_us, p.cpu.comm_bus_gbs, ranks);
+}
+
 long arg(int argc, char** argv, const char* name, long def) {
   for (int i = 1; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], name) == 0) return std::atol(argv[i + 1]);
@@ -77,6 +112,16 @@ int main(int argc, char** argv) {
   const long max_mb = arg(argc, argv, "--max-mb", 64);
   const int reps = static_cast<int>(arg(argc, argv, "--reps", 5));
   const long overlap_mb = arg(argc, argv, "--overlap-mb", 16);
+  const char* profile = str_arg(argc, argv, "--profile");
+  std::vector<double> fit_bytes, fit_s;
+  if (profile) {
+    try {  // every rank reads it, so all of them stop alike on a bad file
+      braid::plan::load_device_profile(profile);
+    } catch (const std::exception& e) {
+      if (world.rank() == 0) std::fprintf(stderr, "bench_allreduce: %s\n", e.what());
+      return 1;
+    }
+  }
   braid::Communicator& c = world.world();
   const bool root = world.rank() == 0;
   const int n_ranks = world.size();
@@ -100,10 +145,14 @@ int main(int argc, char** argv) {
       tr.push_back(time_braid(c, t, reps));
     }
     double b = median(tb), r = median(tr);
+    fit_bytes.push_back(bus * static_cast<double>(bytes));
+    fit_s.push_back(r);
     if (root)
       std::printf("%10ld %12.3f %12.3f %12.2f %12.2f %6.1f%%\n", bytes, b * 1e3, r * 1e3,
                   bus * bytes / b / 1e9, bus * bytes / r / 1e9, 100.0 * b / r);
   }
+
+  if (root && profile) store_fit(profile, fit_bytes, fit_s, n_ranks);
 
   // Overlap: an all-reduce of overlap_mb started, then computation on the caller lasting
   // about as long as the all-reduce alone; exposed = total - computation alone.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,9 @@ struct Window {
   int64_t steps = 0;
   double step_s = 0;
   std::map<std::string, double> kernel_s;
+  std::vector<double> bubble;
+  std::map<std::string, double> peak_mib;
+  double peak_total_mib = 0;
 };
 
 // The predicted seconds per step of each group the profiler measures; "kernel_calls" is the
@@ -68,6 +72,12 @@ void check_same_step(const ConfigPlanInput& run, const ConfigPlanInput& given,
   shape("micro-batch", run.train.micro_batch, given.train.micro_batch);
   shape("sequence length", run.train.seq, given.train.seq);
   shape("sequences per step", run.train.global_batch, given.train.global_batch);
+  shape("parallel.dp", run.layout.dp, given.layout.dp);
+  shape("parallel.tp", run.layout.tp, given.layout.tp);
+  shape("parallel.pp", run.layout.pp, given.layout.pp);
+  shape("virtual stages", run.layout.vp, given.layout.vp);
+  if (run.layout.pp > 1 && run.layout.schedule != given.layout.schedule)
+    diffs.push_back(fmt::format("schedule {} vs {}", run.layout.schedule, given.layout.schedule));
   if (diffs.empty()) return;
   std::string list;
   for (const std::string& d : diffs) list += (list.empty() ? "" : "; ") + d;
@@ -115,6 +125,12 @@ MeasuredRun read_run_metrics(const std::string& run_dir) {
     if (j.contains("kernel_s"))
       for (auto it = j.at("kernel_s").begin(); it != j.at("kernel_s").end(); ++it)
         w.kernel_s[it.key()] = it.value().get<double>();
+    if (j.contains("bubble") && j.at("bubble").is_array())
+      for (const auto& b : j.at("bubble")) w.bubble.push_back(b.get<double>());
+    if (j.contains("peak_memory_mib") && j.at("peak_memory_mib").is_object())
+      for (auto it = j.at("peak_memory_mib").begin(); it != j.at("peak_memory_mib").end(); ++it)
+        w.peak_mib[it.key()] = it.value().get<double>();
+    w.peak_total_mib = j.value("peak_tensor_mib", 0.0);
     if (w.steps > 0) windows.push_back(std::move(w));
   }
   if (windows.empty())
@@ -123,6 +139,26 @@ MeasuredRun read_run_metrics(const std::string& run_dir) {
   const size_t first = windows.size() > 1 ? 1 : 0;
   run.skipped_windows = static_cast<int>(first);
   double time = 0;
+  // Peaks after the warm-up window too: the first window's include building the model (the
+  // whole model exists before the tensor-parallel split and the pipeline's stage cut).
+  for (size_t i = first; i < windows.size(); ++i) {
+    const Window& w = windows[i];
+    for (const auto& [k, v] : w.peak_mib) run.peak_mib[k] = std::max(run.peak_mib[k], v);
+    run.peak_total_mib = std::max(run.peak_total_mib, w.peak_total_mib);
+  }
+  int64_t bubble_steps = 0;
+  for (size_t i = first; i < windows.size(); ++i) {
+    const Window& b = windows[i];
+    if (b.bubble.empty()) continue;
+    if (run.bubble.empty()) run.bubble.assign(b.bubble.size(), 0.0);
+    if (b.bubble.size() != run.bubble.size())
+      user_error("--compare: {} has log windows with different numbers of pipeline stages",
+                 run.metrics_path);
+    for (size_t k = 0; k < b.bubble.size(); ++k)
+      run.bubble[k] += b.bubble[k] * static_cast<double>(b.steps);
+    bubble_steps += b.steps;
+  }
+  for (double& v : run.bubble) v /= static_cast<double>(bubble_steps);
   for (size_t i = first; i < windows.size(); ++i) {
     const Window& w = windows[i];
     run.steps += w.steps;
@@ -189,8 +225,14 @@ DeviceProfile average_profiles(const std::vector<DeviceProfile>& profiles) {
       (out.cpu.*table)[i].rate =
           harmonic([&](const DeviceProfile& p) { return (p.cpu.*table)[i].rate; });
   out.cpu.kernel_call_us = 0;
+  out.cpu.comm_latency_us = 0;
+  out.cpu.comm_bus_gbs = harmonic([&](const DeviceProfile& p) { return p.cpu.comm_bus_gbs; });
   for (const DeviceProfile& p : profiles) {
     out.cpu.kernel_call_us += p.cpu.kernel_call_us / n;
+    out.cpu.comm_latency_us += p.cpu.comm_latency_us / n;
+    if (p.cpu.threads != first.threads)
+      user_error("device profiles to average were calibrated on {} and {} threads", first.threads,
+                 p.cpu.threads);
     out.gpu.memory_gib = std::min(out.gpu.memory_gib, p.gpu.memory_gib);
   }
   out.gpu.description = fmt::format("mean of {} device profiles", profiles.size());
@@ -202,6 +244,11 @@ std::string compare_text(const PlanResult& r, const MeasuredRun& run) {
       "\npredicted vs measured ({}: mean of {} steps in {} log windows, {} warm-up window left "
       "out)\n",
       run.metrics_path, run.steps, run.windows, run.skipped_windows);
+  if (r.layout.gpus() > 1)
+    o += fmt::format(
+        "  kernel groups of rank 0 (stage 0 of {}, its 1/{} share of the tensor-parallel work); "
+        "\"other\" is the rest of its step\n",
+        r.layout.pp, r.layout.tp);
   o += fmt::format("  {:<14}{:>12}{:>12}{:>10}\n", "group", "predicted s", "measured s", "error");
   for (const auto& [name, pred] : predicted_groups(r)) {
     const bool has = run.kernel_s.count(name) > 0;

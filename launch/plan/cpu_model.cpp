@@ -136,7 +136,8 @@ CpuStepTime cpu_microbatch_time(const ModelConfig& m, const TrainOptions& t, con
     r.lm_head = head_flops_per_token(m, t) * tokens / tp / (lm_rate * 1e12);
     r.elementwise += edge_elementwise_bytes_per_token(m) * tokens / (g.elementwise_gbs * 1e9);
   }
-  r.activation = layers * passes * tokens * block_activation_seconds_per_token(m, g);
+  // GELU/SwiGLU run on the MLP width, which tensor parallelism splits (column-parallel).
+  r.activation = layers * passes * tokens * block_activation_seconds_per_token(m, g) / tp;
   // Embedding and final norm forward + backward, and the fused LM head: about 5 calls. A
   // block's own calls are already inside its measured rates when those come from real blocks.
   const double block_calls = block_ew.empty() ? block_kernel_calls(m) : 0.0;

@@ -239,6 +239,11 @@ DeviceProfile load_device_profile(const std::string& path) {
   get("gelu_gelems", k.gelu_gelems, false);
   get("swiglu_gelems", k.swiglu_gelems, false);
   get("kernel_call_us", k.kernel_call_us, false);
+  get("comm_bus_gbs", k.comm_bus_gbs, false);
+  get("comm_latency_us", k.comm_latency_us, false);
+  get("threads", k.threads, false);
+  if (k.comm_bus_gbs < 0 || k.comm_latency_us < 0)
+    user_error("device profile '{}': comm_bus_gbs and comm_latency_us must be >= 0", path);
   if (!(g.memory_gib > 0 && g.tflops_fp32 > 0 && g.mem_bw_gbs > 0))
     user_error("device profile '{}': memory_gib, tflops_fp32 and mem_bw_gbs must be > 0", path);
   if (!(g.matmul_efficiency > 0 && g.matmul_efficiency <= 1))
@@ -298,6 +303,11 @@ void save_device_profile(const DeviceProfile& profile, const std::string& path) 
   if (k.gelu_gelems > 0) j["gelu_gelems"] = k.gelu_gelems;
   if (k.swiglu_gelems > 0) j["swiglu_gelems"] = k.swiglu_gelems;
   if (k.kernel_call_us > 0) j["kernel_call_us"] = k.kernel_call_us;
+  if (k.threads > 0) j["threads"] = k.threads;
+  if (k.comm_bus_gbs > 0) {
+    j["comm_bus_gbs"] = k.comm_bus_gbs;
+    j["comm_latency_us"] = k.comm_latency_us;
+  }
   write_file_atomic(path, j.dump(2) + "\n");
 }
 

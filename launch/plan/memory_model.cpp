@@ -132,7 +132,7 @@ MemoryBreakdown stage_memory(const ModelConfig& m, const TrainOptions& t, const 
   mem.activations = act;
 
   double comm = 0;
-  if (layout.dp > 1) comm += 2 * kBucketBytes;
+  if (layout.dp > 1 && !t.grads_in_buckets) comm += 2 * kBucketBytes;
   if (tp > 1) comm += tokens * e * m.n_embd;          // all-reduce / all-gather scratch
   if (p > 1) comm += 4 * tokens * e * m.n_embd / tp;  // send/recv of both directions
   if (cp > 1)  // ring attention: the K, V chunk being received and the one being sent

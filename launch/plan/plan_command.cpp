@@ -1,6 +1,8 @@
 // `braid plan`: memory, time and layout planning from the command line.
 #include "launch/plan/plan_command.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -10,8 +12,10 @@
 #include "launch/plan/calibrate_report.h"
 #include "launch/plan/compare.h"
 #include "launch/plan/config_input.h"
+#include "launch/plan/cpu_model.h"
 #include "launch/plan/gpu_table.h"
 #include "launch/plan/inference.h"
+#include "launch/plan/memory_model.h"
 #include "launch/plan/presets.h"
 #include "launch/plan/report.h"
 #include "launch/plan/search.h"
@@ -35,6 +39,9 @@ struct PlanArgs {
   std::string dp_overlap = "on", tp_overlap = "off", param_gather_overlap = "on", tie = "auto";
   bool check = false;
   CLI::Option *opt_nodes = nullptr, *opt_gpus_per_node = nullptr;
+  // A config's layout (parallel.dp/tp/pp, schedule) is used unless these are typed.
+  CLI::Option *opt_dp = nullptr, *opt_tp = nullptr, *opt_pp = nullptr, *opt_vp = nullptr,
+              *opt_schedule = nullptr, *opt_zero = nullptr;
   std::string currency = "USD", price_source;
   std::string lora_targets = "q,v";
   std::string gpu = "h100-sxm", device_profile;
@@ -122,6 +129,8 @@ plan::TrainOptions resolve_train(const PlanArgs& a, const plan::ConfigPlanInput*
     if (!given(a.opt_precision)) t.precision = f.precision;
     if (!given(a.opt_grad_precision)) t.grad_precision = f.grad_precision;
     if (!given(a.opt_optimizer)) t.optimizer = f.optimizer;
+    if (!given(a.opt_zero)) t.zero = f.zero;
+    t.grads_in_buckets = f.grads_in_buckets;
     t.seq = given(a.opt_seq) ? a.seq : f.seq;
   }
   if (a.checkpointing == "none")
@@ -145,7 +154,8 @@ plan::TrainOptions resolve_train(const PlanArgs& a, const plan::ConfigPlanInput*
   else
     user_error("--dropout '{}' is unknown; expected auto, on or off", a.dropout);
   if (from_config && a.dropout == "auto") t.dropout = 0;  // braid's models have no dropout
-  t.sequence_parallel = !a.no_sp;
+  // braid's trainer keeps norm activations whole on TP ranks (no sequence parallelism).
+  t.sequence_parallel = !a.no_sp && !from_config;
   auto on_off = [](const std::string& v, const char* opt) {
     if (v == "on") return true;
     if (v == "off") return false;
@@ -160,7 +170,8 @@ plan::TrainOptions resolve_train(const PlanArgs& a, const plan::ConfigPlanInput*
   return t;
 }
 
-plan::Cluster resolve_cluster(const PlanArgs& a, bool from_config) {
+// `config_ranks`: the ranks of a --config's layout (0 without a config).
+plan::Cluster resolve_cluster(const PlanArgs& a, int config_ranks) {
   plan::Cluster c;
   plan::DeviceProfile d;
   if (a.device_profile.find(',') != std::string::npos) {
@@ -174,10 +185,11 @@ plan::Cluster resolve_cluster(const PlanArgs& a, bool from_config) {
   c.gpu = d.gpu;
   c.cpu = d.cpu;
   c.gpus_per_node = a.gpus_per_node > 0 ? a.gpus_per_node : c.gpu.gpus_per_node;
-  // A braid run config describes one process: unless the cluster is given, plan it on one GPU.
+  // A braid run config describes its own ranks (one process unless parallel.* says more):
+  // unless the cluster is given, plan it on one node of exactly those.
   const bool cluster_given = (a.opt_nodes && a.opt_nodes->count() > 0) ||
                              (a.opt_gpus_per_node && a.opt_gpus_per_node->count() > 0);
-  if (from_config && !cluster_given) c.gpus_per_node = 1;
+  if (config_ranks > 0 && !cluster_given) c.gpus_per_node = config_ranks;
   if (a.nodes < 1) user_error("--nodes is {}; expected >= 1", a.nodes);
   c.nodes = a.nodes;
   c.intra_bw_gbs = a.intra_bw > 0 ? a.intra_bw : c.gpu.intra_bw_gbs;
@@ -187,6 +199,59 @@ plan::Cluster resolve_cluster(const PlanArgs& a, bool from_config) {
   c.price_source = a.price_source;
   if (a.price < 0) user_error("--price is {}; expected >= 0", a.price);
   return c;
+}
+
+bool typed(const CLI::Option* o) { return o && o->count() > 0; }
+
+// The layout of a --config (parallel.dp/tp/pp, schedule), with the options typed on the
+// command line winning.
+plan::Layout config_layout(const PlanArgs& a, const plan::ConfigPlanInput& in) {
+  plan::Layout l = in.layout;
+  if (typed(a.opt_dp)) l.dp = a.lay.dp;
+  if (typed(a.opt_tp)) l.tp = a.lay.tp;
+  if (typed(a.opt_pp)) l.pp = a.lay.pp;
+  if (typed(a.opt_vp)) l.vp = a.lay.vp;
+  if (typed(a.opt_schedule)) l.schedule = a.lay.schedule;
+  l.cp = a.lay.cp;
+  // parallel.dp auto on a cluster typed on the command line: fill it, as without a config.
+  const bool cluster_given = typed(a.opt_nodes) || typed(a.opt_gpus_per_node);
+  if (in.dp_auto && !typed(a.opt_dp) && cluster_given) l.dp = 0;
+  if (!typed(a.opt_schedule) && !in.schedule_error.empty() && l.pp > 1)
+    user_error("{}: {}; give --schedule to plan another", a.config, in.schedule_error);
+  return l;
+}
+
+// --compare: `given` (the --config, or the run's own config.yaml) takes the layout the run
+// ran on (run.json); a --config or layout options that describe another run are refused.
+void compare_layout(const PlanArgs& a, const std::string& run_config, const plan::RunLayout& run,
+                    plan::ConfigPlanInput& given) {
+  if (given.dp_auto) {  // parallel.dp auto: the run's dp
+    given.train.global_batch = given.train.global_batch / given.layout.dp * run.dp;
+    given.layout.dp = run.dp;
+    given.dp_auto = false;
+  }
+  auto refuse = [&](const char* what, int ours, int theirs, const std::string& from) {
+    if (ours != theirs)
+      user_error("--compare: {} is {} in {} but the run ran {}={} ({})", what, ours, from, what,
+                 theirs, run.path);
+  };
+  refuse("parallel.dp", given.layout.dp, run.dp, a.config);
+  refuse("parallel.tp", given.layout.tp, run.tp, a.config);
+  refuse("parallel.pp", given.layout.pp, run.pp, a.config);
+  auto refuse_option = [&](const char* what, const CLI::Option* o, int ours, int theirs) {
+    if (typed(o) && ours != theirs)
+      user_error("--compare: --{} {} but the run ran {}={} ({}); drop --{}", what, ours, what,
+                 theirs, run.path, what);
+  };
+  refuse_option("dp", a.opt_dp, a.lay.dp, run.dp);
+  refuse_option("tp", a.opt_tp, a.lay.tp, run.tp);
+  refuse_option("pp", a.opt_pp, a.lay.pp, run.pp);
+  if (a.config != run_config && std::filesystem::exists(run_config)) {
+    plan::ConfigPlanInput ran = plan::load_plan_config(run_config, {});
+    plan::apply_run_layout(ran, run);
+    plan::check_same_step(ran, given, run_config, a.config);
+  }
+  plan::apply_run_layout(given, run);
 }
 
 void run_plan(const PlanArgs& given) {
@@ -227,8 +292,19 @@ void run_plan(const PlanArgs& given) {
   if (!a.config.empty())
     from_config =
         std::make_unique<plan::ConfigPlanInput>(plan::load_plan_config(a.config, a.overrides));
+  // --compare: the layout the run ran on (run.json), checked against --config and the options.
+  plan::RunLayout run_layout;
+  plan::MeasuredRun run;
+  if (!a.compare.empty() && from_config) {
+    run = plan::read_run_metrics(a.compare);  // first: a directory without metrics is no run
+    run_layout = plan::read_run_layout(a.compare);
+    compare_layout(a, run_config, run_layout, *from_config);
+  }
   const ModelConfig m = resolve_model(a, from_config.get());
-  const plan::Cluster c = resolve_cluster(a, from_config != nullptr);
+  plan::Layout l = a.lay;
+  if (from_config) l = config_layout(a, *from_config);
+  const plan::Cluster c =
+      resolve_cluster(a, from_config ? std::max(1, l.dp) * l.tp * l.pp * l.cp : 0);
   if (a.inference) {
     const int64_t ctx = a.context > 0 ? a.context : m.context_length;
     const plan::InferenceResult r =
@@ -255,7 +331,6 @@ void run_plan(const PlanArgs& given) {
   }
   if (a.layout != "manual")
     user_error("--layout '{}' is unknown; expected auto or manual", a.layout);
-  plan::Layout l = a.lay;
   if (l.dp == 0) {  // fill the cluster
     const int rest = c.total_gpus() / (l.tp * l.pp * l.cp);
     l.dp = rest > 0 ? rest : 1;
@@ -269,20 +344,38 @@ void run_plan(const PlanArgs& given) {
           "--compare predicts a braid train run: give its config with --config (or nothing: the "
           "run's "
           "config.yaml is used), not --model or explicit sizes");
-    if (a.config != run_config && std::filesystem::exists(run_config))
-      plan::check_same_step(plan::load_plan_config(run_config, {}), *from_config, run_config,
-                            a.config);
     if (!r.kernel_model)
       user_error(
           "--compare needs a calibrated profile: add --device-profile <file from braid plan "
           "--calibrate>");
-    const plan::MeasuredRun run = plan::read_run_metrics(a.compare);
+    // Rank 0's kernel groups: under pp it runs stage 0 (ceil(L/p) blocks, as braid's even
+    // split gives the earliest stages the remainder, and no LM head), not the slowest stage.
+    plan::PlanResult groups = r;
+    if (l.pp > 1) {
+      const double layers0 = std::ceil(static_cast<double>(m.n_layer) / l.pp);
+      const plan::CpuStepTime k = plan::cpu_microbatch_time(m, t, c.cpu, layers0, false, l.tp);
+      const double mbs = r.micro_batches;
+      groups.cpu_kernels = {k.gemm * mbs,           k.attention * mbs,  k.lm_head * mbs,
+                            k.elementwise * mbs,    k.activation * mbs, k.calls * mbs,
+                            r.cpu_kernels.optimizer};
+    }
+    // Rank 0, which writes the metrics, is stage 0 (ranks are ordered tp, pp, dp).
+    const plan::MemoryBreakdown rank0 = plan::stage_memory(m, t, l, c.gpu, 0);
+    std::string note;
+    if (run_layout.threads > 0 && c.cpu.threads > 0 && run_layout.threads != c.cpu.threads)
+      note = fmt::format(
+          "note: the profile was calibrated on {} threads, the run's ranks ran {} each ({}); "
+          "calibrate with OMP_NUM_THREADS={}\n",
+          c.cpu.threads, run_layout.threads, run_layout.path, run_layout.threads);
     if (a.json) {
       nlohmann::json j = plan::plan_json(r);
-      j["compare"] = plan::compare_json(r, run);
+      j["compare"] = plan::compare_json(groups, run);
+      j["compare"]["ranks"] = plan::compare_ranks_json(r, rank0, run);
+      if (!note.empty()) j["compare"]["note"] = note;
       std::cout << j.dump(2) << "\n";
     } else {
-      std::cout << plan::plan_text(m, c, r) << plan::compare_text(r, run);
+      std::cout << plan::plan_text(m, c, r) << plan::compare_text(groups, run)
+                << plan::compare_ranks_text(r, rank0, run) << note;
     }
     return;
   }
@@ -331,7 +424,7 @@ void add_plan_command(CLI::App& app, plan::Calibrator calibrate) {
   a.opt_grad_precision = c->add_option("--grad-precision", a.train.grad_precision,
                                        "Gradient dtype: fp32 (braid) or bf16");
   a.opt_optimizer = c->add_option("--optimizer", a.train.optimizer, "adamw or sgd");
-  c->add_option(
+  a.opt_zero = c->add_option(
       "--zero", a.train.zero,
       "ZeRO stage: 0, 1 (optimizer state), 2 (+ gradients), 3 (+ weights) sharded over dp x cp");
   c->add_option("--checkpointing", a.checkpointing, "none, selective or full");
@@ -379,13 +472,16 @@ void add_plan_command(CLI::App& app, plan::Calibrator calibrate) {
   c->add_flag("--check", a.check,
               "Exit non-zero (1) when the plan does not fit (for scripts and CI)");
   c->add_option("--layout", a.layout, "manual (use --dp/--tp/--pp) or auto (search)");
-  c->add_option("--dp", a.lay.dp, "Data-parallel degree (default: fill the cluster)");
-  c->add_option("--tp", a.lay.tp, "Tensor-parallel degree");
-  c->add_option("--pp", a.lay.pp, "Pipeline stages");
+  a.opt_dp = c->add_option(
+      "--dp", a.lay.dp,
+      "Data-parallel degree (default: a --config's parallel.dp, else fill the cluster)");
+  a.opt_tp = c->add_option("--tp", a.lay.tp, "Tensor-parallel degree (default: a --config's)");
+  a.opt_pp = c->add_option("--pp", a.lay.pp, "Pipeline stages (default: a --config's)");
   c->add_option("--cp", a.lay.cp,
                 "Context-parallel degree: each sequence split over cp ranks (ring attention)");
-  c->add_option("--vp", a.lay.vp, "Virtual stages per pipeline rank (interleaved schedule)");
-  c->add_option("--schedule", a.lay.schedule, "gpipe, 1f1b or interleaved");
+  a.opt_vp =
+      c->add_option("--vp", a.lay.vp, "Virtual stages per pipeline rank (interleaved schedule)");
+  a.opt_schedule = c->add_option("--schedule", a.lay.schedule, "gpipe, 1f1b or interleaved");
   c->add_flag("--inference", a.inference, "Serving memory and decode rate instead of training");
   c->add_option("--serve-dtype", a.serve_dtype, "Serving weights: fp16, bf16, int8, int4");
   c->add_option("--context", a.context, "Serving context length (default: model context)");

@@ -75,6 +75,13 @@ struct CpuProfile {
   double gelu_gelems = 0;      // GELU forward + backward, 1e9 elements of its (N, F) input per s
   double swiglu_gelems = 0;    // SwiGLU forward + backward, 1e9 elements of its (N, F) output per s
   double kernel_call_us = 0;   // fixed cost of one parallel kernel call (fork/join), microseconds
+  // Communication between ranks of this machine, fitted to braid's all-reduce timed under
+  // mpirun (tools/bench_allreduce --profile): t = comm_latency_us + bus bytes / comm_bus_gbs
+  // for a 2-rank all-reduce, bus bytes = 2 (n-1)/n x buffer bytes. 0: not measured (the link
+  // is then half the copy bandwidth at the GPU collective efficiency and latency).
+  double comm_bus_gbs = 0;
+  double comm_latency_us = 0;
+  int threads = 0;  // OpenMP threads the rates were measured on (0: not recorded)
 };
 
 // What a device profile file holds (and what --calibrate measures): the accelerator-level
@@ -126,6 +133,9 @@ struct TrainOptions {
   std::string lora_base = "bf16";  // frozen base: bf16, int8, 4bit
   double train_tokens = 0;         // 0: no time/cost estimate
   double stated_mfu = 0;           // > 0: also time 6*N*D FLOPs at this fraction of peak
+  // braid binds the gradients into its data-parallel buckets (no second copy to reduce from);
+  // torch DDP and Megatron copy into 2 x 25 MiB of buckets.
+  bool grads_in_buckets = false;
 };
 
 // Parallel layout. dp*tp*pp*cp must equal the GPUs used; ranks are ordered tp fastest, then cp,

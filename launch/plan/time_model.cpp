@@ -21,16 +21,16 @@ double bubble_fraction(int p, int m, int v) {
   return static_cast<double>(p - 1) / (static_cast<double>(v) * m);
 }
 
-double ring_allreduce_s(double bytes, int n, double bw_gbs) {
+double ring_allreduce_s(double bytes, int n, double bw_gbs, double efficiency,
+                        double hop_latency_s) {
   if (n <= 1 || bytes <= 0) return 0.0;
-  return 2.0 * (n - 1) / n * bytes / (bw_gbs * 1e9 * kCollectiveEfficiency) +
-         2.0 * (n - 1) * kLinkLatencyS;
+  return 2.0 * (n - 1) / n * bytes / (bw_gbs * 1e9 * efficiency) + 2.0 * (n - 1) * hop_latency_s;
 }
 
-double ring_gather_s(double bytes, int n, double bw_gbs) {
+double ring_gather_s(double bytes, int n, double bw_gbs, double efficiency, double hop_latency_s) {
   if (n <= 1 || bytes <= 0) return 0.0;
-  return static_cast<double>(n - 1) / n * bytes / (bw_gbs * 1e9 * kCollectiveEfficiency) +
-         (n - 1) * kLinkLatencyS;
+  return static_cast<double>(n - 1) / n * bytes / (bw_gbs * 1e9 * efficiency) +
+         (n - 1) * hop_latency_s;
 }
 
 double tp_bandwidth(const Cluster& c, const Layout& l) {
@@ -117,6 +117,13 @@ PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
   const double attn_rate = peak * (c.gpu.attention_efficiency > 0 ? c.gpu.attention_efficiency
                                                                   : c.gpu.matmul_efficiency);
   const double hbm = c.gpu.mem_bw_gbs * 1e9;
+  // A CPU profile with braid's all-reduce measured (tools/bench_allreduce --profile): every
+  // group's link is that fit (ranks of one machine share one memory system); the measured
+  // rate is already what a collective reaches, and its fixed cost is two ring hops of 2 ranks.
+  const bool cpu_comm = c.cpu.comm_bus_gbs > 0;
+  const double eff = cpu_comm ? 1.0 : kCollectiveEfficiency;
+  const double hop = cpu_comm ? c.cpu.comm_latency_us * 1e-6 / 2.0 : kLinkLatencyS;
+  auto link = [&](double group_bw) { return cpu_comm ? c.cpu.comm_bus_gbs : group_bw; };
 
   r.params = m.num_params();
   r.trainable = t.lora_rank > 0 ? static_cast<int64_t>(m.n_layer) *
@@ -175,7 +182,8 @@ PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
   double tp_mb = 0;
   if (l.tp > 1) {
     const double n_coll = t.checkpointing == Checkpointing::Full ? 6.0 : 4.0;
-    tp_mb = layers * n_coll * ring_allreduce_s(tok_mb * e * m.n_embd, l.tp, tp_bandwidth(c, l));
+    tp_mb = layers * n_coll *
+            ring_allreduce_s(tok_mb * e * m.n_embd, l.tp, link(tp_bandwidth(c, l)), eff, hop);
     if (t.tp_overlap) tp_mb = std::max(0.0, tp_mb - layers * layer_flops_s);
   }
   // Context parallel (ring attention): every rank passes its K, V chunk around the ring, cp - 1
@@ -184,8 +192,7 @@ PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
   double cp_mb = 0;
   if (l.cp > 1) {
     const double kv_chunk = 2.0 * tok_mb * e * m.kv_heads() * m.head_dim() / l.tp;
-    const double per_layer =
-        3.0 * (l.cp - 1) * (kv_chunk / (cp_bandwidth(c, l) * 1e9) + kLinkLatencyS);
+    const double per_layer = 3.0 * (l.cp - 1) * (kv_chunk / (link(cp_bandwidth(c, l)) * 1e9) + hop);
     const double attn_core = 12.0 * m.n_embd * static_cast<double>(s) * tok_mb / l.tp / attn_rate;
     cp_mb = layers * std::max(0.0, per_layer - attn_core);
   }
@@ -196,7 +203,7 @@ PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
   r.time.bubble = bubble_fraction(l.pp, mbs, l.vp) * stage_mb * mbs;
   if (l.pp > 1) {
     // Activations cross stage boundaries scattered over TP (Narayanan et al. 2021 §4.1).
-    const double xfer = tok_mb * e * m.n_embd / l.tp / (pp_bandwidth(c, l) * 1e9) + kLinkLatencyS;
+    const double xfer = tok_mb * e * m.n_embd / l.tp / (link(pp_bandwidth(c, l)) * 1e9) + hop;
     r.time.p2p = (2.0 * mbs * l.vp + 2.0 * (l.pp - 1)) * xfer;
   }
 
@@ -208,15 +215,15 @@ PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
   // and again for backward (ZeRO paper §7: 1.5x the data-parallel volume).
   const MemoryBreakdown& mem = r.memory;
   const int shard = l.dp * l.cp;
-  const double dp_bw = dp_bandwidth(c, l);
+  const double dp_bw = link(dp_bandwidth(c, l));
   const double backward_window = t.dp_overlap ? stage_mb * 2.0 / 3.0 : 0.0;
   if (t.zero <= 1) {
-    r.time.dp_exposed =
-        std::max(0.0, ring_allreduce_s(mem.grad_bytes_full, shard, dp_bw) - backward_window);
+    r.time.dp_exposed = std::max(
+        0.0, ring_allreduce_s(mem.grad_bytes_full, shard, dp_bw, eff, hop) - backward_window);
   } else {
-    const double rs = ring_gather_s(mem.grad_bytes_full, shard, dp_bw);
+    const double rs = ring_gather_s(mem.grad_bytes_full, shard, dp_bw, eff, hop);
     r.time.dp_exposed = mbs * std::max(0.0, rs - backward_window);
-    const double ag = ring_gather_s(mem.weight_bytes_full, shard, dp_bw);
+    const double ag = ring_gather_s(mem.weight_bytes_full, shard, dp_bw, eff, hop);
     if (t.zero == 2) {
       r.time.param_gather = std::max(0.0, ag - (t.param_gather_overlap ? stage_mb / 3.0 : 0.0));
     } else {

@@ -2,6 +2,7 @@
 #include "tools/calibrate/calibrate.h"
 
 #include <fmt/format.h>
+#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,7 +32,8 @@ CalibrationRun calibrate_machine(const CalibrateOptions& opt) {
   const size_t p_bf16 = probes.add(
       [sq, sqb, n, c = &probes.ctx()] {
         const bf16* p = sqb->data();
-        gemm_bf16(*c, false, false, n, n, n, 1.0f, p, n, p + n * n, n, 0.0f, sq->data() + 2 * n * n, n);
+        gemm_bf16(*c, false, false, n, n, n, 1.0f, p, n, p + n * n, n, 0.0f, sq->data() + 2 * n * n,
+                  n);
       },
       sq_flops);
   const size_t p_copy = add_copy_probe(probes, opt.copy_bytes);
@@ -74,7 +76,8 @@ CalibrationRun calibrate_machine(const CalibrateOptions& opt) {
   GpuSpec& g = out.profile.gpu;
   CpuProfile& k = out.profile.cpu;
   g.name = "cpu-calibrated";
-  g.description = "this machine, measured by braid plan --calibrate (" + gemm_backend_name(probes.ctx().gemm()) + ")";
+  g.description = "this machine, measured by braid plan --calibrate (" +
+                  gemm_backend_name(probes.ctx().gemm()) + ")";
   const double pages = static_cast<double>(sysconf(_SC_PHYS_PAGES));
   const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
   g.memory_gib = pages * page / (1024.0 * 1024.0 * 1024.0);
@@ -124,6 +127,7 @@ CalibrationRun calibrate_machine(const CalibrateOptions& opt) {
   k.lm_head_ref_vocab = opt.lm_head_ref_vocab;
   for (size_t i = 0; i < p_opt.size(); ++i)
     k.optimizer_by_params.push_back({double(opt.optimizer_params[i]), probes.rate(p_opt[i]) / 1e9});
+  k.threads = omp_get_max_threads();  // the rates are per process at this many threads
   k.elementwise_gbs = probes.rate(p_elem) / 1e9;
   k.gelu_gelems = probes.rate(p_gelu) / 1e9;
   k.swiglu_gelems = probes.rate(p_swiglu) / 1e9;
