@@ -14,7 +14,6 @@ namespace braid::plan {
 
 namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr double kLinkLatencyS = 10e-6;  // per collective / per p2p message
 }  // namespace
 
 double bubble_fraction(int p, int m, int v) {
