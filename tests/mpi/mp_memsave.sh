@@ -2,6 +2,7 @@
 # The memory savers under data, pipeline and tensor parallelism, against one rank on the same
 # global batch: LoRA (with dropout and full activation checkpointing) on dp=2, pp=2 and
 # dp=2 x pp=2, LoRA on tp=2 and dp=2 x tp=2 x pp=2 (8 ranks),
+# full and selective checkpointing inside every pipeline schedule (bit-identical),
 # its PEFT adapter written from a pipeline run, and bf16 / fp16 training on pp=2, tp=2 and
 # tp=2 x pp=2.
 #   mp_memsave.sh <mpirun> <braid> <workdir>
@@ -36,6 +37,18 @@ exact() {
 "$BRAID" train c.yaml > one.log
 mpi 2 --set run.name=pp2 --set parallel.pp=2 > pp2.log
 exact one pp2
+# Checkpointed blocks (train.checkpointing: full) inside every schedule: a stashed micro-batch
+# keeps only block inputs, zb-h1's deferred weight gradients come back from the recompute.
+for s in gpipe interleaved-1f1b zb-h1; do
+  v=1; [ $s = interleaved-1f1b ] && v=2
+  mpi 2 --set run.name=pp2_$s --set parallel.pp=2 --set parallel.schedule=$s \
+      --set parallel.virtual_stages=$v > pp2_$s.log
+  exact one pp2_$s
+done
+mpi 2 --set run.name=pp2_sel --set parallel.pp=2 --set parallel.schedule=zb-h1 \
+    --set train.checkpointing=selective > pp2_sel.log
+"$BRAID" train c.yaml --set run.name=one_sel --set train.checkpointing=selective > one_sel.log
+exact one_sel pp2_sel
 mpi 2 --set run.name=dp2 --set data.grad_accum=2 > dp2.log
 same_losses one dp2 1e-6
 mpi 4 --set run.name=dp2pp2 --set data.grad_accum=2 --set parallel.pp=2 > dp2pp2.log
