@@ -21,8 +21,9 @@ struct ShardSpec {
   int64_t logical = -1;
   // Tensor-parallel ranks holding each part: 1, or tp / parts when a group of ranks shares one
   // part (Llama's kv heads when tp > n_kv_head: each rank keeps its kv head, replicated over
-  // tp / n_kv_head ranks). Rank r holds part r / replicas. A replicated part's gradient is the
-  // sum of its holders' partial gradients.
+  // tp / n_kv_head ranks), or tp for a whole tensor (parts 1) that every rank applies to its
+  // slice of the sequences (the norms under sequence parallelism). Rank r holds part
+  // r / replicas. A replicated part's gradient is the sum of its holders' partial gradients.
   int replicas = 1;
   int part_of(int rank) const { return rank / replicas; }
 

@@ -30,6 +30,21 @@ void check_rank_layout(const RunConfig& cfg, int tp, int pp, int dp) {
   TensorParallelOptions o;
   o.vocab_align = cfg.parallel.vocab_align;
   check_tensor_parallel(cfg.model, tp, o);
+  if (cfg.parallel.sequence_parallel && tp > 1) {
+    BRAID_USER_CHECK(cfg.data.seq_len % tp == 0,
+                     "parallel.sequence_parallel splits every sequence over the {} tensor-parallel "
+                     "ranks, but data.seq_len = {} is not a multiple of parallel.tp = {}; choose "
+                     "a seq_len divisible by {} or set sequence_parallel: false",
+                     tp, cfg.data.seq_len, tp, tp);
+    for (const std::string& t : cfg.lora.targets)
+      BRAID_USER_CHECK(
+          !cfg.lora.enabled() || !(t == "o" || t == "down" || t == "c_proj" || t == "all-linear"),
+          "lora.targets has '{}', a row-parallel projection, and "
+          "parallel.sequence_parallel is true: adapters on row-parallel layers are "
+          "not supported with sequence parallelism yet; target the column-parallel "
+          "ones (q, k, v, gate, up, c_attn, c_fc) or set sequence_parallel: false",
+          t);
+  }
   const PipelineSchedule s = schedule_for(cfg, pp);
   const std::vector<int> split = cfg.parallel.pp_split_blocks();
   for (int vs = 0; vs < s.num_virtual_stages(); ++vs)
@@ -52,6 +67,7 @@ RankModel::RankModel(ExecContext& ctx, const RunConfig& cfg, const RankModelComm
   const std::vector<int> split = cfg.parallel.pp_split_blocks();
   TensorParallelOptions tpo;
   tpo.vocab_align = cfg.parallel.vocab_align;
+  tpo.sequence_parallel = cfg.parallel.sequence_parallel && tp_;
   for (int c = 0; c < sched.spec.virtual_stages; ++c) {
     const int vs = sched.virtual_stage(stage(), c);
     const BlockRange r =
@@ -77,6 +93,7 @@ RankModel::RankModel(ExecContext& ctx, const RunConfig& cfg, const RankModelComm
   PipelineExecutorOptions eo;
   eo.trace = cfg.parallel.trace;
   eo.activation_dtype = precision_dtype(cfg.train.precision);
+  eo.seq_shards = tpo.sequence_parallel ? tp_size() : 1;
   eo.prepare_micro_batch = [this](MicroBatch& mb, int i) {
     if (prepare_) prepare_(mb, i);
   };

@@ -273,6 +273,7 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
               omp_get_max_threads(), gemm_backend_name(ctx.gemm()).c_str(), run_dir.string().c_str());
   if (lead && dist) {
     std::string line = fmt::format("parallel: {} over {} ranks", dist->mesh.str(), layout.ranks);
+    if (cfg.parallel.sequence_parallel && tp > 1) line += ", sequence parallel";
     if (pp > 1)
       line += fmt::format(", schedule {} ({} micro-batches{})", cfg.parallel.schedule, accum,
                           cfg.parallel.virtual_stages > 1

@@ -45,9 +45,6 @@ void ParallelConfig::validate() const {
       config_error("pp_split", "pp_split holds '{}'; expected a list of block counts >= 1", b);
   if (vocab_align < 1)
     config_error("vocab_align", "vocab_align is {}; expected >= 1", vocab_align);
-  if (sequence_parallel)
-    config_error("sequence_parallel",
-                 "sequence_parallel is true, which braid does not support yet; set it to false");
   if (virtual_stages > 1 && kind != ScheduleKind::Interleaved1F1B)
     config_error("virtual_stages",
                  "virtual_stages is {} but schedule is {}; only interleaved-1f1b uses model chunks",

@@ -59,8 +59,9 @@ struct ParallelConfig {
       "Under tensor parallelism the vocabulary is padded to a multiple of tp * vocab_align (padded "
       "logits are masked out of the loss; checkpoints and export drop the padding).");
     v("sequence_parallel", sequence_parallel,
-      "Sequence parallelism for norms and dropout regions under tensor parallelism (not supported "
-      "yet: true is refused).");
+      "Sequence parallelism under tensor parallelism: norms, residuals and the activations between "
+      "pipeline stages hold each rank's 1/tp of every sequence (reduce-scatter and all-gather "
+      "instead of all-reduce); data.seq_len must be a multiple of tp. No effect with tp = 1.");
     v("trace", trace,
       "Write the timeline of every rank's pipeline actions to RUN_DIR/trace.json (Chrome trace "
       "JSON, opens in Perfetto; tools/plot_trace.py draws it).");

@@ -109,7 +109,8 @@ void PipelineExecutor::post_recv(const Action& a) {
   const double t0 = now_us();
   const Transformer& t = *chunks_[a.chunk];
   PendingRecv pr;
-  pr.buf = ctx_.empty({current_batch_, current_seq_, t.config().n_embd}, options_.activation_dtype);
+  pr.buf = ctx_.empty({current_batch_, current_seq_ / options_.seq_shards, t.config().n_embd},
+                      options_.activation_dtype);
   pr.work = pp_->recv(pr.buf, a.peer, tag(a.mb, vstage(a.chunk), grad));
   recvs_.emplace(key, std::move(pr));
   record(&a, "recv", t0, now_us(), 1);
@@ -293,7 +294,8 @@ LossSum PipelineExecutor::evaluate(const Tensor& tokens, const Tensor& targets, 
     if (vs == 0) {
       x = tokens;
     } else {
-      x = ctx_.empty({batch, seq, t.config().n_embd}, options_.activation_dtype);
+      x = ctx_.empty({batch, seq / options_.seq_shards, t.config().n_embd},
+                     options_.activation_dtype);
       pp_->recv(x, (vs - 1) % p, recv_tag).wait();
     }
     Tensor y = t.forward_eval(ctx_, x);

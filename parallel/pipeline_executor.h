@@ -57,6 +57,9 @@ struct PipelineStepResult {
 struct PipelineExecutorOptions {
   // Element type of the activations and gradients between stages (the model's compute dtype).
   DType activation_dtype = DType::F32;
+  // The activations between stages hold 1 / seq_shards of every sequence (sequence
+  // parallelism: each tensor-parallel rank sends and receives its slice).
+  int seq_shards = 1;
   // Record a timeline of every action (trace()); off by default.
   bool trace = false;
   int trace_pid = -1;  // the process row of this rank in the trace; -1: the world rank

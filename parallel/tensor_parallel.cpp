@@ -66,10 +66,10 @@ std::unique_ptr<Module> column(ExecContext& ctx, const Module& m, int n, int par
 }
 
 // Row-parallel: this rank's columns (input features) of the weight; the bias replicated.
-std::unique_ptr<Module> row(const Module& m, int n, int part, Communicator& tp) {
+std::unique_ptr<Module> row(const Module& m, int n, int part, Communicator& tp, bool sp) {
   const auto& l = dynamic_cast<const Linear&>(m);
   const ShardSpec s{1, n, {}};
-  auto out = std::make_unique<RowParallelLinear>(l.path(), Tensor(), Tensor(), tp);
+  auto out = std::make_unique<RowParallelLinear>(l.path(), Tensor(), Tensor(), tp, sp);
   shard_into(out->weight, l.weight, s, part);
   if (l.bias) {
     out->bias = std::make_unique<Parameter>(l.bias->name, l.bias->value, l.bias->trainable);
@@ -98,14 +98,14 @@ int apply_tensor_parallel(ExecContext& ctx, Transformer& model, Communicator& tp
   check_tensor_parallel(cfg, n, o);
   if (n == 1) return 0;
   const int64_t V = cfg.vocab_size, Vp = padded_vocab(V, n, o.vocab_align), rows = Vp / n;
-  const bool llama = cfg.is_llama();
+  const bool llama = cfg.is_llama(), sp = o.sequence_parallel;
   // The head's own weight (untied, or the tied replica of a last stage) first: replacing
   // modules below leaves model.parameters() stale until refresh_parameters().
   if (model.has_head()) {
     Parameter* own = cfg.tied() ? (model.has_embedding() ? nullptr : model.tied_embedding())
                                 : model.find_parameter("lm_head.weight");
     if (own) shard_vocab(*own, Vp, n, r);
-    model.set_head_loss(vocab_parallel_cross_entropy(tp, V, r * rows));
+    model.set_head_loss(vocab_parallel_cross_entropy(tp, V, r * rows, sp));
   }
   int replaced = model.replace(
       [](const Module& m) { return dynamic_cast<const SelfAttention*>(&m) != nullptr; },
@@ -122,9 +122,9 @@ int apply_tensor_parallel(ExecContext& ctx, Transformer& model, Communicator& tp
           const int64_t C = cfg.n_embd;
           cols.push_back(column(ctx, old->child(0), n, r, {C, C, C}));
         }
-        auto out = row(old->child(llama ? 3 : 1), n, r, tp);
+        auto out = row(old->child(llama ? 3 : 1), n, r, tp, sp);
         return std::make_unique<TpSelfAttention>(cfg, old->path(), n, std::move(cols),
-                                                 std::move(out), tp);
+                                                 std::move(out), tp, sp);
       });
   replaced += model.replace([](const Module& m) { return dynamic_cast<const MLP*>(&m) != nullptr; },
                             [&](std::unique_ptr<Module> old) -> std::unique_ptr<Module> {
@@ -132,9 +132,9 @@ int apply_tensor_parallel(ExecContext& ctx, Transformer& model, Communicator& tp
                               const size_t ncol = llama ? 2 : 1;
                               for (size_t i = 0; i < ncol; ++i)
                                 cols.push_back(column(ctx, old->child(i), n, r));
-                              auto out = row(old->child(ncol), n, r, tp);
+                              auto out = row(old->child(ncol), n, r, tp, sp);
                               return std::make_unique<TpMLP>(cfg, old->path(), std::move(cols),
-                                                             std::move(out), tp);
+                                                             std::move(out), tp, sp);
                             });
   replaced +=
       model.replace([](const Module& m) { return dynamic_cast<const Embedding*>(&m) != nullptr; },
@@ -143,8 +143,17 @@ int apply_tensor_parallel(ExecContext& ctx, Transformer& model, Communicator& tp
                       Parameter wte(e.wte.name, e.wte.value, e.wte.trainable);
                       shard_vocab(wte, Vp, n, r);
                       return std::make_unique<VocabParallelEmbedding>(
-                          e.path(), std::move(wte), std::move(e.wpe), V, r * rows, tp);
+                          e.path(), std::move(wte), std::move(e.wpe), V, r * rows, tp, sp);
                     });
+  // Sequence parallelism runs the norms on each rank's slice of the sequences: each holder's
+  // gradient is partial, and sum_replicated_parts sums them (one part held by all n ranks).
+  if (sp)
+    model.visit([&](Module& m) {
+      if (!dynamic_cast<LayerNorm*>(&m) && !dynamic_cast<RMSNorm*>(&m)) return;
+      std::vector<Parameter*> ps;
+      m.own_parameters(ps);
+      for (Parameter* p : ps) p->shard.replicas = n;
+    });
   model.refresh_parameters();
   return replaced;
 }
@@ -180,16 +189,42 @@ int apply_tensor_parallel_lora(Transformer& model, Communicator& tp) {
   return n;
 }
 
-HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t row_begin) {
-  return [&tp, vocab, row_begin](ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw,
-                                 const Tensor& x, const Tensor& w, const Tensor& targets,
-                                 float grad_scale) {
-    const int64_t N = x.dim(0), rows = w.dim(0);
+HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t row_begin,
+                                        bool sequence_parallel) {
+  return [&tp, vocab, row_begin, sequence_parallel](ExecContext& ctx, Tensor& losses, Tensor& dx,
+                                                    Tensor& dw, const Tensor& x_in, const Tensor& w,
+                                                    const Tensor& targets, float grad_scale) {
+    // Sequence parallelism: x_in is this rank's slice of each sequence; the logits of this
+    // rank's vocabulary rows are needed at every position, so the slices are gathered. The
+    // loss is per row, so the gathered rows stay in the collective's order (rank-major:
+    // (rank, b, t)) with the targets and losses mapped to it: no reordering copies, and the
+    // input gradient's rows reduce-scatter straight to each rank's slice.
+    const bool gather = sequence_parallel && tp.size() > 1;
+    const int n = tp.size();
+    const int64_t C = x_in.dim(1), Nt = targets.numel();
+    const int64_t B = targets.ndim() == 2 ? targets.dim(0) : 1, T = Nt / B;
+    BRAID_CHECK(x_in.dim(0) * (gather ? n : 1) == Nt, "{} rows of hidden states for {} targets",
+                x_in.dim(0), Nt);
+    Tensor x = x_in;
+    if (gather) {
+      x = ctx.empty({Nt, C}, x_in.dtype());
+      tp.all_gather(x_in.view({x_in.numel()}), x.view({x.numel()})).wait();
+    }
+    // Row i of x is the target at index pos(i) of (B, T).
+    const int64_t slice = T / n, per_rank = B * slice;
+    auto pos = [&](int64_t i) {
+      if (!gather) return i;
+      const int64_t r = i / per_rank, b = (i % per_rank) / slice, t = i % slice;
+      return b * T + r * slice + t;
+    };
+    Tensor tgt_rows = ctx.empty({Nt}, DType::I32);
+    for (int64_t i = 0; i < Nt; ++i) tgt_rows.i32()[i] = targets.i32()[pos(i)];
+    const int64_t N = Nt, rows = w.dim(0);
     // Only this rank's (N, V / tp) block of the logits ever exists.
     Tensor logits = ctx.empty({N, rows});
     linear_forward(ctx, logits, x, w, Tensor());
     float* lg = logits.f32();
-    const int32_t* tgt = targets.i32();
+    const int32_t* tgt = tgt_rows.i32();
     const int64_t real = std::max<int64_t>(0, std::min(rows, vocab - row_begin));
     // Per row: max, then sum of exp and the target's logit (owned by one rank; 0 elsewhere).
     Tensor mx = ctx.empty({N});
@@ -214,7 +249,8 @@ HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t
     }
     if (tp.size() > 1) tp.all_reduce(st, ReduceOp::Sum).wait();
     for (int64_t i = 0; i < N; ++i)
-      losses.f32()[i] = tgt[i] < 0 ? 0.0f : std::log(st.f32()[i]) + mx.f32()[i] - st.f32()[N + i];
+      losses.f32()[pos(i)] =
+          tgt[i] < 0 ? 0.0f : std::log(st.f32()[i]) + mx.f32()[i] - st.f32()[N + i];
     if (!dx.defined()) return;
     // d loss / d logit = softmax - onehot; padded columns and ignored rows get 0.
     for (int64_t i = 0; i < N; ++i) {
@@ -223,11 +259,18 @@ HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t
       const int64_t local = tgt[i] - row_begin;
       if (tgt[i] >= 0 && local >= 0 && local < real) lg[i * rows + local] -= grad_scale;
     }
-    // Each rank's part of dx in f32, summed in f32 and rounded once (16-bit activations).
-    Tensor dx32 = dx.dtype() == DType::F32 ? dx : ctx.empty(dx.shape(), DType::F32);
+    // Each rank's part of dx in f32, summed in f32 and rounded once (16-bit activations);
+    // under sequence parallelism each rank keeps its slice of the sum.
+    Tensor dx32 = dx.dtype() == DType::F32 && !gather ? dx : ctx.empty({N, C}, DType::F32);
     linear_backward_input(ctx, dx32, logits, w);
-    if (tp.size() > 1) tp.all_reduce(dx32, ReduceOp::Sum).wait();
-    if (!dx32.same_storage(dx)) cast(ctx, dx, dx32);
+    if (gather) {
+      Tensor mine = dx.dtype() == DType::F32 ? dx : ctx.empty(dx.shape(), DType::F32);
+      tp.reduce_scatter(dx32.view({dx32.numel()}), mine.view({mine.numel()}), ReduceOp::Sum).wait();
+      if (!mine.same_storage(dx)) cast(ctx, dx, mine);
+    } else {
+      if (tp.size() > 1) tp.all_reduce(dx32, ReduceOp::Sum).wait();
+      if (!dx32.same_storage(dx)) cast(ctx, dx, dx32);
+    }
     if (dw.defined()) {
       Tensor none;
       linear_backward_weight(ctx, dw, none, logits, x);

@@ -11,6 +11,10 @@
 // Norms, biases after a row-parallel sum and GPT-2's position table are replicated: their
 // inputs and output gradients are the same on every rank, so their gradients are too.
 //
+// Sequence parallelism (TensorParallelOptions::sequence_parallel): norms and residuals run on
+// each rank's slice of the sequences; the norms' partial gradients are summed like replicated
+// parts (below).
+//
 // Grouped-query attention with tp > kv_heads: each kv head is replicated over tp / kv_heads
 // ranks (ShardSpec::replicas); the holders' partial gradients of a replicated part are summed
 // after the step's backward (sum_replicated_parts).
@@ -25,6 +29,9 @@ namespace braid {
 
 struct TensorParallelOptions {
   int vocab_align = 1;  // the padded vocabulary is a multiple of tp * vocab_align
+  // Sequence parallelism (parallel/sequence_parallel.h) between the parallel regions; the
+  // sequence length must be a multiple of tp.
+  bool sequence_parallel = false;
 };
 
 // vocab rounded up to a multiple of tp * align.
@@ -56,7 +63,10 @@ int apply_tensor_parallel_lora(Transformer& model, Communicator& tp);
 
 // The vocab-parallel cross-entropy of a head weight holding rows [row_begin, row_begin + rows)
 // of the padded vocabulary (rows >= vocab are padding): a HeadLossFn for Transformer.
-HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t row_begin);
+// sequence_parallel: x is this rank's slice of each sequence (gathered for the logits) and dx
+// gets the slice of the input gradient.
+HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t row_begin,
+                                        bool sequence_parallel = false);
 
 // The L2 norm of the gradients over the model-parallel groups: sharded parameters summed over
 // tp, replicated ones counted once, pipeline replicas skipped, stages summed over pp (either

@@ -8,6 +8,7 @@
 #include "core/kernels/elementwise.h"
 #include "core/kernels/linear.h"
 #include "core/kernels/rope.h"
+#include "parallel/sequence_parallel.h"
 
 namespace braid {
 
@@ -34,12 +35,32 @@ Tensor as_dtype(ExecContext& ctx, const Tensor& t, DType dtype) {
   cast(ctx, n, t);
   return n;
 }
+// Entering a parallel region: the whole input. Under sequence parallelism the slices are
+// gathered, and the projections that stash the gathered tensor keep the slice instead: their
+// backward gathers it again.
+Tensor enter_region(Communicator& tp, bool sp, const Tensor& x, MicroBatch& mb) {
+  if (!sp) return x;
+  ExecContext& ctx = mb.ctx();
+  Tensor whole = seq_all_gather(ctx, tp, x);
+  mb.recompute_later(whole, [&ctx, &tp, x] { return seq_all_gather(ctx, tp, x); });
+  return whole;
+}
+// The backward of entering: each rank's part of the input gradient, summed (all-reduce), or
+// summed and scattered to the slices (sequence parallelism).
+Tensor entry_grad(Communicator& tp, bool sp, ExecContext& ctx, Tensor dx) {
+  if (!sp) {
+    all_reduce_sum(tp, dx);
+    return dx;
+  }
+  return seq_reduce_scatter(ctx, tp, dx, dx.dtype());
+}
 }  // namespace
 
 // ---- RowParallelLinear ----
 
-RowParallelLinear::RowParallelLinear(const std::string& path, Tensor w, Tensor b, Communicator& tp)
-    : Module(path), weight(path + ".weight", std::move(w)), tp_(tp) {
+RowParallelLinear::RowParallelLinear(const std::string& path, Tensor w, Tensor b, Communicator& tp,
+                                     bool sequence_parallel)
+    : Module(path), weight(path + ".weight", std::move(w)), tp_(tp), sp_(sequence_parallel) {
   if (b.defined()) bias = std::make_unique<Parameter>(path + ".bias", std::move(b));
 }
 
@@ -52,6 +73,7 @@ Tensor RowParallelLinear::run(ExecContext& ctx, const Tensor& x) {
   // The bias once: group rank 0 adds it to its partial sum.
   const Tensor b = bias && tp_.rank() == 0 ? bias->value : Tensor();
   linear_forward(ctx, y2, as_rows(x), weight.value, b);
+  if (sp_ && tp_.size() > 1) return seq_reduce_scatter(ctx, tp_, y, x.dtype());
   all_reduce_sum(tp_, y);
   return as_dtype(ctx, y, x.dtype());
 }
@@ -63,9 +85,11 @@ Tensor RowParallelLinear::forward(const Tensor& x, MicroBatch& mb) {
 
 Tensor RowParallelLinear::infer(const Tensor& x, InferState& st) { return run(st.ctx, x); }
 
-Tensor RowParallelLinear::backward(const Tensor& dy, MicroBatch& mb) {
+Tensor RowParallelLinear::backward(const Tensor& dy_in, MicroBatch& mb) {
   ExecContext& ctx = mb.ctx();
   Tensor x = mb.pop();
+  // Sequence parallelism: dy arrives as this rank's slice; the GEMMs need every position.
+  const Tensor dy = sp_ && tp_.size() > 1 ? seq_all_gather(ctx, tp_, dy_in) : dy_in;
   Tensor dx = empty_like(x);
   Tensor dx2 = as_rows(dx);
   const Tensor dy2 = as_rows(dy);
@@ -98,7 +122,8 @@ void RowParallelLinear::own_parameters(std::vector<Parameter*>& out) {
 
 TpSelfAttention::TpSelfAttention(const ModelConfig& cfg, const std::string& path, int tp_size,
                                  std::vector<std::unique_ptr<Module>> column,
-                                 std::unique_ptr<Module> out, Communicator& tp)
+                                 std::unique_ptr<Module> out, Communicator& tp,
+                                 bool sequence_parallel)
     : Module(path),
       llama_(cfg.is_llama()),
       n_head_(cfg.n_head / tp_size),
@@ -106,15 +131,17 @@ TpSelfAttention::TpSelfAttention(const ModelConfig& cfg, const std::string& path
       n_kv_head_(cfg.kv_heads() >= tp_size ? cfg.kv_heads() / tp_size : 1),
       head_dim_(cfg.head_dim()),
       rope_theta_(cfg.rope_theta),
-      tp_(tp) {
+      tp_(tp),
+      sp_(sequence_parallel) {
   static const char* llama_names[] = {"q_proj", "k_proj", "v_proj"};
   for (size_t i = 0; i < column.size(); ++i)
     add_slot(llama_ ? llama_names[i] : "c_attn", std::move(column[i]));
   out_slot_ = add_slot(llama_ ? "o_proj" : "c_proj", std::move(out));
 }
 
-Tensor TpSelfAttention::forward(const Tensor& x, MicroBatch& mb) {
+Tensor TpSelfAttention::forward(const Tensor& x_in, MicroBatch& mb) {
   ExecContext& ctx = mb.ctx();
+  const Tensor x = enter_region(tp_, sp_, x_in, mb);
   const int64_t B = x.dim(0), T = x.dim(1), Cl = n_head_ * head_dim_;
   Tensor q, k, v;
   if (llama_) {
@@ -145,8 +172,10 @@ Tensor TpSelfAttention::forward(const Tensor& x, MicroBatch& mb) {
 
 Tensor TpSelfAttention::backward(const Tensor& dy, MicroBatch& mb) {
   ExecContext& ctx = mb.ctx();
-  const int64_t B = dy.dim(0), T = dy.dim(1), Cl = n_head_ * head_dim_;
-  Tensor dout = child(out_slot_).backward(dy, mb).view({B, T, n_head_, head_dim_});
+  // The output projection's input gradient covers every position (dy may be a slice).
+  Tensor dout = child(out_slot_).backward(dy, mb);
+  const int64_t B = dout.dim(0), T = dout.dim(1), Cl = n_head_ * head_dim_;
+  dout = dout.view({B, T, n_head_, head_dim_});
   Tensor lse = mb.pop(), out = mb.pop(), v = mb.pop(), k = mb.pop(), q = mb.pop();
   Tensor dq = empty_like(q), dk = empty_like(k), dv = empty_like(v);
   attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse);
@@ -165,8 +194,7 @@ Tensor TpSelfAttention::backward(const Tensor& dy, MicroBatch& mb) {
     concat_columns(ctx, dqkv2, {&dq2, &dk2, &dv2});
     dx = child(0).backward(dqkv, mb);
   }
-  all_reduce_sum(tp_, dx);  // entering the region: each rank has its heads' part of dx
-  return dx;
+  return entry_grad(tp_, sp_, ctx, dx);  // each rank has its heads' part of dx
 }
 
 Tensor TpSelfAttention::infer(const Tensor&, InferState&) {
@@ -180,16 +208,17 @@ Tensor TpSelfAttention::infer(const Tensor&, InferState&) {
 
 TpMLP::TpMLP(const ModelConfig& cfg, const std::string& path,
              std::vector<std::unique_ptr<Module>> column, std::unique_ptr<Module> out,
-             Communicator& tp)
-    : Module(path), llama_(cfg.is_llama()), tp_(tp) {
+             Communicator& tp, bool sequence_parallel)
+    : Module(path), llama_(cfg.is_llama()), tp_(tp), sp_(sequence_parallel) {
   static const char* llama_names[] = {"gate_proj", "up_proj"};
   for (size_t i = 0; i < column.size(); ++i)
     add_slot(llama_ ? llama_names[i] : "c_fc", std::move(column[i]));
   add_slot(llama_ ? "down_proj" : "c_proj", std::move(out));
 }
 
-Tensor TpMLP::forward(const Tensor& x, MicroBatch& mb) {
+Tensor TpMLP::forward(const Tensor& x_in, MicroBatch& mb) {
   ExecContext& ctx = mb.ctx();
+  const Tensor x = enter_region(tp_, sp_, x_in, mb);
   if (llama_) {
     Tensor gate = child(0).forward(x, mb), up = child(1).forward(x, mb);
     Tensor h = empty_like(gate);
@@ -223,12 +252,12 @@ Tensor TpMLP::backward(const Tensor& dy, MicroBatch& mb) {
     gelu_backward(ctx, dact, dact, pre);
     dx = child(0).backward(dact, mb);
   }
-  all_reduce_sum(tp_, dx);
-  return dx;
+  return entry_grad(tp_, sp_, ctx, dx);
 }
 
-Tensor TpMLP::infer(const Tensor& x, InferState& st) {
+Tensor TpMLP::infer(const Tensor& x_in, InferState& st) {
   ExecContext& ctx = st.ctx;
+  const Tensor x = sp_ ? seq_all_gather(ctx, tp_, x_in) : x_in;
   if (llama_) {
     Tensor gate = child(0).infer(x, st), up = child(1).infer(x, st);
     Tensor h = empty_like(gate);
@@ -245,13 +274,15 @@ Tensor TpMLP::infer(const Tensor& x, InferState& st) {
 
 VocabParallelEmbedding::VocabParallelEmbedding(const std::string& path, Parameter wte_,
                                                std::unique_ptr<Parameter> wpe_, int64_t vocab,
-                                               int64_t row_begin, Communicator& tp)
+                                               int64_t row_begin, Communicator& tp,
+                                               bool sequence_parallel)
     : Module(path),
       wte(std::move(wte_)),
       wpe(std::move(wpe_)),
       vocab_(vocab),
       row_begin_(row_begin),
-      tp_(tp) {}
+      tp_(tp),
+      sp_(sequence_parallel) {}
 
 Tensor VocabParallelEmbedding::infer(const Tensor& tokens, InferState& st) {
   BRAID_CHECK(tokens.device().is_cpu() && st.pos == 0,
@@ -277,6 +308,7 @@ Tensor VocabParallelEmbedding::infer(const Tensor& tokens, InferState& st) {
     if (pos)
       for (int64_t c = 0; c < C; ++c) row[c] += pos[(i % T) * C + c];
   }
+  if (sp_ && tp_.size() > 1) return seq_reduce_scatter(st.ctx, tp_, out, wte.value.dtype());
   all_reduce_sum(tp_, out);
   return as_dtype(st.ctx, out, wte.value.dtype());
 }
@@ -292,7 +324,9 @@ Tensor VocabParallelEmbedding::backward(const Tensor& dx, MicroBatch& mb) {
   const int64_t B = tokens.dim(0), T = tokens.dim(1), C = wte.value.dim(1);
   const int64_t rows = wte.value.dim(0);
   const int32_t* tok = tokens.i32();
-  const Tensor dx32 = as_f32(mb.ctx(), dx);
+  // Sequence parallelism: every rank needs the gradient of every position for its rows.
+  const Tensor dx_all = sp_ && tp_.size() > 1 ? seq_all_gather(mb.ctx(), tp_, dx) : dx;
+  const Tensor dx32 = as_f32(mb.ctx(), dx_all);
   const float* d = dx32.f32();
   if (wte.trainable) {
     float* g = wte.grad().f32();

@@ -8,6 +8,12 @@
 // - leaving it (RowParallelLinear): all-reduce(sum) of the partial outputs forward, identity
 //   backward.
 // Column-parallel projections are plain Linear modules holding the rank's rows of the weight.
+//
+// With sequence parallelism (parallel/sequence_parallel.h) the activations outside the regions
+// are each rank's slice of the sequences, and the pairs become all-gather forward /
+// reduce-scatter backward (entering) and reduce-scatter forward / all-gather backward
+// (leaving). The gathered input of the column-parallel projections is not kept: their backward
+// gathers it again from the slice (MicroBatch::recompute_later), as Korthikanti et al. do.
 #pragma once
 
 #include <memory>
@@ -25,7 +31,10 @@ namespace braid {
 class RowParallelLinear : public Module, public LinearLike {
  public:
   // weight: (out, in / tp) shard; bias: (out) or undefined.
-  RowParallelLinear(const std::string& path, Tensor weight, Tensor bias, Communicator& tp);
+  // sequence_parallel: the output is this rank's slice of the sum (reduce-scatter), and the
+  // backward gathers the slices of dy.
+  RowParallelLinear(const std::string& path, Tensor weight, Tensor bias, Communicator& tp,
+                    bool sequence_parallel = false);
   Tensor forward(const Tensor& x, MicroBatch& mb) override;
   Tensor backward(const Tensor& dy, MicroBatch& mb) override;
   Tensor infer(const Tensor& x, InferState& st) override;
@@ -38,6 +47,7 @@ class RowParallelLinear : public Module, public LinearLike {
  private:
   Tensor run(ExecContext& ctx, const Tensor& x);
   Communicator& tp_;
+  bool sp_;
 };
 
 // Attention on this rank's heads: n_head / tp query heads and kv_heads / tp key/value heads.
@@ -49,7 +59,7 @@ class TpSelfAttention : public Module {
   // output projection.
   TpSelfAttention(const ModelConfig& cfg, const std::string& path, int tp_size,
                   std::vector<std::unique_ptr<Module>> column, std::unique_ptr<Module> out,
-                  Communicator& tp);
+                  Communicator& tp, bool sequence_parallel = false);
   Tensor forward(const Tensor& x, MicroBatch& mb) override;
   Tensor backward(const Tensor& dy, MicroBatch& mb) override;
   Tensor infer(const Tensor& x, InferState& st) override;
@@ -60,6 +70,7 @@ class TpSelfAttention : public Module {
   float rope_theta_;
   size_t out_slot_;
   Communicator& tp_;
+  bool sp_;
 };
 
 // The MLP split on the hidden dimension: column-parallel c_fc (gate_proj, up_proj), row-parallel
@@ -67,7 +78,8 @@ class TpSelfAttention : public Module {
 class TpMLP : public Module {
  public:
   TpMLP(const ModelConfig& cfg, const std::string& path,
-        std::vector<std::unique_ptr<Module>> column, std::unique_ptr<Module> out, Communicator& tp);
+        std::vector<std::unique_ptr<Module>> column, std::unique_ptr<Module> out, Communicator& tp,
+        bool sequence_parallel = false);
   Tensor forward(const Tensor& x, MicroBatch& mb) override;
   Tensor backward(const Tensor& dy, MicroBatch& mb) override;
   Tensor infer(const Tensor& x, InferState& st) override;
@@ -75,16 +87,19 @@ class TpMLP : public Module {
  private:
   bool llama_;
   Communicator& tp_;
+  bool sp_;
 };
 
 // The token table split by vocabulary rows: rank r holds rows [r Vp/tp, (r+1) Vp/tp) of the
 // padded table. A token outside the rank's rows contributes zero; the all-reduce assembles
-// every row. The learned position table (GPT-2) is replicated and added by group rank 0.
+// every row (sequence parallelism: the reduce-scatter gives each rank its slice of the
+// sequences). The learned position table (GPT-2) is replicated and added by group rank 0.
 // Host loops: a device kernel belongs in core/kernels when the GPU backend needs it.
 class VocabParallelEmbedding : public Module {
  public:
   VocabParallelEmbedding(const std::string& path, Parameter wte, std::unique_ptr<Parameter> wpe,
-                         int64_t vocab, int64_t row_begin, Communicator& tp);
+                         int64_t vocab, int64_t row_begin, Communicator& tp,
+                         bool sequence_parallel = false);
   Tensor forward(const Tensor& tokens, MicroBatch& mb) override;
   Tensor backward(const Tensor& dx, MicroBatch& mb) override;
   Tensor infer(const Tensor& tokens, InferState& st) override;
@@ -96,6 +111,7 @@ class VocabParallelEmbedding : public Module {
  private:
   int64_t vocab_, row_begin_;
   Communicator& tp_;
+  bool sp_;
 };
 
 }  // namespace braid

@@ -88,7 +88,7 @@ void Transformer::run_head_loss(ExecContext& ctx, Tensor& losses, Tensor& dx, Te
   if (head_loss_)
     head_loss_(ctx, losses, dx, dw, x, w, targets, grad_scale);
   else
-    lm_head_cross_entropy(ctx, losses, dx, dw, x, w, targets, grad_scale);
+    lm_head_cross_entropy(ctx, losses, dx, dw, x, w, targets.view({targets.numel()}), grad_scale);
 }
 
 void Transformer::init_weights() {
@@ -133,18 +133,19 @@ LossSum Transformer::loss(const Tensor& x, const Tensor& targets, float grad_sca
   BRAID_CHECK(has_head(), "loss() on a stage without the LM head (blocks [{}, {}) of {})", first_,
               last_, cfg_.n_layer);
   ExecContext& ctx = mb.ctx();
-  const int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2);
+  // x may be this rank's slice of the sequences (sequence parallelism): its rows, not the
+  // targets', size the input gradient; the head loss gives every target's loss.
+  const int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2), N = targets.numel();
   Tensor h = final_norm().forward(x, mb);
-  Tensor losses = x.new_empty({B * T}, DType::F32);
+  Tensor losses = x.new_empty({N}, DType::F32);
   Tensor dh = x.new_empty({B * T, C}, x.dtype());
   Parameter& head = head_weight();
   Tensor dw = head.trainable ? head.grad() : Tensor();
-  run_head_loss(ctx, losses, dh, dw, h.view({B * T, C}), head.value, targets.view({B * T}),
-                grad_scale);
+  run_head_loss(ctx, losses, dh, dw, h.view({B * T, C}), head.value, targets, grad_scale);
   // The tied token table on this stage gets its last contribution in the embedding's backward.
   if (head.trainable && !(cfg_.tied() && has_embedding_)) mb.grad_ready(head);
   mb.push(final_norm().backward(dh.view({B, T, C}), mb));
-  return loss_sum(ctx, losses, targets.view({B * T}));
+  return loss_sum(ctx, losses, targets.view({N}));
 }
 
 Tensor Transformer::backward(const Tensor& dy, MicroBatch& mb) {
@@ -174,15 +175,14 @@ Tensor Transformer::forward_eval(ExecContext& ctx, const Tensor& input) {
 
 LossSum Transformer::loss_eval(ExecContext& ctx, const Tensor& x, const Tensor& targets) {
   BRAID_CHECK(has_head(), "loss_eval() on a stage without the LM head");
-  const int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2);
+  const int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2), N = targets.numel();
   InferState st{ctx};
   Tensor h = final_norm().infer(x, st);
-  Tensor losses = x.new_empty({B * T}, DType::F32);
+  Tensor losses = x.new_empty({N}, DType::F32);
   Tensor none, none_w;
   Parameter& head = head_weight();
-  run_head_loss(ctx, losses, none, none_w, h.view({B * T, C}), head.value, targets.view({B * T}),
-                0.0f);
-  return loss_sum(ctx, losses, targets.view({B * T}));
+  run_head_loss(ctx, losses, none, none_w, h.view({B * T, C}), head.value, targets, 0.0f);
+  return loss_sum(ctx, losses, targets.view({N}));
 }
 
 LossSum Transformer::forward_backward(MicroBatch& mb, const Tensor& tokens, const Tensor& targets,

@@ -25,7 +25,9 @@ namespace braid {
 // The LM head + cross-entropy that loss() and loss_eval() run, with lm_head_cross_entropy's
 // contract (core/kernels/cross_entropy.h). Replaceable so that a pass (tensor parallelism's
 // vocab-parallel cross-entropy) can change it without the model knowing; w is the head weight
-// as this rank holds it.
+// as this rank holds it. targets are the micro-batch's (B, T); x holds this rank's rows of the
+// final hidden states, (B * T, C), or (B * T / tp, C) under sequence parallelism (each
+// sequence's slice); losses has one entry per target and dx x's shape.
 using HeadLossFn =
     std::function<void(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw, const Tensor& x,
                        const Tensor& w, const Tensor& targets, float grad_scale)>;

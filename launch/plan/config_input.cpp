@@ -43,7 +43,7 @@ ConfigPlanInput plan_input_from_run_config(const RunConfig& cfg) {
   t.checkpointing = Checkpointing::None;
   t.flash_attention = true;  // attention_forward keeps only the log-sum-exp per row
   t.dropout = 0;             // braid's models have no dropout
-  t.sequence_parallel = false;
+  t.sequence_parallel = cfg.parallel.sequence_parallel;  // no effect at tp = 1
   t.grads_in_buckets = true;  // parallel/grad_buckets.h: gradients are views of the buckets
   return in;
 }

@@ -127,8 +127,10 @@ MemoryBreakdown stage_memory(const ModelConfig& m, const TrainOptions& t, const 
   }
   const double tokens = static_cast<double>(s) * b / cp;
   if (first) act += inflight * tokens * e * m.n_embd / rep_div;  // embedding output
-  if (last)  // final norm input, head input, fp32 logits for the loss (4sbv/t)
-    act += tokens * (2.0 * e * m.n_embd / rep_div + 4.0 * m.vocab_size / tp);
+  // Last stage: the final norm's input, the head's input and the fp32 logits of the loss
+  // (4sbv/t). Sequence parallelism shards the norm's input; the head needs every position, so
+  // its input is gathered whole.
+  if (last) act += tokens * (e * m.n_embd / rep_div + e * m.n_embd + 4.0 * m.vocab_size / tp);
   mem.activations = act;
 
   double comm = 0;

@@ -131,6 +131,7 @@ plan::TrainOptions resolve_train(const PlanArgs& a, const plan::ConfigPlanInput*
     if (!given(a.opt_optimizer)) t.optimizer = f.optimizer;
     if (!given(a.opt_zero)) t.zero = f.zero;
     t.grads_in_buckets = f.grads_in_buckets;
+    t.sequence_parallel = f.sequence_parallel;
     t.seq = given(a.opt_seq) ? a.seq : f.seq;
   }
   if (a.checkpointing == "none")
@@ -154,8 +155,8 @@ plan::TrainOptions resolve_train(const PlanArgs& a, const plan::ConfigPlanInput*
   else
     user_error("--dropout '{}' is unknown; expected auto, on or off", a.dropout);
   if (from_config && a.dropout == "auto") t.dropout = 0;  // braid's models have no dropout
-  // braid's trainer keeps norm activations whole on TP ranks (no sequence parallelism).
-  t.sequence_parallel = !a.no_sp && !from_config;
+  // From a config: its parallel.sequence_parallel (copied above); --no-sp turns it off.
+  if (a.no_sp) t.sequence_parallel = false;
   auto on_off = [](const std::string& v, const char* opt) {
     if (v == "on") return true;
     if (v == "off") return false;

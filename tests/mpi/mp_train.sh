@@ -11,29 +11,7 @@
 # (seen: at most 1.1e-8 relative on gpt2, 8 ranks).
 # Pipeline schedules alone (pp without tp, untied Llama) run the same kernels in the same
 # per-parameter order as one rank: their losses must match bit for bit.
-source "$(dirname "$0")/dp_common.bash"
-FAMILY=$4
-if [ "$FAMILY" = llama ]; then
-  shape="family: llama, n_kv_head: 2"
-else
-  shape="family: gpt2"
-fi
-# vocab_align 3: the 256-token vocabulary pads to 258 rows under tp=2, so padding is exercised.
-cat > c.yaml <<YAML
-run: {name: one, dir: $WORK/runs}
-model: {$shape, vocab_size: 256, context_length: 16, n_layer: 4, n_embd: 32, n_head: 4}
-data: {dir: $WORK/data, micro_batch: 2, seq_len: 16, grad_accum: 4, seed: 3, prefetch: 2}
-optim: {lr: 0.003, min_lr: 0.0003, warmup_steps: 2, decay: cosine, decay_steps: 10}
-train: {steps: 10, log_interval: 1, eval_interval: 5, eval_batches: 3, sample_tokens: 0, peak_tflops: 1.0}
-checkpoint: {interval: 5, keep_last: 3, resume: auto}
-parallel: {bucket_mb: 0.02, first_bucket_mb: 0.005, timeout_s: 60, vocab_align: 3}
-YAML
-TOL=1e-6
-exact() {  # exact A B: every step loss equal to the last digit
-  diff <(losses "$1") <(losses "$2") > /dev/null || { paste <(losses "$1") <(losses "$2") | head; fail "$1 and $2 are not bit-identical"; }
-  echo "$1 vs $2: bit-identical"
-}
-val_losses() { grep '"val_loss"' "runs/$1/metrics.jsonl" | sed 's/.*"val_loss":\([^,}]*\).*/\1/'; }
+source "$(dirname "$0")/mp_common.bash"
 
 "$BRAID" train c.yaml > one.log
 "$BRAID" train c.yaml --set run.name=one_a2 --set data.grad_accum=2 > one_a2.log
@@ -109,14 +87,6 @@ done
 grep -q '"bubble":\[' runs/tr/metrics.jsonl || fail "no bubble in metrics.jsonl"
 
 # Bad layouts: a clear error from every rank's job, non-zero, nothing hangs.
-mpi_t() { timeout 120 "$MPIRUN" --oversubscribe -np "$1" "$BRAID" train c.yaml "${@:2}"; }
-expect_fail() {
-  local want=$1; shift
-  set +e; out=$("$@" 2>&1); rc=$?; set -e
-  [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "expected a prompt failure (exit $rc) of: $*"
-  echo "$out" | grep -qF -- "$want" || fail "expected '$want' from: $*; got: $out"
-  echo "ok (exit $rc): $want"
-}
 expect_fail "model.n_head is 4, which parallel.tp = 3 does not divide" \
   mpi_t 3 --set run.name=bad1 --set parallel.tp=3
 expect_fail "4 layers cannot be split into 8 pipeline stages" \

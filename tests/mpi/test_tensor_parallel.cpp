@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "parallel/pipeline_executor.h"
+#include "parallel/sequence_parallel.h"
 #include "parallel/tensor_parallel.h"
 #include "tests/mpi/model_mpi_util.h"
 #include "tests/mpi/mpi_test_util.h"
@@ -37,7 +38,8 @@ std::vector<float> gathered(Communicator& tp, const Parameter& p, int64_t rows) 
   tp.all_gather(g.view({g.numel()}), all).wait();
   Tensor full = Tensor::zeros(p.global_shape);
   for (int r = 0; r < tp.size(); ++r)
-    insert_shard(full, all.slice0(r * g.numel(), (r + 1) * g.numel()).view(g.shape()), p.shard, r);
+    insert_shard(full, all.slice0(r * g.numel(), (r + 1) * g.numel()).view(g.shape()), p.shard,
+                 p.shard.part_of(r));
   const int64_t keep = rows > 0 ? rows * full.dim(1) : full.numel();
   return std::vector<float>(full.f32(), full.f32() + keep);
 }
@@ -167,6 +169,71 @@ TEST_P(TensorParallel, TimesDataParallelEqualsOneRank) {
     const std::vector<float> g = gathered(*mc.tp, *p, is_vocab(*p) ? cfg.vocab_size : 0);
     EXPECT_LT(max_scaled_err(g, gw.at(p->name)), 1e-5) << p->name;
   }
+}
+
+// Sequence parallelism: the norms run on each rank's slice of the sequences, their partial
+// gradients summed by sum_replicated_parts; losses and every gradient as one rank, also with
+// B > 1 (the slices interleave across sequences) and for evaluation.
+TEST_P(TensorParallel, SequenceParallelEqualsOneRank) {
+  Communicator& tp = world().world();
+  const ModelConfig cfg = tp_config(GetParam());
+  constexpr int64_t T = 8;  // divisible by tp = 2 and 4
+  ExecContext ctx;
+  Transformer model(ctx, cfg), whole(ctx, cfg);
+  model.init_weights();
+  whole.init_weights();
+  TensorParallelOptions o;
+  o.sequence_parallel = true;
+  apply_tensor_parallel(ctx, model, tp, o);
+  int norms = 0;
+  for (const Parameter* p : model.parameters())
+    if (p->name.find("norm") != std::string::npos || p->name.find("ln_") != std::string::npos) {
+      EXPECT_EQ(p->shard.replicas, tp.size()) << p->name;
+      ++norms;
+    }
+  EXPECT_GE(norms, 2 * cfg.n_layer + 1);
+  const Batches b = batches(cfg, 2, kB, T, 0);
+  const float scale = 1.0f / (2 * kB * T);
+  const LossSum l = reference_step(ctx, model, b, scale);
+  sum_replicated_parts(ctx, model.parameters(), tp);
+  const LossSum ref = reference_step(ctx, whole, b, scale);
+  EXPECT_NEAR(l.sum, ref.sum, 1e-6 * ref.sum);
+  EXPECT_EQ(l.count, ref.count);
+  const Grads gw = grads_of(whole.parameters());
+  for (Parameter* p : model.parameters()) {
+    const std::vector<float> g = gathered(tp, *p, is_vocab(*p) ? cfg.vocab_size : 0);
+    EXPECT_LT(max_scaled_err(g, gw.at(p->name)), 1e-5) << p->name;
+  }
+  const LossSum e = model.forward_loss(ctx, b.tokens[1], b.targets[1]);
+  const LossSum we = whole.forward_loss(ctx, b.tokens[1], b.targets[1]);
+  EXPECT_NEAR(e.sum, we.sum, 1e-6 * we.sum);
+  EXPECT_NEAR(model_parallel_grad_norm(ctx, model.parameters(), &tp, nullptr),
+              global_grad_norm(ctx, whole.parameters()), 1e-5);
+}
+
+// The gather and reduce-scatter along the sequence: exact values for B = 3 sequences.
+TEST(SequenceParallelCollectives, SlicesOfEverySequence) {
+  Communicator& tp = world().world();
+  const int n = tp.size(), r = tp.rank();
+  constexpr int64_t B = 3, C = 2;
+  const int64_t T = 2 * n, Tl = 2;
+  ExecContext ctx;
+  std::vector<float> mine;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < Tl; ++t)
+      for (int64_t c = 0; c < C; ++c) mine.push_back(1000.0f * b + 10.0f * (r * Tl + t) + c);
+  const Tensor whole = seq_all_gather(ctx, tp, Tensor::from_vector(mine, {B, Tl, C}));
+  ASSERT_EQ(whole.shape(), (Shape{B, T, C}));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t c = 0; c < C; ++c)
+        ASSERT_EQ(whole.f32()[(b * T + t) * C + c], 1000.0f * b + 10.0f * t + c);
+  // Every rank contributes (rank + 1) x whole; the slice of the sum is n(n+1)/2 x its slice.
+  Tensor part = Tensor::empty({B, T, C});
+  for (int64_t i = 0; i < part.numel(); ++i) part.f32()[i] = (r + 1) * whole.f32()[i];
+  const Tensor sum = seq_reduce_scatter(ctx, tp, part, DType::F32);
+  ASSERT_EQ(sum.shape(), (Shape{B, Tl, C}));
+  for (size_t i = 0; i < mine.size(); ++i) ASSERT_EQ(sum.f32()[i], n * (n + 1) / 2 * mine[i]) << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, TensorParallel, ::testing::Values("gpt2", "llama"),
