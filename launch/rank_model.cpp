@@ -30,21 +30,12 @@ void check_rank_layout(const RunConfig& cfg, int tp, int pp, int dp) {
   TensorParallelOptions o;
   o.vocab_align = cfg.parallel.vocab_align;
   check_tensor_parallel(cfg.model, tp, o);
-  if (cfg.parallel.sequence_parallel && tp > 1) {
+  if (cfg.parallel.sequence_parallel && tp > 1)
     BRAID_USER_CHECK(cfg.data.seq_len % tp == 0,
                      "parallel.sequence_parallel splits every sequence over the {} tensor-parallel "
                      "ranks, but data.seq_len = {} is not a multiple of parallel.tp = {}; choose "
                      "a seq_len divisible by {} or set sequence_parallel: false",
                      tp, cfg.data.seq_len, tp, tp);
-    for (const std::string& t : cfg.lora.targets)
-      BRAID_USER_CHECK(
-          !cfg.lora.enabled() || !(t == "o" || t == "down" || t == "c_proj" || t == "all-linear"),
-          "lora.targets has '{}', a row-parallel projection, and "
-          "parallel.sequence_parallel is true: adapters on row-parallel layers are "
-          "not supported with sequence parallelism yet; target the column-parallel "
-          "ones (q, k, v, gate, up, c_attn, c_fc) or set sequence_parallel: false",
-          t);
-  }
   const PipelineSchedule s = schedule_for(cfg, pp);
   const std::vector<int> split = cfg.parallel.pp_split_blocks();
   for (int vs = 0; vs < s.num_virtual_stages(); ++vs)
@@ -78,7 +69,7 @@ RankModel::RankModel(ExecContext& ctx, const RunConfig& cfg, const RankModelComm
     if (!init_from.empty() && !resume) init_weights_from(*t, init_from);  // whole, before the split
     if (tp_) apply_tensor_parallel(ctx, *t, *tp_, tpo);
     apply_training_passes(*t, cfg, tp_rank(), verbose && c == 0);
-    if (tp_ && cfg.lora.enabled()) apply_tensor_parallel_lora(*t, *tp_);
+    if (tp_ && cfg.lora.enabled()) apply_tensor_parallel_lora(*t, *tp_, tpo.sequence_parallel);
     if (resume) {  // each parameter takes its part of the whole tensor
       for (Parameter* p : t->parameters()) {
         check_tensor_matches(*resume, p->name, whole_shape_of(*p), DType::F32);

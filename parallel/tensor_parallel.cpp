@@ -9,6 +9,7 @@
 #include "core/kernels/linear.h"
 #include "core/models/lora.h"
 #include "parallel/scalar_reduce.h"
+#include "parallel/sequence_parallel.h"
 #include "parallel/tp_layers.h"
 
 namespace braid {
@@ -176,13 +177,32 @@ void sum_replicated_parts(ExecContext& ctx, const std::vector<Parameter*>& param
   }
 }
 
-int apply_tensor_parallel_lora(Transformer& model, Communicator& tp) {
+int apply_tensor_parallel_lora(Transformer& model, Communicator& tp, bool sequence_parallel) {
   int n = 0;
   model.visit([&](Module& m) {
     auto* l = dynamic_cast<LoraLinear*>(&m);
     if (!l || tp.size() == 1) return;
     auto sum = [&tp](Tensor& t) { tp.all_reduce(t, ReduceOp::Sum).wait(); };
-    if (l->lora_A.shard.sharded()) l->sum_partial_t = sum;   // row-parallel base
+    if (l->lora_A.shard.sharded()) {  // row-parallel base
+      if (sequence_parallel) {
+        // The base's output is this rank's slice of the sequences: t is summed and scattered
+        // to the same slice, dt gathered back to every position. B then sees only the slice's
+        // rows: its partial gradients are summed over tp like a replicated part's.
+        l->sum_partial_t = [&tp](ExecContext& ctx, const Tensor& t) {
+          return seq_reduce_scatter(ctx, tp, t, DType::F32);
+        };
+        l->gather_dt = [&tp](ExecContext& ctx, const Tensor& dt) {
+          return seq_all_gather(ctx, tp, dt);
+        };
+        l->lora_B.shard.replicas = tp.size();
+      } else {
+        l->sum_partial_t = [&tp](ExecContext&, const Tensor& t) {
+          Tensor s = t;
+          tp.all_reduce(s, ReduceOp::Sum).wait();
+          return s;
+        };
+      }
+    }
     if (l->lora_B.shard.sharded()) l->sum_partial_dt = sum;  // column-parallel base
     n += l->lora_A.shard.sharded() || l->lora_B.shard.sharded();
   });

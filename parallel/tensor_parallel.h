@@ -58,8 +58,10 @@ void sum_replicated_parts(ExecContext& ctx, const std::vector<Parameter*>& param
 // LoRA after the tensor-parallel pass (lora.h: A and B follow the base's split): installs the
 // group sums on every LoraLinear of `model` whose base is split, the partial t = A_r x_r of a
 // row-parallel base in the forward, the partial dt = s dy_r B_r of a column-parallel base in
-// the backward. Returns how many it set up.
-int apply_tensor_parallel_lora(Transformer& model, Communicator& tp);
+// the backward (sequence parallelism: a row-parallel base's t reduce-scattered to this rank's
+// slice, dt gathered back, B's partial gradients summed). Returns how many it set up.
+int apply_tensor_parallel_lora(Transformer& model, Communicator& tp,
+                               bool sequence_parallel = false);
 
 // The vocab-parallel cross-entropy of a head weight holding rows [row_begin, row_begin + rows)
 // of the padded vocabulary (rows >= vocab are padding): a HeadLossFn for Transformer.

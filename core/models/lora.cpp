@@ -104,9 +104,10 @@ Tensor LoraLinear::dropped(ExecContext& ctx, const Tensor& x, uint64_t seed) con
 Tensor LoraLinear::add_update(ExecContext& ctx, Tensor& y, const Tensor& xd) const {
   const int64_t r = lora_A.value.dim(0);
   Tensor t = xd.new_empty(with_last(xd.shape(), r), DType::F32);  // (..., r)
+  Tensor t_rows = as_rows(t);
+  linear_forward(ctx, t_rows, as_rows(xd), lora_A.value, Tensor());
+  if (sum_partial_t) t = sum_partial_t(ctx, t);
   Tensor t2 = as_rows(t);
-  linear_forward(ctx, t2, as_rows(xd), lora_A.value, Tensor());
-  if (sum_partial_t) sum_partial_t(t);
   scale_inplace(ctx, t2, scale_);
   Tensor u = empty_like(y);
   Tensor u2 = as_rows(u);
@@ -136,9 +137,11 @@ Tensor LoraLinear::backward(const Tensor& dy, MicroBatch& mb) {
   const Tensor dy2 = as_rows(dy), t2 = as_rows(t);
   // dt = s * dy B (N, r): the path back to A and x.
   Tensor dt = t.new_empty(t.shape(), DType::F32);
+  Tensor dt_rows = as_rows(dt);
+  linear_backward_input(ctx, dt_rows, dy2, lora_B.value);
+  scale_inplace(ctx, dt_rows, scale_);
+  if (gather_dt) dt = gather_dt(ctx, dt);  // every position, as x has
   Tensor dt2 = as_rows(dt);
-  linear_backward_input(ctx, dt2, dy2, lora_B.value);
-  scale_inplace(ctx, dt2, scale_);
   Tensor dx = base_.backward(dy, mb);
   // dx += dropout(dt A): the mask is the forward's, redrawn from the seed.
   Tensor dxd = empty_like(dx);

@@ -43,11 +43,15 @@ class LoraLinear final : public Module {
   Parameter lora_B;  // (out, r)
 
   // Set by a tensor-parallel pass (empty on one rank). A row-parallel base (inputs split):
-  // t = A_r x_r is this rank's partial sum, summed over the group in the forward before B. A
-  // column-parallel base (outputs split): dt = s dy_r B_r is partial, summed over the group in
-  // the backward after this rank's part of the input gradient is taken from it (the layer's
-  // input-gradient all-reduce sums those), so dA = dt^T x is whole on every rank.
-  std::function<void(Tensor&)> sum_partial_t, sum_partial_dt;
+  // t = A_r x_r is this rank's partial sum, summed over the group in the forward before B
+  // (sum_partial_t returns the sum; under sequence parallelism only this rank's slice of the
+  // sequences, matching the base's output slice, and then gather_dt gathers the slices of
+  // dt = s dy B back to every position in the backward). A column-parallel base (outputs
+  // split): dt = s dy_r B_r is partial, summed over the group in the backward after this
+  // rank's part of the input gradient is taken from it (the layer's input-gradient all-reduce
+  // sums those), so dA = dt^T x is whole on every rank.
+  std::function<Tensor(ExecContext&, const Tensor&)> sum_partial_t, gather_dt;
+  std::function<void(Tensor&)> sum_partial_dt;
 
  private:
   // x, or dropout(x) with the micro-batch's mask when dropout is on and seed != 0.
