@@ -3,6 +3,7 @@
 
 #include "launch/mixed_precision.h"
 #include "launch/model_passes.h"
+#include "launch/plan/config_input.h"
 #include "parallel/tensor_parallel.h"
 
 namespace braid {
@@ -26,6 +27,11 @@ Shape whole_shape_of(const Parameter& p) {
 
 }  // namespace
 
+std::vector<int> pipeline_split(const RunConfig& cfg, int num_virtual) {
+  return plan::braid_virtual_stage_blocks(cfg, plan::plan_input_from_run_config(cfg).train,
+                                          num_virtual);
+}
+
 void check_rank_layout(const RunConfig& cfg, int tp, int pp, int dp) {
   TensorParallelOptions o;
   o.vocab_align = cfg.parallel.vocab_align;
@@ -37,7 +43,7 @@ void check_rank_layout(const RunConfig& cfg, int tp, int pp, int dp) {
                      "a seq_len divisible by {} or set sequence_parallel: false",
                      tp, cfg.data.seq_len, tp, tp);
   const PipelineSchedule s = schedule_for(cfg, pp);
-  const std::vector<int> split = cfg.parallel.pp_split_blocks();
+  const std::vector<int> split = pipeline_split(cfg, s.num_virtual_stages());
   for (int vs = 0; vs < s.num_virtual_stages(); ++vs)
     pipeline_block_range(cfg.model.n_layer, s.num_virtual_stages(), vs, split);
   BRAID_USER_CHECK(!(cfg.optim.zero == 1 && (tp > 1 || pp > 1)),
@@ -55,7 +61,8 @@ RankModel::RankModel(ExecContext& ctx, const RunConfig& cfg, const RankModelComm
   if (pp_ && pp_->size() == 1) pp_ = nullptr;
   PipelineSchedule sched = schedule_for(cfg, stages());
   micro_batches_ = sched.spec.micro_batches;
-  const std::vector<int> split = cfg.parallel.pp_split_blocks();
+  split_ = pipeline_split(cfg, sched.num_virtual_stages());
+  const std::vector<int>& split = split_;
   TensorParallelOptions tpo;
   tpo.vocab_align = cfg.parallel.vocab_align;
   tpo.sequence_parallel = cfg.parallel.sequence_parallel && tp_;

@@ -45,6 +45,8 @@ class RankModel {
   int stages() const { return pp_ ? pp_->size() : 1; }
   int stage() const { return pp_ ? pp_->rank() : 0; }
   const PipelineSchedule& schedule() const { return executor_->schedule(); }
+  // Blocks of each virtual stage (pipeline_split); empty with one stage.
+  const std::vector<int>& block_split() const { return split_; }
   PipelineExecutor& executor() { return *executor_; }
 
   // Every parameter of this rank's chunks, chunk by chunk, each in order of use.
@@ -93,7 +95,14 @@ class RankModel {
   std::unique_ptr<PipelineExecutor> executor_;
   std::function<void(MicroBatch&, int)> prepare_;  // of the step in progress
   int micro_batches_ = 1;
+  std::vector<int> split_;
 };
+
+// Blocks of each of num_virtual virtual stages: parallel.pp_split when given, else the split
+// that balances the stages' cost with the LM head counted on the last one
+// (plan::balanced_stage_blocks). Empty for one stage (or fewer blocks than stages, which
+// pipeline_block_range refuses).
+std::vector<int> pipeline_split(const RunConfig& cfg, int num_virtual);
 
 // Throws braid::UserError (naming the keys) for a layout this model and batch cannot run:
 // tensor-parallel sizes that do not split, more stages than blocks, a schedule that needs more

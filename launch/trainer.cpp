@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/ranges.h>
+
 #include "core/kernels/gemm.h"
 #include "core/models/generate.h"
 #include "core/models/lora.h"
@@ -268,9 +270,11 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
       lead ? choose_mfu_peak(ctx, cfg.train.peak_tflops, machine, kPeakProbeSeconds)
            : PeakChoice{1.0, "not measured on this rank"};
   const double peak = peak_choice.flops_per_s * layout.ranks;
-  if (lead) std::printf("braid train: %s, %s %.2fM params, %d threads, gemm %s, run dir %s\n",
-              config_path.c_str(), cfg.model.family.c_str(), cfg.model.num_params() / 1e6,
-              omp_get_max_threads(), gemm_backend_name(ctx.gemm()).c_str(), run_dir.string().c_str());
+  if (lead)
+    std::printf("braid train: %s, %s %.2fM params, %d threads, gemm %s, run dir %s\n",
+                config_path.c_str(), cfg.model.family.c_str(), cfg.model.num_params() / 1e6,
+                omp_get_max_threads(), gemm_backend_name(ctx.gemm()).c_str(),
+                run_dir.string().c_str());
   if (lead && dist) {
     std::string line = fmt::format("parallel: {} over {} ranks", dist->mesh.str(), layout.ranks);
     if (cfg.parallel.sequence_parallel && tp > 1) line += ", sequence parallel";
@@ -279,6 +283,10 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
                           cfg.parallel.virtual_stages > 1
                               ? fmt::format(", {} chunks per stage", cfg.parallel.virtual_stages)
                               : std::string());
+    if (pp > 1)
+      line += fmt::format(", blocks per {}stage [{}]",
+                          cfg.parallel.virtual_stages > 1 ? "virtual " : "",
+                          fmt::join(model.block_split(), ", "));
     if (buckets)
       line += fmt::format(", {} gradient buckets ({}), ZeRO {}", buckets->buckets().size(),
                           cfg.parallel.allreduce_dtype, layout.zero);

@@ -53,8 +53,9 @@ struct ParallelConfig {
     v("virtual_stages", virtual_stages,
       "Model chunks per pipeline stage for interleaved-1f1b (1 otherwise).");
     v("pp_split", pp_split,
-      "Blocks per pipeline (virtual) stage, e.g. [3, 5]; empty: an even split, the remainder to "
-      "the earliest stages.");
+      "Blocks per pipeline (virtual) stage, e.g. [3, 5]; empty: the split that balances the stages' "
+      "FLOPs with the LM head counted on the last one (the even split, remainder to the earliest "
+      "stages, when the head costs less than a block).");
     v("vocab_align", vocab_align,
       "Under tensor parallelism the vocabulary is padded to a multiple of tp * vocab_align (padded "
       "logits are masked out of the loss; checkpoints and export drop the padding).");

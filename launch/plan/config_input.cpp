@@ -8,8 +8,16 @@
 
 #include "core/error.h"
 #include "launch/config.h"
+#include "launch/plan/stage_split.h"
 
 namespace braid::plan {
+
+std::vector<int> braid_virtual_stage_blocks(const RunConfig& cfg, const TrainOptions& t,
+                                            int num_virtual) {
+  std::vector<int> split = cfg.parallel.pp_split_blocks();
+  if (!split.empty() || num_virtual == 1 || cfg.model.n_layer < num_virtual) return split;
+  return balanced_stage_blocks(cfg.model, t, num_virtual);
+}
 
 ConfigPlanInput plan_input_from_run_config(const RunConfig& cfg) {
   ConfigPlanInput in;
@@ -45,6 +53,14 @@ ConfigPlanInput plan_input_from_run_config(const RunConfig& cfg) {
   t.dropout = 0;             // braid's models have no dropout
   t.sequence_parallel = cfg.parallel.sequence_parallel;  // no effect at tp = 1
   t.grads_in_buckets = true;  // parallel/grad_buckets.h: gradients are views of the buckets
+  if (l.pp > 1) {
+    const int nv = l.pp * l.vp;
+    const std::vector<int> v = braid_virtual_stage_blocks(cfg, t, nv);
+    if (static_cast<int>(v.size()) == nv) {
+      t.stage_blocks.assign(static_cast<size_t>(l.pp), 0);
+      for (int vs = 0; vs < nv; ++vs) t.stage_blocks[static_cast<size_t>(vs % l.pp)] += v[vs];
+    }
+  }
   return in;
 }
 

@@ -27,6 +27,12 @@ struct ConfigPlanInput {
 // dropout, no checkpointing, no sequence parallelism.
 ConfigPlanInput plan_input_from_run_config(const RunConfig& cfg);
 
+// Blocks of each of num_virtual virtual stages as braid train splits them: parallel.pp_split
+// when given, else balanced_stage_blocks for the config's training step t. Empty for one
+// stage, or fewer blocks than stages (the trainer refuses that layout).
+std::vector<int> braid_virtual_stage_blocks(const RunConfig& cfg, const TrainOptions& t,
+                                            int num_virtual);
+
 // load_run_config(path, overrides) followed by plan_input_from_run_config. Errors are the
 // loader's UserErrors (they name the file, line or override, and the key).
 ConfigPlanInput load_plan_config(const std::string& path,

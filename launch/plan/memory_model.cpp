@@ -70,7 +70,7 @@ MemoryBreakdown stage_memory(const ModelConfig& m, const TrainOptions& t, const 
   const double shard = static_cast<double>(layout.dp) * cp;
   const int64_t b = t.micro_batch;
   const double e = precision_bytes(t.precision);
-  const double layers = std::ceil(static_cast<double>(m.n_layer) / p);
+  const double layers = stage_blocks_of(t, m.n_layer, p, stage);
   const bool first = stage == 0, last = stage == p - 1;
   const bool lora = t.lora_rank > 0;
 

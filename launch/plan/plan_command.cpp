@@ -132,6 +132,7 @@ plan::TrainOptions resolve_train(const PlanArgs& a, const plan::ConfigPlanInput*
     if (!given(a.opt_zero)) t.zero = f.zero;
     t.grads_in_buckets = f.grads_in_buckets;
     t.sequence_parallel = f.sequence_parallel;
+    t.stage_blocks = f.stage_blocks;  // the run's pipeline split (used while pp matches)
     t.seq = given(a.opt_seq) ? a.seq : f.seq;
   }
   if (a.checkpointing == "none")
@@ -349,11 +350,11 @@ void run_plan(const PlanArgs& given) {
       user_error(
           "--compare needs a calibrated profile: add --device-profile <file from braid plan "
           "--calibrate>");
-    // Rank 0's kernel groups: under pp it runs stage 0 (ceil(L/p) blocks, as braid's even
-    // split gives the earliest stages the remainder, and no LM head), not the slowest stage.
+    // Rank 0's kernel groups: under pp it runs stage 0 (its blocks of the run's split, no LM
+    // head), not the slowest stage.
     plan::PlanResult groups = r;
     if (l.pp > 1) {
-      const double layers0 = std::ceil(static_cast<double>(m.n_layer) / l.pp);
+      const double layers0 = plan::stage_blocks_of(t, m.n_layer, l.pp, 0);
       const plan::CpuStepTime k = plan::cpu_microbatch_time(m, t, c.cpu, layers0, false, l.tp);
       const double mbs = r.micro_batches;
       groups.cpu_kernels = {k.gemm * mbs,           k.attention * mbs,  k.lm_head * mbs,

@@ -136,7 +136,18 @@ struct TrainOptions {
   // braid binds the gradients into its data-parallel buckets (no second copy to reduce from);
   // torch DDP and Megatron copy into 2 x 25 MiB of buckets.
   bool grads_in_buckets = false;
+  // Blocks held by each pipeline stage as a braid run splits them (its chunks summed under
+  // interleaving; used when it has pp entries). Empty: the even split, whose largest stage,
+  // ceil(n_layer / pp) blocks, is modelled as the one with the LM head (published runs).
+  std::vector<int> stage_blocks;
 };
+
+// Blocks of pipeline stage `stage` of pp: t.stage_blocks when it has pp entries, else
+// ceil(n_layer / pp).
+inline double stage_blocks_of(const TrainOptions& t, int n_layer, int pp, int stage) {
+  if (static_cast<int>(t.stage_blocks.size()) == pp) return t.stage_blocks[stage];
+  return static_cast<double>((n_layer + pp - 1) / pp);
+}
 
 // Parallel layout. dp*tp*pp*cp must equal the GPUs used; ranks are ordered tp fastest, then cp,
 // then pp, then dp.

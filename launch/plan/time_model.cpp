@@ -144,7 +144,9 @@ PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
 
   // One micro-batch through the slowest stage (the last one carries the LM head); with context
   // parallelism each rank runs 1/cp of the micro-batch's tokens.
-  const double layers = std::ceil(static_cast<double>(m.n_layer) / l.pp);
+  // The slowest stage: the ceil(L/p)-block one with the head, or, for a braid run's own split,
+  // whichever of its stages costs most (set below once a layer's time is known).
+  double layers = stage_blocks_of(t, m.n_layer, l.pp, l.pp - 1);
   const double tok_mb = static_cast<double>(s) * b / l.cp;
   TrainOptions nock = t;
   nock.checkpointing = Checkpointing::None;
@@ -159,12 +161,31 @@ PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
   const double layer_s = layer_flops_s + c.gpu.elementwise_touches * passes * act_layer / hbm;
   const double head_s = head_flops_per_token(m, t) * tok_mb / l.tp / rate +
                         3.0 * 4.0 * tok_mb * m.vocab_size / l.tp / hbm;  // fp32 logits
-  double stage_compute = layers * layer_s + head_s;
+  int slowest = l.pp - 1;
+  for (int st = 0; st < l.pp; ++st)
+    if (stage_blocks_of(t, m.n_layer, l.pp, st) * layer_s + (st == l.pp - 1 ? head_s : 0.0) >
+        stage_blocks_of(t, m.n_layer, l.pp, slowest) * layer_s +
+            (slowest == l.pp - 1 ? head_s : 0.0))
+      slowest = st;
+  layers = stage_blocks_of(t, m.n_layer, l.pp, slowest);
+  double stage_compute = layers * layer_s + (slowest == l.pp - 1 ? head_s : 0.0);
   if (has_kernel_rates(c.cpu)) {
-    // A calibrated CPU profile: time each kernel group at the rate measured for braid's kernels.
+    // A calibrated CPU profile: time each kernel group at the rate measured for braid's kernels
+    // (the slowest stage of a braid run's split: the last, or its largest other one).
     TrainOptions local = t;
     local.seq = static_cast<int>(s / l.cp);
-    const CpuStepTime k = cpu_microbatch_time(m, l.cp > 1 ? local : t, c.cpu, layers, true, l.tp);
+    const TrainOptions& tt = l.cp > 1 ? local : t;
+    CpuStepTime k = cpu_microbatch_time(m, tt, c.cpu, stage_blocks_of(t, m.n_layer, l.pp, l.pp - 1),
+                                        true, l.tp);
+    layers = stage_blocks_of(t, m.n_layer, l.pp, l.pp - 1);
+    for (int st = 0; st + 1 < l.pp && static_cast<int>(t.stage_blocks.size()) == l.pp; ++st) {
+      const CpuStepTime o =
+          cpu_microbatch_time(m, tt, c.cpu, stage_blocks_of(t, m.n_layer, l.pp, st), false, l.tp);
+      if (o.compute() > k.compute()) {
+        k = o;
+        layers = stage_blocks_of(t, m.n_layer, l.pp, st);
+      }
+    }
     stage_compute = k.compute();
     r.kernel_model = true;
     r.cpu_kernels = {k.gemm * mbs,

@@ -32,6 +32,14 @@ mpi 4 --set run.name=pp4 --set parallel.pp=4 > pp4.log
 if [ "$FAMILY" = llama ]; then exact one pp4; else same_losses one pp4 $TOL; fi
 mpi 2 --set run.name=split --set parallel.pp=2 --set 'parallel.pp_split=[1,3]' > split.log
 if [ "$FAMILY" = llama ]; then exact one split; else same_losses one split $TOL; fi
+grep -q "blocks per stage \[1, 3\]" split.log || fail "pp_split not in the layout line"
+grep -q "blocks per stage \[2, 2\]" pp2_1f1b.log || fail "the even split not in the layout line"
+# The default split counts the LM head: with a 1024-row head (2.4 blocks of work) on the last
+# stage, 3 + 1 blocks beat 2 + 2.
+"$BRAID" train c.yaml --set run.name=one_v1k --set model.vocab_size=1024 > one_v1k.log
+mpi 2 --set run.name=bal --set parallel.pp=2 --set model.vocab_size=1024 > bal.log
+grep -q "blocks per stage \[3, 1\]" bal.log || { grep "parallel:" bal.log; fail "the head was not counted in the split"; }
+if [ "$FAMILY" = llama ]; then exact one_v1k bal; else same_losses one_v1k bal $TOL; fi
 
 if [ "$FAMILY" = llama ]; then
   # tp = 4 > n_kv_head = 2: each kv head replicated over two ranks, their partial gradients
