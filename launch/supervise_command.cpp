@@ -45,8 +45,8 @@ void add_supervise_command(CLI::App& app) {
                 "written), then stop the command; default: launcher mode, SIGUSR1 to the "
                 "command (mpirun relays it to every rank)");
   c->add_option("--drain-s", o->sup.drain_s,
-                "Worker mode: after those processes have exited, wait up to this many seconds "
-                "for the namespace's other processes (orted, the ssh session) to end");
+                "Worker mode as PID 1: after those processes have exited, wait up to this many "
+                "seconds for the pod's other processes (orted, the ssh session) to end");
   CLI::Option* run = c->add_option("--run", o->run_dir,
                                    "The run directory (run.dir/run.name): when the command exits "
                                    "0 but the run stopped on a signal, exit --stopped-exit-code");

@@ -17,6 +17,8 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 
@@ -173,10 +175,15 @@ int run_supervised(const SupervisorOptions& o) {
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
-  for (int s : kStopSignals) ::sigaction(s, &sa, nullptr);
-  for (int s : kRelayed) ::sigaction(s, &sa, nullptr);
-  ::sigaction(SIGCHLD, &sa, nullptr);
+  std::vector<std::pair<int, struct sigaction>> old_actions;
+  for (int s = 1; s < NSIG; ++s) {
+    if (!sigismember(&set, s)) continue;
+    old_actions.push_back({s, {}});
+    ::sigaction(s, &sa, &old_actions.back().second);
+  }
 
+  // Not PID 1 (docker run without --init, a shell): orphans of the job are still reaped here.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   const pid_t child = spawn(o.command, old_mask);
   const bool worker = !o.stop_ranks.empty();
   say("started '{}' (pid {}){}", o.command[0], child,
@@ -232,9 +239,16 @@ int run_supervised(const SupervisorOptions& o) {
     }
 
     if (phase == Phase::kRanks && live_named(o.stop_ranks).empty()) {
-      say("the '{}' processes have exited; waiting up to {} s for the rest of the job to end",
-          o.stop_ranks, o.drain_s);
-      phase = Phase::kDrain;
+      // Only as PID 1 is /proc this pod's alone; elsewhere the rest would be the whole machine.
+      const bool drain = ::getpid() == 1 && o.drain_s > 0;
+      say("the '{}' processes have exited{}", o.stop_ranks,
+          drain ? fmt::format("; waiting up to {} s for the rest of the job to end", o.drain_s)
+                : "");
+      phase = drain ? Phase::kDrain : Phase::kChild;
+      if (!drain) {
+        say("SIGTERM to pid {}", child);
+        ::kill(child, SIGTERM);
+      }
       drain_until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                        std::chrono::duration<double>(o.drain_s));
     }
@@ -248,6 +262,7 @@ int run_supervised(const SupervisorOptions& o) {
       }
     }
   }
+  for (const auto& [s, act] : old_actions) ::sigaction(s, &act, nullptr);
   ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   return *child_status;
 }

@@ -17,9 +17,9 @@ struct SupervisorOptions {
   // Else worker mode: the first one becomes SIGTERM to every process of this PID namespace
   // whose name (/proc/PID/comm) is this; the child (sshd) is stopped once they have exited.
   std::string stop_ranks;
-  // Worker mode: after the named processes have exited, how long to wait for the other
-  // processes of the namespace (orted, the ssh session) to end before stopping the child.
-  double drain_s = 30;
+  // Worker mode as PID 1: after the named processes have exited, how long to wait for the
+  // other processes of the pod (orted, the ssh session) to end before stopping the child.
+  double drain_s = 10;
 };
 
 // A process of this PID namespace as /proc/PID/stat shows it.
