@@ -3,9 +3,10 @@
 # comes back, orphans are reaped, a SIGTERM stops a single-process `braid train` cleanly
 # (SIGUSR1) and --run turns that into exit 75 while a finished run exits 0, a second SIGTERM
 # stops the child at once, and worker mode stops the named processes before the child.
-#   supervise_cli.sh <braid> <workdir>
+# Also launcher mode over a real local mpirun (2 ranks): SIGUSR1 relayed to both, exit 75.
+#   supervise_cli.sh <braid> <workdir> <mpirun>
 set -euo pipefail
-BRAID=$1 WORK=$2
+BRAID=$1 WORK=$2 MPIRUN=$3
 rm -rf "$WORK"
 mkdir -p "$WORK/corpus"
 cd "$WORK"
@@ -86,6 +87,23 @@ grep -q "resumed from" out.txt || fail "the second run did not resume"
 [ "$(rc_of "$BRAID" supervise --run runs/nowhere -- true)" = 1 ] &&
   grep -q "has no metrics.jsonl" out.txt || fail "a wrong --run was not reported"
 echo "ok: stopped run exits 75 and resumes; finished run exits 0"
+
+# Launcher mode over mpirun: mpirun relays the SIGUSR1 to both ranks, which stop together.
+"$BRAID" supervise --run runs/mpi -- "$MPIRUN" --oversubscribe -np 2 "$BRAID" train c.yaml \
+  --set run.name=mpi >mpi.log 2>&1 &
+sup=$!
+for _ in $(seq 1 300); do grep -qs '"step_loss"' runs/mpi/metrics.jsonl && break; sleep 0.1; done
+kill -TERM "$sup"
+rc=0
+timeout 60 tail --pid="$sup" -f /dev/null || { kill -KILL "$sup"; fail "mpirun did not stop"; }
+wait "$sup" || rc=$?
+[ "$rc" = 75 ] || { cat mpi.log; fail "mpirun under the supervisor: exit $rc, expected 75"; }
+ck=$(ls runs/mpi/checkpoints | grep step- | tail -1)
+for r in 0 1; do
+  grep -q "stopped by SIGUSR1 after step $((10#${ck#step-}))/" runs/mpi/logs/rank-$r.log ||
+    fail "rank $r did not stop by SIGUSR1 at the checkpoint's step ($ck)"
+done
+echo "ok: mpirun relays SIGUSR1; both ranks stopped after the same step, exit 75"
 
 # Worker mode, here outside a PID namespace: the named processes (a copy of sleep under a
 # name nothing else on this machine has) get SIGTERM and are waited for, then the child.
