@@ -38,11 +38,14 @@ echo "ok: exit status passed on"
 
 # Orphans are reaped: a grandchild whose parent has gone becomes the supervisor's child (as
 # PID 1, or here as a subreaper) and must not stay a zombie.
-"$BRAID" supervise -- sh -c '(sleep 0.2 &); sleep 3' 2>/dev/null &
+"$BRAID" supervise -- sh -c '(sleep 1 &); sleep 3' 2>/dev/null &
 sup=$!
+sleep 0.5
+adopted=$(pgrep -P "$sup" -x sleep || true)  # the orphan, now the supervisor's child
 sleep 1.5
 zombies=$(ps -o stat= --ppid "$sup" | grep -c Z || true)
 wait "$sup"
+[ -n "$adopted" ] || fail "the orphan was not adopted by the supervisor"
 [ "$zombies" = 0 ] || fail "the supervisor left $zombies zombie(s)"
 echo "ok: orphans reaped"
 
