@@ -1,6 +1,8 @@
 // braid supervise's pieces: /proc/PID/stat parsing, the process list, the "stopped on a
-// signal" test on metrics.jsonl, and run_supervised's exit status and exec failure.
+// signal" test on metrics.jsonl, run_supervised's exit status and exec failure; and SIGUSR1
+// being a stop request for braid train, like SIGTERM.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,6 +10,7 @@
 #include <fstream>
 
 #include "launch/run_metrics.h"
+#include "launch/signals.h"
 #include "launch/supervisor.h"
 
 namespace braid {
@@ -80,6 +83,22 @@ TEST(RunMetrics, StoppedBySignalFromAFile) {
                                      "\n";
   EXPECT_FALSE(stopped_by_signal(read_metrics_jsonl(f.string())));
   fs::remove(f);
+}
+
+TEST(StopSignals, Sigusr1IsAStopRequestLikeSigterm) {
+  {
+    const StopSignals stop;
+    EXPECT_EQ(stop.requested(), 0);
+    ::raise(SIGUSR1);  // the process survives: the handler only records it
+    EXPECT_EQ(stop.requested(), SIGUSR1);
+  }
+  EXPECT_STREQ(StopSignals::name(SIGUSR1), "SIGUSR1");
+  EXPECT_STREQ(StopSignals::name(SIGTERM), "SIGTERM");
+  EXPECT_STREQ(StopSignals::name(SIGINT), "SIGINT");
+  // Uninstalled again: SIGUSR1 has its default action (terminate) back.
+  struct sigaction now {};
+  ::sigaction(SIGUSR1, nullptr, &now);
+  EXPECT_EQ(now.sa_handler, SIG_DFL);
 }
 
 TEST(Supervisor, ReturnsTheChildsWaitStatus) {
