@@ -11,6 +11,8 @@
 # eviction is SIGTERM to the pod's PID 1. Cases:
 #   worker:   SIGTERM to pod-b's PID 1 -> its supervisor stops the braid rank there
 #   launcher: SIGTERM to the launcher's supervisor -> SIGUSR1 to mpirun, relayed to every rank
+#   all:      both at once, to every pod (a whole job preempted): each rank gets a SIGTERM from
+#             its pod and the relayed SIGUSR1, which must not count as a second signal
 # Each time: every rank stops after the same step, one checkpoint, mpirun exits 0, the launcher
 # exits 75 (stopped: retry), and a resume continues bit for bit like an uninterrupted run.
 #   k8s_eviction.sh <mpirun> <braid> <workdir>       exit 77 (skip) without root or unshare
@@ -101,7 +103,7 @@ ranks_in_pods() {
   [ "$in_a" = 1 ] && [ "$in_b" = 1 ] || fail "ranks per pod: pod-a $in_a, pod-b $in_b (expected 1 and 1)"
 }
 
-for case in worker launcher; do
+for case in worker launcher all; do
   name=evict_$case
   start_pod a
   start_pod b
@@ -113,11 +115,11 @@ for case in worker launcher; do
   [ "$(steps_logged "$name")" -ge 15 ] ||
     { cat "$name.log"; fail "$name: training did not start in the pods"; }
   ranks_in_pods
-  if [ "$case" = worker ]; then
-    kill -TERM "$(pod_field b 2)"  # the eviction of pod-b: SIGTERM to its PID 1
-  else
-    kill -TERM "$LAUNCHER"  # the eviction of the launcher pod
-  fi
+  case $case in
+    worker) kill -TERM "$(pod_field b 2)" ;;  # the eviction of pod-b: SIGTERM to its PID 1
+    launcher) kill -TERM "$LAUNCHER" ;;       # the eviction of the launcher pod
+    all) kill -TERM "$LAUNCHER" "$(pod_field a 2)" "$(pod_field b 2)" ;;
+  esac
   wait_launcher "$name"
   grep -v $'\e' "$name.log" || true  # without the progress lines
   [ "$RC" = 75 ] || fail "$name: the launcher exited $RC (expected 75: stopped, retry)"
@@ -125,23 +127,25 @@ for case in worker launcher; do
   ck=$(ls "runs/$name/checkpoints" | grep step- | tail -1)
   [ "$(ls "runs/$name/checkpoints" | grep -c step-)" = 1 ] || fail "$name: not exactly one checkpoint"
   stopped=$((10#${ck#step-}))
-  sig=SIGUSR1
-  [ "$case" = worker ] && sig=SIGTERM
+  sig=SIGTERM  # the ranks agree on the highest signal number any of them received
+  [ "$case" = launcher ] && sig=SIGUSR1
   grep -q "stopped by $sig after step $stopped/" "runs/$name/logs/rank-0.log" ||
     fail "$name: rank 0 did not stop by $sig at step $stopped"
   grep -q "stopped by $sig after step $stopped/" "runs/$name/logs/rank-1.log" ||
     fail "$name: rank 1 did not stop at step $stopped"
   echo "$name: both ranks stopped after step $stopped, mpirun 0, launcher 75"
-  if [ "$case" = worker ]; then
+  evicted=
+  [ "$case" = worker ] && evicted=b
+  [ "$case" = all ] && evicted="a b"
+  for p in $evicted; do
     # The evicted pod's supervisor waited for its rank and orted, then stopped sleep.
-    up=$(pod_field b 1)
-    timeout 30 tail --pid="$up" -f /dev/null || fail "pod-b's supervisor did not exit"
-    cat pod_b.log
-    grep -q "SIGTERM to the '$exe' processes ([0-9]" pod_b.log || fail "pod-b: no rank was signalled"
-    grep -q "the '$exe' processes have exited" pod_b.log || fail "pod-b: did not wait for its rank"
-    grep -q "'sleep' exited with signal 15" pod_b.log || fail "pod-b: sleep was not stopped last"
-    start_pod b  # the operator recreates the evicted worker
-  fi
+    timeout 30 tail --pid="$(pod_field $p 1)" -f /dev/null || fail "pod-$p's supervisor did not exit"
+    cat "pod_$p.log"
+    grep -q "SIGTERM to the '$exe' processes ([0-9]" "pod_$p.log" || fail "pod-$p: no rank was signalled"
+    grep -q "the '$exe' processes have exited" "pod_$p.log" || fail "pod-$p: did not wait for its rank"
+    grep -q "'sleep' exited with signal 15" "pod_$p.log" || fail "pod-$p: sleep was not stopped last"
+    start_pod "$p"  # the operator recreates the evicted worker
+  done
   # The retried launcher resumes and trains 5 more steps in the same pods.
   launch "$name" $((stopped + 5))
   wait_launcher "$name"
