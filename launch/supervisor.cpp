@@ -17,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -193,6 +194,7 @@ int run_supervised(const SupervisorOptions& o) {
   // Worker mode's stop sequence: ranks stopping -> draining the rest -> child stopped.
   enum class Phase { kRunning, kRanks, kDrain, kChild } phase = Phase::kRunning;
   int stop_requests = 0;
+  std::set<pid_t> signalled;  // worker mode: the named processes sent their one SIGTERM
   Clock::time_point drain_until{};
   std::optional<int> child_status;
   while (!child_status) {
@@ -226,6 +228,7 @@ int run_supervised(const SupervisorOptions& o) {
             "send it again to stop at once",
             name, o.stop_ranks, ranks.empty() ? "none running" : pid_list(ranks));
         signal_all(ranks, SIGTERM);
+        signalled.insert(ranks.begin(), ranks.end());
         phase = Phase::kRanks;
       } else {
         say("{} again: SIGTERM to pid {}{} now", name, child,
@@ -238,6 +241,17 @@ int run_supervised(const SupervisorOptions& o) {
       ::kill(child, sig);  // SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2: passed on as they came
     }
 
+    if (phase == Phase::kRanks) {
+      // A rank that started after the SIGTERM (the job was still starting up) gets one too,
+      // once: a second SIGTERM would make a braid rank exit without its checkpoint.
+      std::vector<pid_t> late;
+      for (pid_t p : live_named(o.stop_ranks))
+        if (signalled.insert(p).second) late.push_back(p);
+      if (!late.empty()) {
+        say("SIGTERM to the '{}' processes started since ({})", o.stop_ranks, pid_list(late));
+        signal_all(late, SIGTERM);
+      }
+    }
     if (phase == Phase::kRanks && live_named(o.stop_ranks).empty()) {
       // Only as PID 1 is /proc this pod's alone; elsewhere the rest would be the whole machine.
       const bool drain = ::getpid() == 1 && o.drain_s > 0;

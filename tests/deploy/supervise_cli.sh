@@ -108,13 +108,18 @@ for r in 0 1; do
 done
 echo "ok: mpirun relays SIGUSR1; both ranks stopped after the same step, exit 75"
 
-# Worker mode, here outside a PID namespace: the named processes (a copy of sleep under a
-# name nothing else on this machine has) get SIGTERM and are waited for, then the child.
+# Worker mode, here outside a PID namespace: the named processes (copies of bash under a name
+# nothing else on this machine has, standing in for ranks: on SIGTERM they take two seconds to
+# "checkpoint", then exit 0) get SIGTERM and are waited for, then the child. A third one
+# starts after the SIGTERM (a rank still being launched): it gets its SIGTERM too.
 name=bsup$$
 name=${name:0:15}
-cp "$(command -v sleep)" "$name"
-"$BRAID" supervise --stop-ranks "$name" -- sh -c "./$name 300 & ./$name 301 & exec sleep 300" \
-  >worker.log 2>&1 &
+cp "$(command -v bash)" "$name"
+# However the script ends, none of them outlives it (the name is this test's own).
+trap 'for p in $(pgrep -x "$name"); do kill -KILL "$p"; done 2>/dev/null; true' EXIT
+rank="./$name -c 'trap \"sleep 2; exit 0\" TERM; while :; do sleep 0.1; done'"
+"$BRAID" supervise --stop-ranks "$name" -- \
+  sh -c "$rank & $rank & (sleep 1; exec $rank) & exec sleep 300" >worker.log 2>&1 &
 sup=$!
 for _ in $(seq 1 50); do [ "$(pgrep -cx "$name" || true)" = 2 ] && break; sleep 0.1; done
 kill -TERM "$sup"
@@ -124,6 +129,8 @@ wait "$sup" || rc=$?
 cat worker.log
 [ "$rc" = 143 ] || fail "worker mode: exit $rc, expected 143 (sleep stopped by SIGTERM)"
 grep -q "SIGTERM to the '$name' processes ([0-9]* [0-9]*)" worker.log || fail "not both signalled"
+grep -q "SIGTERM to the '$name' processes started since ([0-9]*)" worker.log ||
+  fail "the late one was not signalled"
 grep -A1 "processes have exited" worker.log | grep -q "SIGTERM to pid" ||
   fail "the child was not stopped after the named processes"
 echo PASS
