@@ -116,7 +116,7 @@ name=bsup$$
 name=${name:0:15}
 cp "$(command -v bash)" "$name"
 # However the script ends, none of them outlives it (the name is this test's own).
-trap 'for p in $(pgrep -x "$name"); do kill -KILL "$p"; done 2>/dev/null; true' EXIT
+trap 'for p in $(pgrep -x "$name" || true); do kill -KILL "$p" 2>/dev/null || true; done' EXIT
 rank="./$name -c 'trap \"sleep 2; exit 0\" TERM; while :; do sleep 0.1; done'"
 "$BRAID" supervise --stop-ranks "$name" -- \
   sh -c "$rank & $rank & (sleep 1; exec $rank) & exec sleep 300" >worker.log 2>&1 &
