@@ -16,5 +16,7 @@ void add_import_command(CLI::App& app);
 void add_merge_lora_command(CLI::App& app);
 // `braid plan` is declared in launch/plan/plan_command.h (it takes the calibrator).
 void add_report_command(CLI::App& app);
+// `braid supervise -- CMD ...`: a container entrypoint; exits the process with CMD's status.
+void add_supervise_command(CLI::App& app);
 
 }  // namespace braid

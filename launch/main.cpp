@@ -92,6 +92,7 @@ int main(int argc, char** argv) {
   braid::add_merge_lora_command(app);
   braid::add_plan_command(app, braid::plan::calibrate_machine);
   braid::add_report_command(app);
+  braid::add_supervise_command(app);
   reject_negative_numbers(app);
   if (auto msg = unknown_command(app, argc, argv)) {
     std::fprintf(stderr, "error: %s\n", msg->c_str());

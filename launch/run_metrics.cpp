@@ -79,4 +79,13 @@ RunMetrics read_metrics_jsonl(const std::string& path) {
   return r;
 }
 
+bool stopped_by_signal(const RunMetrics& m) {
+  bool stopped = false;
+  for (const auto& [ev, step] : m.events) {
+    if (ev == "start" || ev == "resume") stopped = false;
+    if (ev == "stop") stopped = true;
+  }
+  return stopped;
+}
+
 }  // namespace braid

@@ -27,4 +27,9 @@ struct RunMetrics {
 // that are not finite numbers (null in JSON) are left out of their curve.
 RunMetrics read_metrics_jsonl(const std::string& path);
 
+// True when the run's last attempt ended on a signal: a "stop" event comes after the last
+// "start" or "resume" (braid exits 0 both then and when training is done; a launcher that
+// should retry tells them apart with this).
+bool stopped_by_signal(const RunMetrics& m);
+
 }  // namespace braid

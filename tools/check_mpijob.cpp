@@ -2,10 +2,13 @@
 // that make a braid job start wrong, and prints the launcher's command, one argument per line,
 // so a test can run it in dry-run form.
 //   check_mpijob MANIFEST.yaml
-// Checked: kubeflow.org/v2beta1 MPIJob; one launcher; the launcher runs mpirun ... braid train;
-// mpirun's -np = Worker replicas x slotsPerWorker; OMP_NUM_THREADS is forwarded and
-// slotsPerWorker x OMP_NUM_THREADS = the worker's cpu limit; run.dir lies on a volume that the
-// launcher and every worker mount from the same claim (checkpoints must be shared).
+// Checked: kubeflow.org/v2beta1 MPIJob; one launcher; the launcher runs
+// `braid supervise --run RUN -- mpirun ... braid train` with RUN = run.dir/run.name; every worker
+// runs `braid supervise --stop-ranks braid -- sshd ...` (so an eviction's SIGTERM becomes a
+// clean stop, docs/multinode.md); mpirun's -np = Worker replicas x slotsPerWorker;
+// OMP_NUM_THREADS is forwarded and slotsPerWorker x OMP_NUM_THREADS = the worker's cpu limit;
+// run.dir lies on a volume that the launcher and every worker mount from the same claim
+// (checkpoints must be shared).
 #include <yaml-cpp/yaml.h>
 
 #include <cstdio>
@@ -73,6 +76,55 @@ std::vector<std::pair<std::string, std::string>> claim_mounts(const YAML::Node& 
   return out;
 }
 
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// The file name of a path: /usr/local/bin/braid -> braid.
+std::string base_name(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+// A container's command + args, one argument each.
+std::vector<std::string> container_argv(const YAML::Node& pod) {
+  std::vector<std::string> argv;
+  for (const char* part : {"command", "args"})
+    for (const auto& a : pod["containers"][0][part]) argv.push_back(a.as<std::string>());
+  return argv;
+}
+
+// `braid supervise OPTIONS -- CMD...` split at "--": the options, and CMD... (empty with an
+// error naming `where` when argv is not a supervisor's command line).
+struct Supervised {
+  std::vector<std::string> options, command;
+};
+Supervised split_supervise(const std::vector<std::string>& argv, const std::string& where,
+                           const std::string& example) {
+  Supervised out;
+  if (argv.size() < 2 || base_name(argv[0]) != "braid" || argv[1] != "supervise") {
+    error(where,
+          "must start with braid supervise (the pod's PID 1 that turns an eviction's "
+          "SIGTERM into a clean stop): " +
+              example);
+    return out;
+  }
+  size_t i = 2;
+  for (; i < argv.size() && argv[i] != "--"; ++i) out.options.push_back(argv[i]);
+  if (i == argv.size()) {
+    error(where, "braid supervise has no -- before the command: " + example);
+    return out;
+  }
+  out.command.assign(argv.begin() + static_cast<long>(i) + 1, argv.end());
+  if (out.command.empty()) error(where, "braid supervise has no command after --: " + example);
+  return out;
+}
+
+// The value after `name` in a supervise option list, or nullopt.
+std::optional<std::string> option_value(const std::vector<std::string>& opts,
+                                        const std::string& name) {
+  for (size_t i = 0; i + 1 < opts.size(); ++i)
+    if (opts[i] == name) return opts[i + 1];
+  return std::nullopt;
+}
+
 bool under(const std::string& path, const std::string& dir) {
   return path == dir || (path.rfind(dir, 0) == 0 && (dir.back() == '/' || path[dir.size()] == '/'));
 }
@@ -93,24 +145,45 @@ void check(const YAML::Node& doc) {
   const YAML::Node lpod = launcher["template"]["spec"];
   const YAML::Node wpod = worker["template"]["spec"];
 
-  std::vector<std::string> argv;
-  for (const char* part : {"command", "args"})
-    for (const auto& a : lpod["containers"][0][part]) argv.push_back(a.as<std::string>());
+  const std::vector<std::string> full = container_argv(lpod);
   const std::string where = "spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].command";
-  if (argv.empty() || argv[0] != "mpirun") error(where, "must start with mpirun");
+  const Supervised sup =
+      split_supervise(full, where, "braid supervise --run RUN_DIR -- mpirun ... braid train ...");
+  const std::vector<std::string>& argv = sup.command;
+  if (!sup.command.empty() && argv[0] != "mpirun")
+    error(where, "braid supervise must run mpirun (after --), not '" + argv[0] + "'");
+  if (option_value(sup.options, "--stop-ranks"))
+    error(where,
+          "the launcher's braid supervise takes no --stop-ranks (that is the workers' "
+          "mode; the launcher's sends SIGUSR1 to mpirun)");
   std::optional<long> np;
   std::optional<double> threads;
-  std::string run_dir;
+  std::string run_dir, run_name, braid_program;
   bool train = false;
   for (size_t i = 0; i + 1 < argv.size(); ++i) {
     const std::string& a = argv[i];
     const std::string& next = argv[i + 1];
     if (a == "-np" || a == "-n") np = std::stol(next);
     if (a == "-x" && next.rfind("OMP_NUM_THREADS=", 0) == 0) threads = std::stod(next.substr(16));
-    if (a.size() >= 5 && a.compare(a.size() - 5, 5, "braid") == 0 && next == "train") train = true;
+    if (ends_with(a, "braid") && next == "train") train = true, braid_program = base_name(a);
     if (a == "--set" && next.rfind("run.dir=", 0) == 0) run_dir = next.substr(8);
+    if (a == "--set" && next.rfind("run.name=", 0) == 0) run_name = next.substr(9);
   }
-  if (!train) error(where, "has no 'braid train' (the program mpirun starts)");
+  if (!sup.command.empty() && !train)
+    error(where, "has no 'braid train' (the program mpirun starts)");
+  // Without --run a run stopped by an eviction exits 0, and the job counts as done.
+  const auto run = option_value(sup.options, "--run");
+  if (!sup.command.empty() && !run)
+    error(where,
+          "braid supervise has no --run RUN_DIR (run.dir/run.name): a run stopped by an "
+          "eviction would exit 0 and never be retried");
+  if (run && !run_dir.empty() && run_name.empty())
+    error(where,
+          "has no --set run.name=...: braid supervise --run must name the run directory "
+          "run.dir/run.name");
+  if (run && !run_dir.empty() && !run_name.empty() && *run != run_dir + "/" + run_name)
+    error(where,
+          "braid supervise --run " + *run + " but run.dir/run.name is " + run_dir + "/" + run_name);
   if (!np) error(where, "has no -np (ranks = Worker replicas x slotsPerWorker)");
   if (np && slots && n_worker && *np != *slots * *n_worker)
     error(where, "-np " + std::to_string(*np) + " but Worker replicas x slotsPerWorker = " +
@@ -143,8 +216,22 @@ void check(const YAML::Node& doc) {
       error("spec.mpiReplicaSpecs.Worker.template.spec",
             "workers do not mount claim '" + claim + "' at run.dir=" + run_dir);
   }
+  // Each worker's entrypoint: the supervisor stopping this job's ranks, then sshd.
+  const std::string wwhere = "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].command";
+  const Supervised wsup = split_supervise(container_argv(wpod), wwhere,
+                                          "braid supervise --stop-ranks braid -- sshd -De ...");
+  if (!wsup.command.empty() && !ends_with(wsup.command[0], "sshd"))
+    error(wwhere, "braid supervise must run sshd (after --), not '" + wsup.command[0] + "'");
+  const auto stop = option_value(wsup.options, "--stop-ranks");
+  if (!wsup.command.empty() && !stop)
+    error(wwhere,
+          "braid supervise has no --stop-ranks NAME: an eviction's SIGTERM would reach "
+          "sshd only, and the ranks would be killed without a checkpoint");
+  if (stop && !braid_program.empty() && *stop != braid_program)
+    error(wwhere, "--stop-ranks " + *stop + " but the ranks run '" + braid_program +
+                      "' (the name /proc/PID/comm shows)");
   if (g_errors == 0)
-    for (const auto& a : argv) std::printf("%s\n", a.c_str());
+    for (const auto& a : full) std::printf("%s\n", a.c_str());
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks the deployment examples in tools/deploy/ (docs/multinode.md): each parses, and its
-# command line runs here in dry-run form.
+# command line runs here (in dry-run form, or as a tiny real run).
 #   check_examples.sh <braid> <check_mpijob> <mpirun> <workdir> <source dir>
 set -euo pipefail
 BRAID=$1 CHECK_MPIJOB=$2 MPIRUN=$3 WORK=$4 SRC=$5
@@ -109,7 +109,22 @@ expect_refused cpu "16 but slotsPerWorker x OMP_NUM_THREADS = 2 x 4" 's/OMP_NUM_
 expect_refused api "apiVersion: must be kubeflow.org/v2beta1" 's#kubeflow.org/v2beta1#kubeflow.org/v1#'
 expect_refused claim "workers do not mount claim 'braid-shared'" '$s/braid-shared/other/'
 expect_refused yaml "check_mpijob: bad_yaml.yaml" 's/^spec:/spec: [/'
-# The launcher's command here: this braid, 4 ranks on this machine's cores, `--help` appended.
+# Both pods' entrypoints must be braid supervise, in the right mode, with the right names.
+expect_refused nosup "Launcher.template.spec.containers[0].command: must start with braid supervise" \
+  '0,/- supervise$/s//- train/'
+expect_refused norun "braid supervise has no --run RUN_DIR" '/- --run$/,+1d'
+expect_refused wrongrun "braid supervise --run /shared/runs/other but run.dir/run.name is /shared/runs/braid-train" \
+  's#- /shared/runs/braid-train#- /shared/runs/other#'
+expect_refused noname "has no --set run.name=" '/- run.name=braid-train$/{s//- data.seed=1/}'
+expect_refused launcher_stop "the launcher's braid supervise takes no --stop-ranks" \
+  '0,/- --run$/s//- --stop-ranks/'
+expect_refused nostop "braid supervise has no --stop-ranks NAME" '/- --stop-ranks$/,+1d'
+expect_refused stopname "--stop-ranks brain but the ranks run 'braid'" '/- --stop-ranks$/{n;s/braid/brain/}'
+expect_refused worker_sshd "Worker.template.spec.containers[0].command: must start with braid supervise" \
+  '/- --stop-ranks$/,+2d; /- supervise$/{x;s/^/x/;/^xx$/{x;d};x}'
+grep -c -- "- supervise$" bad_worker_sshd.yaml | grep -qx 1 || fail "variant worker_sshd kept the worker's supervisor"
+# The launcher's command here, supervisor included, as a real run: this braid, 4 ranks on this
+# machine's cores, the tiny config, run.dir in this directory.
 mapfile -t argv <mpijob.argv
 dry=()
 for a in "${argv[@]}"; do
@@ -118,9 +133,16 @@ for a in "${argv[@]}"; do
     */braid) dry+=("$BRAID") ;;
     slot:PE=*) dry+=(slot) ;;
     core) dry+=(none) ;;
+    OMP_NUM_THREADS=*) dry+=(OMP_NUM_THREADS=1) ;;
+    /shared/configs/*.yaml) dry+=("$WORK/tiny.yaml") ;;
+    run.dir=/shared/*) dry+=("run.dir=$WORK/k8s${a#run.dir=/shared}") ;;
+    /shared/*) dry+=("$WORK/k8s${a#/shared}") ;;
     *) dry+=("$a") ;;
   esac
 done
-timeout 120 "${dry[@]}" --help >mpijob_run.log 2>&1 || { cat mpijob_run.log; fail "launcher command failed"; }
-[ "$(grep -c 'Usage: braid train' mpijob_run.log)" -eq 4 ] || { cat mpijob_run.log; fail "not 4 ranks"; }
+echo "${dry[*]}"
+timeout 200 "${dry[@]}" >mpijob_run.log 2>&1 || { cat mpijob_run.log; fail "launcher command failed"; }
+grep -q '"event":"end"' k8s/runs/braid-train/metrics.jsonl || fail "the MPIJob's run did not finish"
+grep -q '"dp": *4' k8s/runs/braid-train/run.json || fail "the MPIJob's run was not 4 ranks"
+grep -q "braid supervise: '.*' exited with code 0" mpijob_run.log || fail "no supervisor in the run"
 echo PASS
