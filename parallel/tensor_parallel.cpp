@@ -238,8 +238,14 @@ HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t
       return b * T + r * slice + t;
     };
     Tensor tgt_rows = ctx.empty({Nt}, DType::I32);
-    for (int64_t i = 0; i < Nt; ++i) tgt_rows.i32()[i] = targets.i32()[pos(i)];
+    for (int64_t i = 0; i < Nt; ++i) {
+      tgt_rows.i32()[i] = targets.i32()[pos(i)];
+      BRAID_CHECK(tgt_rows.i32()[i] >= -1 && tgt_rows.i32()[i] < vocab,
+                  "target {} outside [-1, {})", tgt_rows.i32()[i], vocab);
+    }
     const int64_t N = Nt, rows = w.dim(0);
+    // The row loops below are independent per row: OpenMP threads split the rows, and every
+    // row's arithmetic is the same as one thread's (bit-identical for any thread count).
     // Only this rank's (N, V / tp) block of the logits ever exists.
     Tensor logits = ctx.empty({N, rows});
     linear_forward(ctx, logits, x, w, Tensor());
@@ -249,8 +255,8 @@ HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t
     // Per row: max, then sum of exp and the target's logit (owned by one rank; 0 elsewhere).
     Tensor mx = ctx.empty({N});
     Tensor st = ctx.zeros({2 * N});  // [sum exp | target logit]
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < N; ++i) {
-      BRAID_CHECK(tgt[i] >= -1 && tgt[i] < vocab, "target {} outside [-1, {})", tgt[i], vocab);
       float m = -std::numeric_limits<float>::infinity();
       for (int64_t j = 0; j < real; ++j) m = std::max(m, lg[i * rows + j]);
       mx.f32()[i] = m;
@@ -258,6 +264,7 @@ HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t
       if (tgt[i] >= 0 && local >= 0 && local < real) st.f32()[N + i] = lg[i * rows + local];
     }
     if (tp.size() > 1) tp.all_reduce(mx, ReduceOp::Max).wait();
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < N; ++i) {
       const float m = mx.f32()[i];
       float s = 0;
@@ -268,11 +275,13 @@ HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t
       st.f32()[i] = s;
     }
     if (tp.size() > 1) tp.all_reduce(st, ReduceOp::Sum).wait();
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < N; ++i)
       losses.f32()[pos(i)] =
           tgt[i] < 0 ? 0.0f : std::log(st.f32()[i]) + mx.f32()[i] - st.f32()[N + i];
     if (!dx.defined()) return;
-    // d loss / d logit = softmax - onehot; padded columns and ignored rows get 0.
+      // d loss / d logit = softmax - onehot; padded columns and ignored rows get 0.
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < N; ++i) {
       const float inv = tgt[i] < 0 ? 0.0f : grad_scale / st.f32()[i];
       for (int64_t j = 0; j < rows; ++j) lg[i * rows + j] = j < real ? lg[i * rows + j] * inv : 0;

@@ -1,6 +1,7 @@
 // Tensor-parallel attention, MLP, row-parallel linear and vocab-parallel embedding.
 #include "parallel/tp_layers.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/kernels/activation.h"
@@ -299,9 +300,12 @@ Tensor VocabParallelEmbedding::infer(const Tensor& tokens, InferState& st) {
   const float* pos = pos32.defined() ? pos32.f32() : nullptr;
   BRAID_CHECK(!wpe || T <= wpe->value.dim(0), "position {} outside the table", T - 1);
   float* o = out.f32();
+  for (int64_t i = 0; i < B * T; ++i)
+    BRAID_CHECK(tok[i] >= 0 && tok[i] < vocab_, "token id {} outside the vocabulary [0, {})",
+                tok[i], vocab_);
+#pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < B * T; ++i) {
     const int64_t t = tok[i];
-    BRAID_CHECK(t >= 0 && t < vocab_, "token id {} outside the vocabulary [0, {})", t, vocab_);
     float* row = o + i * C;
     const int64_t local = t - row_begin_;
     if (local >= 0 && local < rows) std::memcpy(row, w + local * C, sizeof(float) * C);
@@ -328,19 +332,31 @@ Tensor VocabParallelEmbedding::backward(const Tensor& dx, MicroBatch& mb) {
   const Tensor dx_all = sp_ && tp_.size() > 1 ? seq_all_gather(mb.ctx(), tp_, dx) : dx;
   const Tensor dx32 = as_f32(mb.ctx(), dx_all);
   const float* d = dx32.f32();
+  // Threads split the columns: every gradient element still sums its tokens in position
+  // order, as one thread does (several positions may hold the same token).
+  constexpr int64_t kCols = 16;
+  const int64_t col_blocks = (C + kCols - 1) / kCols;
   if (wte.trainable) {
     float* g = wte.grad().f32();
-    for (int64_t i = 0; i < B * T; ++i) {
-      const int64_t local = tok[i] - row_begin_;
-      if (local < 0 || local >= rows) continue;
-      for (int64_t c = 0; c < C; ++c) g[local * C + c] += d[i * C + c];
+#pragma omp parallel for schedule(static)
+    for (int64_t cb = 0; cb < col_blocks; ++cb) {
+      const int64_t c0 = cb * kCols, c1 = std::min(C, c0 + kCols);
+      for (int64_t i = 0; i < B * T; ++i) {
+        const int64_t local = tok[i] - row_begin_;
+        if (local < 0 || local >= rows) continue;
+        for (int64_t c = c0; c < c1; ++c) g[local * C + c] += d[i * C + c];
+      }
     }
   }
   // dx is the same on every rank, so the replicated position table's gradient is too.
   if (wpe && wpe->trainable) {
     float* g = wpe->grad().f32();
-    for (int64_t i = 0; i < B * T; ++i)
-      for (int64_t c = 0; c < C; ++c) g[(i % T) * C + c] += d[i * C + c];
+#pragma omp parallel for schedule(static)
+    for (int64_t cb = 0; cb < col_blocks; ++cb) {
+      const int64_t c0 = cb * kCols, c1 = std::min(C, c0 + kCols);
+      for (int64_t i = 0; i < B * T; ++i)
+        for (int64_t c = c0; c < c1; ++c) g[(i % T) * C + c] += d[i * C + c];
+    }
   }
   if (wpe && wpe->trainable) mb.grad_ready(*wpe);
   if (wte.trainable) mb.grad_ready(wte);

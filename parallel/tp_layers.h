@@ -94,7 +94,8 @@ class TpMLP : public Module {
 // padded table. A token outside the rank's rows contributes zero; the all-reduce assembles
 // every row (sequence parallelism: the reduce-scatter gives each rank its slice of the
 // sequences). The learned position table (GPT-2) is replicated and added by group rank 0.
-// Host loops: a device kernel belongs in core/kernels when the GPU backend needs it.
+// Host loops (OpenMP over rows or columns): a device kernel belongs in core/kernels when the GPU
+// backend needs it.
 class VocabParallelEmbedding : public Module {
  public:
   VocabParallelEmbedding(const std::string& path, Parameter wte, std::unique_ptr<Parameter> wpe,
