@@ -65,6 +65,7 @@ struct TraceRequest {
   const char* path = nullptr;
   ScheduleKind kind = ScheduleKind::OneFOneB;
   int m = 8;
+  int vocab = 0;  // > 0: the model's vocabulary (a small one makes the last stage's head cheap)
 };
 
 void bench_pipeline(World& w, int steps, const TraceRequest& tr) {
@@ -73,12 +74,13 @@ void bench_pipeline(World& w, int steps, const TraceRequest& tr) {
   cfg.n_embd = 256;  // a few ms per micro-batch and stage, so p2p latency is small beside it
   cfg.ffn_hidden = 768;
   cfg.context_length = 128;
+  if (tr.vocab > 0) cfg.vocab_size = tr.vocab;
   MeshComms mc = w.build_mesh(Mesh::resolve(1, 1, p, p));
   const int64_t B = 1, T = 128;
   if (w.rank() == 0)
-    std::printf("pp=%d, llama n_layer=%d n_embd=%d, micro-batch %lldx%lld, %d steps\n", p,
-                cfg.n_layer, cfg.n_embd, static_cast<long long>(B), static_cast<long long>(T),
-                steps);
+    std::printf("pp=%d, llama n_layer=%d n_embd=%d vocab=%d, micro-batch %lldx%lld, %d steps\n", p,
+                cfg.n_layer, cfg.n_embd, cfg.vocab_size, static_cast<long long>(B),
+                static_cast<long long>(T), steps);
   if (w.rank() == 0)
     std::printf("%-18s %3s %3s %9s %9s %9s   %s\n", "schedule", "m", "v", "bubble", "theory",
                 "max/min", "peak activations per stage (MiB)");
@@ -212,6 +214,7 @@ int main(int argc, char** argv) {
       if (std::strcmp(argv[i], "--steps") == 0) steps = std::atoi(argv[i + 1]);
       if (std::strcmp(argv[i], "--trace") == 0) tr.path = argv[i + 1];
       if (std::strcmp(argv[i], "--m") == 0) tr.m = std::atoi(argv[i + 1]);
+      if (std::strcmp(argv[i], "--vocab") == 0) tr.vocab = std::atoi(argv[i + 1]);
       if (std::strcmp(argv[i], "--schedule") == 0)
         BRAID_USER_CHECK(parse_schedule_kind(argv[i + 1], &tr.kind),
                          "--schedule {}: expected gpipe, 1f1b, interleaved-1f1b or zb-h1",
@@ -223,8 +226,8 @@ int main(int argc, char** argv) {
       bench_tp(world, steps);
     } else {
       std::fprintf(stderr,
-                   "usage: bench_pipeline pipeline|tp [--steps N] [--trace out.json --schedule "
-                   "1f1b --m 8] (under mpirun)\n");
+                   "usage: bench_pipeline pipeline|tp [--steps N] [--vocab V] [--trace out.json "
+                   "--schedule 1f1b --m 8] (under mpirun)\n");
       return 2;
     }
   } catch (const std::exception& e) {
