@@ -32,6 +32,7 @@ mpi() {
 mpi 2 --set run.name=dp2 --set data.grad_accum=2
 mpi 2 --set run.name=pp2 --set parallel.pp=2 --set parallel.schedule=1f1b
 mpi 2 --set run.name=tp2 --set parallel.tp=2
+mpi 2 --set run.name=tp2sp --set parallel.tp=2 --set parallel.sequence_parallel=true
 mpi 8 --set run.name=3d --set parallel.tp=2 --set parallel.pp=2 --set data.grad_accum=2
 
 # The profile of one rank (OMP_NUM_THREADS=1, as the ranks ran).
@@ -80,6 +81,17 @@ w_tp=$(grep -E "^  weights +$num +$num" tp2.txt | awk '{print $2}')
 w_dp=$(grep -E "^  weights +$num +$num" dp2.txt | awk '{print $2}')
 awk -v a="$w_tp" -v b="$w_dp" 'BEGIN { exit !(a < 0.75 * b) }' || fail "tp=2 weights $w_tp vs dp=2 $w_dp"
 
+# Sequence parallelism (the run's config says so): the norms' activations shrink, in the run
+# and in the prediction, and the prediction stays within 15 % of the measured peak.
+check tp2sp "dp=1 tp=2 pp=1 (2 ranks)" 1
+act() { grep -E "^  activations +$num +$num" "$1" | awk '{print $'"$2"'}'; }
+awk -v a="$(act tp2sp.txt 3)" -v b="$(act tp2.txt 3)" 'BEGIN { exit !(a < b) }' ||
+  fail "sequence parallelism did not lower the measured activations ($(act tp2sp.txt 3) vs $(act tp2.txt 3))"
+awk -v a="$(act tp2sp.txt 2)" -v b="$(act tp2.txt 2)" 'BEGIN { exit !(a < b) }' ||
+  fail "the planner ignored the run's sequence_parallel ($(act tp2sp.txt 2) vs $(act tp2.txt 2))"
+awk -v p="$(act tp2sp.txt 2)" -v m="$(act tp2sp.txt 3)" 'BEGIN { d = (p - m) / m; if (d < 0) d = -d; exit !(d < 0.15) }' ||
+  fail "sequence-parallel activations predicted $(act tp2sp.txt 2) vs measured $(act tp2sp.txt 3) MiB"
+echo "tp2 activations: $(act tp2.txt 3) MiB, with sequence parallelism $(act tp2sp.txt 3) (predicted $(act tp2sp.txt 2))"
 # A measured communication fit (what tools/bench_allreduce --profile stores) is used: at
 # 0.001 GB/s the tp=2 all-reduces take far longer than at the copy bandwidth.
 sed 's/^{/{\n  "comm_bus_gbs": 0.001, "comm_latency_us": 30,/' profile.json > slow.json
