@@ -72,12 +72,17 @@ EOF
 chmod +x agent.sh
 printf 'pod-a slots=1\npod-b slots=1\n' >hostfile
 common=(--set data.grad_accum=2 --set checkpoint.interval=0 --set optim.decay=constant)
+# The pods' ranks see only what mpirun forwards: the sanitizer stage's options too (its
+# ranks run without the leak check, as every multi-rank test's; tests/CMakeLists.txt).
+fwd=()
+[ -n "${ASAN_OPTIONS:-}" ] && fwd+=(-x ASAN_OPTIONS)
+[ -n "${UBSAN_OPTIONS:-}" ] && fwd+=(-x UBSAN_OPTIONS)
 
 # launch NAME STEPS: the launcher pod's command in the background; LAUNCHER=its pid.
 launch() {
   "$BRAID" supervise --run "runs/$1" -- "$MPIRUN" --allow-run-as-root --hostfile hostfile \
     --mca plm_rsh_agent "$WORK/agent.sh" --mca btl tcp,self -x OMP_NUM_THREADS \
-    -x OMP_WAIT_POLICY -np 2 "$BRAID" train c.yaml --set run.name="$1" \
+    -x OMP_WAIT_POLICY "${fwd[@]}" -np 2 "$BRAID" train c.yaml --set run.name="$1" \
     --set train.steps="$2" "${common[@]}" >"$1.log" 2>&1 &
   LAUNCHER=$!
 }
