@@ -7,11 +7,15 @@
 namespace braid {
 
 void dropout_apply(ExecContext& ctx, Tensor& y, const Tensor& x, float p, uint64_t seed,
-                   uint64_t stream) {
+                   uint64_t stream, DropoutWindow window) {
   KernelArgs args(ctx, "dropout_apply", {{&y, "y"}, {&x, "x"}});
   args.require_cpu();
   BRAID_CHECK(p >= 0.0f && p < 1.0f, "dropout_apply: p is {}; expected 0 <= p < 1", p);
-  cpu::dropout_apply(ctx, y, x, p, seed, stream);
+  BRAID_CHECK(window.full_cols == 0 || (x.ndim() >= 1 && window.col_offset >= 0 &&
+                                        window.col_offset + x.dim(-1) <= window.full_cols),
+              "dropout_apply: columns [{}, {}) of {} do not fit rows {} wide", window.col_offset,
+              window.col_offset + (x.ndim() >= 1 ? x.dim(-1) : 0), x.str(), window.full_cols);
+  cpu::dropout_apply(ctx, y, x, p, seed, stream, window);
 }
 
 }  // namespace braid

@@ -86,6 +86,7 @@ void LoraLinear::init(uint64_t seed, int tp_part) {
     p[i] = static_cast<float>((2.0 * uniform_at(seed, stream, i) - 1.0) * bound);
   lora_A.value.copy_from(lora_A.shard.sharded() ? extract_shard(full, lora_A.shard, tp_part)
                                                 : full);
+  tp_part_ = tp_part;
   lora_B.value.zero_();
 }
 
@@ -94,10 +95,17 @@ void LoraLinear::own_parameters(std::vector<Parameter*>& out) {
   out.push_back(&lora_B);
 }
 
+DropoutWindow LoraLinear::window() const {
+  if (!lora_A.shard.sharded()) return {};
+  // A row-parallel base: x holds this rank's input columns; draw the whole input's mask there.
+  const int64_t local = lora_A.value.dim(1);
+  return {lora_A.global_shape[1], static_cast<int64_t>(tp_part_) * local};
+}
+
 Tensor LoraLinear::dropped(ExecContext& ctx, const Tensor& x, uint64_t seed) const {
   if (dropout_ <= 0.0f || seed == 0) return x;
   Tensor xd = empty_like(x);
-  dropout_apply(ctx, xd, x, dropout_, seed, stream_);
+  dropout_apply(ctx, xd, x, dropout_, seed, stream_, window());
   return xd;
 }
 
@@ -148,7 +156,7 @@ Tensor LoraLinear::backward(const Tensor& dy, MicroBatch& mb) {
   Tensor dxd2 = as_rows(dxd);
   linear_backward_input(ctx, dxd2, dt2, lora_A.value);
   if (dropout_ > 0.0f && mb.dropout_seed != 0)
-    dropout_apply(ctx, dxd, dxd, dropout_, mb.dropout_seed, stream_);
+    dropout_apply(ctx, dxd, dxd, dropout_, mb.dropout_seed, stream_, window());
   add_inplace(ctx, dx, dxd);
   if (sum_partial_dt) sum_partial_dt(dt);  // dt2 views it: the weight work sees the sum
   // Weight gradients: dB += dy^T t, dA += dt^T dropout(x).

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kernels/dropout.h"
 #include "core/models/layers.h"
 #include "core/models/lora_config.h"
 #include "core/models/transformer.h"
@@ -54,8 +55,10 @@ class LoraLinear final : public Module {
   std::function<void(Tensor&)> sum_partial_dt;
 
  private:
-  // x, or dropout(x) with the micro-batch's mask when dropout is on and seed != 0.
+  // x, or dropout(x) with the micro-batch's mask when dropout is on and seed != 0. The mask is
+  // the whole input's: a row-parallel base's rank draws its columns' part of it (window()).
   Tensor dropped(ExecContext& ctx, const Tensor& x, uint64_t seed) const;
+  DropoutWindow window() const;
   // t = s * dropped(x) A^T (N, r); y += t B^T.
   Tensor add_update(ExecContext& ctx, Tensor& y, const Tensor& xd) const;
 
@@ -63,6 +66,7 @@ class LoraLinear final : public Module {
   Parameter& base_weight_;
   float scale_, dropout_;
   uint64_t stream_;  // the dropout stream: a hash of the path
+  int tp_part_ = 0;  // which part of a split A this rank holds (init)
 };
 
 // True when the Linear at `path` is named by `targets` (its last path component, mapped: q ->

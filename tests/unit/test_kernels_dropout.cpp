@@ -43,5 +43,26 @@ TEST(KernelsDropout, RateScaleAndCounterBasedMask) {
                                  {"dropout_apply", "0 <= p < 1"});
 }
 
+// A column window (a tensor-parallel rank's input columns) draws the whole tensor's mask there.
+TEST(KernelsDropout, ColumnWindowDrawsTheWholeTensorsMask) {
+  ExecContext& ctx = test_ctx();
+  const int64_t rows = 37, full = 24, cols = 8, offset = 16;
+  Tensor x = kernel_test::random_tensor({rows, full}, 3), whole = Tensor::empty({rows, full});
+  dropout_apply(ctx, whole, x, 0.4f, 5, 9);
+  Tensor part = Tensor::empty({rows, cols});
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) part.f32()[r * cols + c] = x.f32()[r * full + offset + c];
+  Tensor y = Tensor::empty({rows, cols});
+  dropout_apply(ctx, y, part, 0.4f, 5, 9, {full, offset});
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      ASSERT_EQ(y.f32()[r * cols + c], whole.f32()[r * full + offset + c]) << r << " " << c;
+  kernel_test::expect_error_with(
+      [&] {
+        dropout_apply(ctx, y, part, 0.4f, 5, 9, {full, 20});
+      },
+      {"dropout_apply", "do not fit"});
+}
+
 }  // namespace
 }  // namespace braid

@@ -7,7 +7,7 @@
 namespace braid::cpu {
 
 void dropout_apply(ExecContext& ctx, Tensor& y, const Tensor& x, float p, uint64_t seed,
-                   uint64_t stream) {
+                   uint64_t stream, DropoutWindow window) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   check_f32(y, "dropout_apply", "y");
   check_f32(x, "dropout_apply", "x");
@@ -17,10 +17,14 @@ void dropout_apply(ExecContext& ctx, Tensor& y, const Tensor& x, float p, uint64
   float* yp = y.f32();  // may be x
   const float keep_scale = 1.0f / (1.0f - p);
   const uint64_t base = hash_combine(seed, stream);
+  const int64_t cols = window.full_cols > 0 ? x.dim(-1) : 1;
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) {
+    // The element's index in the whole tensor (itself unless x is a column window of it).
+    const int64_t idx =
+        window.full_cols > 0 ? (i / cols) * window.full_cols + window.col_offset + i % cols : i;
     const double u =
-        static_cast<double>(hash_combine(base, static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53;
+        static_cast<double>(hash_combine(base, static_cast<uint64_t>(idx)) >> 11) * 0x1.0p-53;
     yp[i] = u < p ? 0.0f : xp[i] * keep_scale;
   }
 }

@@ -6,6 +6,6 @@
 namespace braid::cpu {
 
 void dropout_apply(ExecContext& ctx, Tensor& y, const Tensor& x, float p, uint64_t seed,
-                   uint64_t stream);
+                   uint64_t stream, DropoutWindow window);
 
 }  // namespace braid::cpu
