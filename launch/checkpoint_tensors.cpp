@@ -18,9 +18,8 @@ std::string checkpoint_file_name(const std::string& kind, int tp, int pp, int tp
 nlohmann::json shard_record(const Parameter& p, int tp_rank) {
   if (!p.shard.sharded()) return nullptr;
   const int part = p.shard.part_of(tp_rank);
-  return {{"dim", p.shard.dim},         {"parts", p.shard.parts},
-          {"blocks", p.shard.blocks},   {"part", part},
-          {"global_shape", p.global_shape}, {"logical", p.shard.logical}};
+  return {{"dim", p.shard.dim}, {"parts", p.shard.parts},         {"blocks", p.shard.blocks},
+          {"part", part},       {"global_shape", p.global_shape}, {"logical", p.shard.logical}};
 }
 
 namespace {
@@ -68,6 +67,17 @@ CheckpointTensors::CheckpointTensors(std::vector<std::pair<std::string, Safetens
                            "{}: {} in {} is a piece of {} elements at {} that does not fit {}",
                            where_, n, fname, file.shape(n).empty() ? 0 : file.shape(n)[0], begin,
                            shape_str(global));
+          if (rec.contains("tp")) {  // a piece of one tensor-parallel part
+            const nlohmann::json& t = rec.at("tp");
+            const ShardSpec s = spec_of(t);
+            const Shape whole = t.at("global_shape").get<Shape>();
+            s.validate(whole, n);
+            const int part = t.at("part").get<int>();
+            BRAID_USER_CHECK(part >= 0 && part < s.parts && s.local_shape(whole) == global,
+                             "{}: {} in {} is a piece of part {} of {} whose shape {} does not "
+                             "fit its record (global shape {})",
+                             where_, n, fname, part, s.parts, shape_str(global), shape_str(whole));
+          }
         } else if (!rec.is_null()) {
           const ShardSpec s = spec_of(rec);  // throws on a malformed record
           const Shape global = rec.at("global_shape").get<Shape>();
@@ -95,26 +105,41 @@ CheckpointTensors::CheckpointTensors(std::vector<std::pair<std::string, Safetens
     if (parts.size() == 1 && parts[0].record.is_null()) continue;
     const nlohmann::json& r0 = parts[0].record;
     BRAID_USER_CHECK(!r0.is_null(), "{}: {} is stored whole and split at once", where_, n);
-    if (r0.contains("flat_begin")) {  // ZeRO pieces: together they cover the tensor once
-      std::vector<std::pair<int64_t, int64_t>> pieces;
+    if (r0.contains("flat_begin")) {
+      // ZeRO pieces: together they cover the tensor (or each of its tensor-parallel parts)
+      // exactly once.
+      const bool split = r0.contains("tp");
+      const int n_parts = split ? r0.at("tp").at("parts").get<int>() : 1;
+      std::vector<std::vector<std::pair<int64_t, int64_t>>> pieces(static_cast<size_t>(n_parts));
       for (const Part& p : parts) {
-        BRAID_USER_CHECK(!p.record.is_null() && p.record.contains("flat_begin") &&
-                             p.record.at("global_shape") == r0.at("global_shape"),
-                         "{}: the pieces of {} disagree on how it is split", where_, n);
-        pieces.emplace_back(p.record.at("flat_begin").get<int64_t>(),
-                            files_[p.file].second.shape(n)[0]);
+        const nlohmann::json& r = p.record;
+        BRAID_USER_CHECK(
+            !r.is_null() && r.contains("flat_begin") &&
+                r.at("global_shape") == r0.at("global_shape") && r.contains("tp") == split &&
+                (!split || (r.at("tp").at("parts") == r0.at("tp").at("parts") &&
+                            r.at("tp").at("dim") == r0.at("tp").at("dim") &&
+                            r.at("tp").at("global_shape") == r0.at("tp").at("global_shape"))),
+            "{}: the pieces of {} disagree on how it is split", where_, n);
+        const int part = split ? r.at("tp").at("part").get<int>() : 0;
+        pieces[static_cast<size_t>(part)].emplace_back(r.at("flat_begin").get<int64_t>(),
+                                                       files_[p.file].second.shape(n)[0]);
       }
-      std::sort(pieces.begin(), pieces.end());
-      int64_t next = 0;
-      for (const auto& [b, k] : pieces) {
-        BRAID_USER_CHECK(b == next, "{}: the pieces of {} leave a gap or overlap at element {}",
-                         where_, n, next);
-        next = b + k;
+      const int64_t numel = shape_numel(r0.at("global_shape").get<Shape>());
+      for (int k = 0; k < n_parts; ++k) {
+        std::vector<std::pair<int64_t, int64_t>>& ps = pieces[static_cast<size_t>(k)];
+        std::sort(ps.begin(), ps.end());
+        int64_t next = 0;
+        for (const auto& [b, len] : ps) {
+          BRAID_USER_CHECK(b == next,
+                           "{}: the pieces of {} (part {}) leave a gap or overlap at element {}",
+                           where_, n, k, next);
+          next = b + len;
+        }
+        BRAID_USER_CHECK(next == numel,
+                         "{}: the pieces of {} (part {} of {}) cover {} of its {} elements (a "
+                         "shard file is missing)",
+                         where_, n, k, n_parts, next, numel);
       }
-      BRAID_USER_CHECK(next == shape_numel(r0.at("global_shape").get<Shape>()),
-                       "{}: the pieces of {} cover {} of its {} elements (a shard file is "
-                       "missing)",
-                       where_, n, next, shape_numel(r0.at("global_shape").get<Shape>()));
       continue;
     }
     const int want = r0.at("parts").get<int>();
@@ -141,9 +166,11 @@ Shape CheckpointTensors::shape(const std::string& name) const {
   BRAID_USER_CHECK(it != index_.end(), "{}: has no tensor {}", where_, name);
   const Part& p = it->second[0];
   if (p.record.is_null()) return files_[p.file].second.shape(name);
-  Shape g = p.record.at("global_shape").get<Shape>();
-  if (p.record.contains("flat_begin")) return g;
-  const int64_t logical = p.record.at("logical").get<int64_t>();
+  const nlohmann::json& r =
+      p.record.contains("flat_begin") && p.record.contains("tp") ? p.record.at("tp") : p.record;
+  Shape g = r.at("global_shape").get<Shape>();
+  if (r.contains("flat_begin")) return g;
+  const int64_t logical = r.at("logical").get<int64_t>();
   if (logical >= 0) g[0] = logical;
   return g;
 }
@@ -165,14 +192,24 @@ Tensor CheckpointTensors::get(const std::string& name) const {
   if (parts[0].record.is_null()) return files_[parts[0].file].second.get(name);
   const nlohmann::json& r0 = parts[0].record;
   if (r0.contains("flat_begin")) {
-    Tensor full = Tensor::zeros(r0.at("global_shape").get<Shape>(), dtype(name));
-    Tensor flat = full.view({full.numel()});
+    // Each tensor-parallel part (one, unless split) from its pieces, then the parts in place.
+    const bool split = r0.contains("tp");
+    const int n_parts = split ? r0.at("tp").at("parts").get<int>() : 1;
+    std::vector<Tensor> local(static_cast<size_t>(n_parts));
+    for (Tensor& t : local) t = Tensor::zeros(r0.at("global_shape").get<Shape>(), dtype(name));
     for (const Part& p : parts) {
       const Tensor piece = files_[p.file].second.get(name);
       const int64_t b = p.record.at("flat_begin").get<int64_t>();
+      const int part = split ? p.record.at("tp").at("part").get<int>() : 0;
+      Tensor flat = local[static_cast<size_t>(part)].view({local[0].numel()});
       flat.slice0(b, b + piece.numel()).copy_from(piece);
     }
-    return full;
+    if (!split) return local[0];
+    const nlohmann::json& t = r0.at("tp");
+    const ShardSpec spec = spec_of(t);
+    Tensor full = Tensor::zeros(t.at("global_shape").get<Shape>(), dtype(name));
+    for (int k = 0; k < n_parts; ++k) insert_shard(full, local[static_cast<size_t>(k)], spec, k);
+    return first_rows(full, spec.logical);
   }
   const ShardSpec spec = spec_of(r0);
   Tensor full = Tensor::zeros(r0.at("global_shape").get<Shape>(), dtype(name));
@@ -184,19 +221,22 @@ Tensor CheckpointTensors::get(const std::string& name) const {
 void check_tensor_matches(const CheckpointTensors& tensors, const std::string& name,
                           const Shape& expected_shape, DType expected_dtype) {
   if (!tensors.contains(name))
-    user_error("{}: has no tensor {} but the model expects one of shape {}; the checkpoint was "
-               "written for a different model config",
-               tensors.where(), name, shape_str(expected_shape));
+    user_error(
+        "{}: has no tensor {} but the model expects one of shape {}; the checkpoint was "
+        "written for a different model config",
+        tensors.where(), name, shape_str(expected_shape));
   const Shape got = tensors.shape(name);
   if (got != expected_shape)
-    user_error("{}: {} has shape {} but the model expects {}; the checkpoint was written for a "
-               "different model config",
-               tensors.where(), name, shape_str(got), shape_str(expected_shape));
+    user_error(
+        "{}: {} has shape {} but the model expects {}; the checkpoint was written for a "
+        "different model config",
+        tensors.where(), name, shape_str(got), shape_str(expected_shape));
   const DType dt = tensors.dtype(name);
   if (dt != expected_dtype)
-    user_error("{}: {} has dtype {} but the model expects {}; the checkpoint was written with "
-               "different precision settings",
-               tensors.where(), name, dtype_safetensors(dt), dtype_safetensors(expected_dtype));
+    user_error(
+        "{}: {} has dtype {} but the model expects {}; the checkpoint was written with "
+        "different precision settings",
+        tensors.where(), name, dtype_safetensors(dt), dtype_safetensors(expected_dtype));
 }
 
 Tensor local_part_of(const Tensor& whole, const Parameter& p, int tp_rank) {

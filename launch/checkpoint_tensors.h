@@ -10,7 +10,9 @@
 // puts the parts back together and cuts the padding off, so a checkpoint loads into any other
 // layout, including one rank, and export writes the plain model. ZeRO-1 writes each DP rank's
 // part of the optimizer state as 1-D pieces of the flattened tensors (records
-// {"flat_begin", "global_shape"}), which get() puts end to end.
+// {"flat_begin", "global_shape"}), which get() puts end to end; under tensor parallelism the
+// pieces are of the rank's part (global_shape is the part's shape) and carry the part's record
+// under "tp": get() rebuilds every part from its pieces, then the whole from the parts.
 #pragma once
 
 #include <map>

@@ -46,10 +46,6 @@ void check_rank_layout(const RunConfig& cfg, int tp, int pp, int dp) {
   const std::vector<int> split = pipeline_split(cfg, s.num_virtual_stages());
   for (int vs = 0; vs < s.num_virtual_stages(); ++vs)
     pipeline_block_range(cfg.model.n_layer, s.num_virtual_stages(), vs, split);
-  BRAID_USER_CHECK(!(cfg.optim.zero == 1 && (tp > 1 || pp > 1)),
-                   "optim.zero: 1 with parallel.tp = {} / pp = {} is not supported yet; ZeRO-1 "
-                   "shards over data parallelism only (tp: 1, pp: 1), or set optim.zero: 0",
-                   tp, pp);
   (void)dp;
 }
 

@@ -2,6 +2,7 @@
 #include "launch/train_checkpoint.h"
 
 #include "core/models/lora.h"
+#include "launch/checkpoint_tensors.h"
 #include "launch/config.h"
 #include "launch/config_json.h"
 #include "launch/lora_adapter.h"
@@ -15,22 +16,23 @@ namespace fs = std::filesystem;
 // The manifest's `state`: everything besides the tensors that a resume needs.
 nlohmann::json checkpoint_state(const RunConfig& cfg, int64_t done, int64_t optimizer_steps,
                                 const MixedPrecision& mp, const ParallelLayout& layout) {
-  nlohmann::json j = {{"model", fields_to_json(cfg.model)},
-          // The layout that wrote it. Tensors are read back whole whatever it was
-          // (launch/checkpoint_tensors.h), and ZeRO-1 writes whole per-parameter moments, so any
-          // (dp, tp, pp), with or without ZeRO-1, can load it.
-          {"layout", {{"dp", layout.dp}, {"tp", layout.tp}, {"pp", layout.pp}, {"zero", layout.zero}}},
-          {"optimizer_steps", optimizer_steps},
-          {"data", {{"seed", cfg.data.seed}, {"next_step", done}}},
-          // Training draws randomness only from counter-based streams (data windows from
-          // (seed, step, micro), init from (seed, name)), so the seeds and the step are the
-          // whole RNG state.
-          {"rng",
-           {{"kind", "counter"},
-            {"data_seed", cfg.data.seed},
-            {"init_seed", cfg.model.seed},
-            {"counter", done}}},
-          {"config_yaml", dump_run_config(cfg)}};
+  nlohmann::json j = {
+      {"model", fields_to_json(cfg.model)},
+      // The layout that wrote it. Tensors are read back whole whatever it was
+      // (launch/checkpoint_tensors.h), and ZeRO-1 writes whole per-parameter moments, so any
+      // (dp, tp, pp), with or without ZeRO-1, can load it.
+      {"layout", {{"dp", layout.dp}, {"tp", layout.tp}, {"pp", layout.pp}, {"zero", layout.zero}}},
+      {"optimizer_steps", optimizer_steps},
+      {"data", {{"seed", cfg.data.seed}, {"next_step", done}}},
+      // Training draws randomness only from counter-based streams (data windows from
+      // (seed, step, micro), init from (seed, name)), so the seeds and the step are the
+      // whole RNG state.
+      {"rng",
+       {{"kind", "counter"},
+        {"data_seed", cfg.data.seed},
+        {"init_seed", cfg.model.seed},
+        {"counter", done}}},
+      {"config_yaml", dump_run_config(cfg)}};
   if (mp.scaling()) j["loss_scaler"] = mp.state_json();
   return j;
 }
@@ -46,11 +48,34 @@ std::string write_checkpoint(CheckpointManager& ckpt, int64_t step, const RankMo
     return ckpt.save(step, mp.checkpoint_weights(), plain->state_tensors(), manifest_state);
   }
   std::vector<CheckpointFile> files;
-  if (zero) {  // tp = pp = 1: the whole weights from rank 0, each rank's moments from itself
-    const auto weights = mp.gather_checkpoint_weights(lead);  // 16 bits: collective
-    if (lead) files.push_back({"model.safetensors", weights, nlohmann::json::object()});
-    CheckpointFile opt{fmt::format("optimizer-dp{}.safetensors", dp_rank), {}, {}};
-    opt.tensors = zero->shard_state(opt.shards);
+  if (zero) {
+    // The weights of each (tp, pp) shard from its DP rank 0 (gathered over DP: 16 bits,
+    // collective); every rank's own moments, as flat pieces of its local tensors (with the
+    // tensor-parallel record of a split parameter; replicated ones from tp rank 0 only).
+    const bool writer = dp_rank == 0;
+    const auto weights = mp.gather_checkpoint_weights(writer);
+    if (writer) files.push_back(std::move(model.checkpoint_files(weights, {})[0]));
+    const int tp_rank = model.tp_rank();
+    CheckpointFile opt{whole_model ? fmt::format("optimizer-dp{}.safetensors", dp_rank)
+                                   : fmt::format("optimizer-tp{}-pp{}-dp{}.safetensors", tp_rank,
+                                                 model.stage(), dp_rank),
+                       {},
+                       nlohmann::json::object()};
+    nlohmann::json pieces;
+    for (auto& [name, t] : zero->shard_state(pieces)) {
+      const Parameter* p = model.owner(name);
+      BRAID_CHECK(p, "optimizer state {} belongs to no parameter of this rank", name);
+      if (p->replica) continue;  // the tied head's copy: the first stage saves the original
+      nlohmann::json rec = pieces.at(name);
+      if (p->shard.sharded()) {
+        if (tp_rank % p->shard.replicas != 0) continue;  // a shared part: its first holder
+        rec["tp"] = shard_record(*p, tp_rank);
+      } else if (tp_rank != 0) {
+        continue;  // replicated: written once, by tensor-parallel rank 0
+      }
+      opt.shards[name] = std::move(rec);
+      opt.tensors.emplace_back(name, t);
+    }
     files.push_back(std::move(opt));
   } else if (dp_rank == 0) {
     files = model.checkpoint_files(mp.checkpoint_weights(), plain->state_tensors());

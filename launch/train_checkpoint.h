@@ -27,7 +27,8 @@ nlohmann::json checkpoint_state(const RunConfig& cfg, int64_t done, int64_t opti
 // rank 0 (`lead`) writes model.safetensors (with ZeRO-1 and 16 bits the masters gathered
 // first) and, without ZeRO, optimizer.safetensors; with ZeRO-1 every DP rank writes its own
 // part of the moments (optimizer-dpR.safetensors). With tp or pp > 1, DP rank 0 of every
-// (tp, pp) shard writes its files. All write into the staging directory rank 0 made; rank 0
+// (tp, pp) shard writes its files, and with ZeRO-1 every rank its moments' pieces of its shard
+// (optimizer-tpT-ppS-dpR.safetensors, each piece with its tensor-parallel record). All write into the staging directory rank 0 made; rank 0
 // commits (manifest last) once all have written, so a rank dying part-way leaves the previous
 // checkpoint as it was. Exactly one of plain / zero is set. Returns the checkpoint's directory.
 std::string write_checkpoint(CheckpointManager& ckpt, int64_t step, const RankModel& model,

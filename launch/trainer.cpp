@@ -364,7 +364,7 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
     const LossSum ls = reduce(r.loss);
     const double loss = ls.sum / static_cast<double>(ls.count);
     if (mp.low_precision()) mp.inject_test_overflow(step + 1);
-    double norm = opt_zero ? opt_zero->grad_norm() : model.grad_norm();
+    double norm = opt_zero ? opt_zero->grad_norm(comms.tp, comms.pp) : model.grad_norm();
     // fp16: an overflowing step is skipped (the scale backs off); else gradients are unscaled.
     const bool skipped = mp.check_overflow(loss, &norm, step + 1, [&](const std::string& m) {
       say(m);

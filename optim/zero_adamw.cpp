@@ -64,6 +64,26 @@ double ZeroAdamW::grad_norm() {
   return std::sqrt(all_sum_doubles(buckets_.comm(), {sq})[0]);
 }
 
+double ZeroAdamW::grad_norm(Communicator* tp, Communicator* pp) {
+  const bool split_tp = tp && tp->size() > 1, split_pp = pp && pp->size() > 1;
+  if (!split_tp && !split_pp) return grad_norm();
+  KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
+  double sharded = 0.0, replicated = 0.0;
+  for (const Segment& s : segments_) {
+    if (s.p->replica) continue;
+    const double q =
+        sum_squares(ctx_, buckets_.shard(s.bucket).slice0(s.shard_begin, s.shard_begin + s.numel));
+    if (s.p->shard.sharded())
+      sharded += q / static_cast<double>(s.p->shard.replicas);
+    else
+      replicated += q;
+  }
+  const std::vector<double> dp = all_sum_doubles(buckets_.comm(), {sharded, replicated});
+  double total = (split_tp ? all_sum_doubles(*tp, {dp[0]})[0] : dp[0]) + dp[1];
+  if (split_pp) total = all_sum_doubles(*pp, {total})[0];
+  return std::sqrt(total);
+}
+
 void ZeroAdamW::clip(double norm, float max_norm) {
   KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
   if (max_norm <= 0.0f || !(norm > max_norm)) return;
@@ -145,7 +165,8 @@ std::vector<std::pair<std::string, Tensor>> ZeroAdamW::shard_state(nlohmann::jso
     const Shard& sh = shards_[s.bucket];
     for (int which = 0; which < 2; ++which) {
       const std::string name = s.p->name + (which == 0 ? ".exp_avg" : ".exp_avg_sq");
-      out.emplace_back(name, (which == 0 ? sh.m : sh.v).slice0(s.shard_begin, s.shard_begin + s.numel));
+      out.emplace_back(name,
+                       (which == 0 ? sh.m : sh.v).slice0(s.shard_begin, s.shard_begin + s.numel));
       records[name] = {{"flat_begin", s.param_begin}, {"global_shape", s.p->value.shape()}};
     }
   }

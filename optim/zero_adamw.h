@@ -40,6 +40,11 @@ class ZeroAdamW {
   // L2 norm of the reduced gradient over every rank's shards (after buckets.finish()); the
   // same double on every rank. Collective.
   double grad_norm();
+  // The same over the model-parallel groups too (tensor and pipeline parallelism; either may be
+  // null): split parameters summed over tp (a part several ranks share counted once),
+  // replicated ones once, pipeline replicas (the tied head's copy) skipped, stages summed over
+  // pp; model_parallel_grad_norm's rules on the reduced shards. Collective over dp, tp and pp.
+  double grad_norm(Communicator* tp, Communicator* pp);
   // Scales this rank's reduced shards so the global norm is at most max_norm (as clip_grad_norm).
   void clip(double norm, float max_norm);
   // Updates this rank's shards, then all-gathers the parameters. Collective.

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `braid train` with tensor and pipeline parallelism under mpirun against one rank on the same
 # global batch, for one model family: tp=2, pp=2 with every schedule, pp=4, dp=2 x tp=2,
-# dp=2 x tp=2 x pp=2 (8 ranks) and (Llama) tp=4 > n_kv_head over 10 steps; a tp=2 x pp=2 checkpoint resumed on one rank and
-# on dp=2; the timeline file and the step log's bubble; bad layouts.
+# dp=2 x tp=2 x pp=2 (8 ranks) and (Llama) tp=4 > n_kv_head over 10 steps; ZeRO-1 under tp and
+# tp x pp (bit-identical to plain DP, f32 and bf16, its checkpoint resumed on one rank); a
+# tp=2 x pp=2 checkpoint resumed on one rank and on dp=2; the timeline file and the step log's
+# bubble; bad layouts.
 #   mp_train.sh <mpirun> <braid> <workdir> <gpt2|llama>
 # Tolerance: 1e-6 relative on every step loss. Tensor parallelism sums partial products across
 # ranks (row-parallel outputs, input gradients, the vocab-parallel softmax), data parallelism
@@ -62,6 +64,30 @@ same_losses one 3d $TOL
 paste <(val_losses one) <(val_losses 3d) | awk -v r=$TOL '{ d = $1 - $2; if (d < 0) d = -d
   if (d / $1 > r) { print "val loss " $1 " vs " $2; bad = 1 } } END { exit bad }' \
   || fail "validation losses differ"
+
+# ZeRO-1 inside a model-parallel mesh: the same updates as plain data parallelism (bit for
+# bit, f32 and bf16), each DP rank writing its moments' pieces of its (tp, pp) shard; such a
+# checkpoint resumes on one rank on the same curve.
+mpi 4 --set run.name=z_dp2tp2 --set parallel.tp=2 --set data.grad_accum=2 --set optim.zero=1 > z_dp2tp2.log
+grep -q "ZeRO 1" z_dp2tp2.log || fail "ZeRO-1 not on under tp=2"
+exact dp2tp2 z_dp2tp2
+mpi 8 --set run.name=z3d --set parallel.tp=2 --set parallel.pp=2 --set data.grad_accum=2 \
+    --set parallel.schedule=1f1b --set optim.zero=1 > z3d.log
+exact 3d z3d
+for f in optimizer-tp0-pp0-dp0 optimizer-tp1-pp1-dp1 model-tp1-pp1; do
+  grep -q "\"$f.safetensors\"" runs/z3d/checkpoints/step-00000010/manifest.json || fail "no $f in the ZeRO 3-D manifest"
+done
+mpi 4 --set run.name=zck --set parallel.tp=2 --set data.grad_accum=2 --set optim.zero=1 --set train.steps=5 > zck.log
+"$BRAID" train c.yaml --set run.name=zck > zck_one.log
+grep -q "resumed from .*step-00000005" zck_one.log || fail "the ZeRO tp=2 checkpoint did not resume"
+same_losses one zck $TOL
+if [ "$FAMILY" = gpt2 ]; then
+  for z in 0 1; do
+    mpi 8 --set run.name=bf16_z$z --set parallel.tp=2 --set parallel.pp=2 --set data.grad_accum=2 \
+        --set optim.zero=$z --set train.precision=bf16 --set train.steps=5 > bf16_z$z.log
+  done
+  exact bf16_z0 bf16_z1
+fi
 
 # A tp=2 x pp=2 checkpoint (per-shard files) resumed on one rank and on dp=2: the same curve.
 mpi 4 --set run.name=ck --set parallel.tp=2 --set parallel.pp=2 --set train.steps=5 > ck.log
