@@ -87,31 +87,10 @@ Tensor RowParallelLinear::forward(const Tensor& x, MicroBatch& mb) {
 Tensor RowParallelLinear::infer(const Tensor& x, InferState& st) { return run(st.ctx, x); }
 
 Tensor RowParallelLinear::backward(const Tensor& dy_in, MicroBatch& mb) {
-  ExecContext& ctx = mb.ctx();
-  Tensor x = mb.pop();
+  const Tensor x = mb.pop();
   // Sequence parallelism: dy arrives as this rank's slice; the GEMMs need every position.
-  const Tensor dy = sp_ && tp_.size() > 1 ? seq_all_gather(ctx, tp_, dy_in) : dy_in;
-  Tensor dx = empty_like(x);
-  Tensor dx2 = as_rows(dx);
-  const Tensor dy2 = as_rows(dy);
-  linear_backward_input(ctx, dx2, dy2, weight.value);
-  const bool train_w = weight.trainable, train_b = bias && bias->trainable;
-  if (!train_w && !train_b) return dx;
-  auto work = [this, &ctx, dy2, x2 = as_rows(x), train_w, train_b] {
-    Tensor dw = train_w ? weight.grad() : Tensor();
-    Tensor db = train_b ? bias->grad() : Tensor();
-    linear_backward_weight(ctx, dw, db, dy2, x2);
-  };
-  std::vector<Parameter*> ready;
-  if (train_b) ready.push_back(bias.get());
-  if (train_w) ready.push_back(&weight);
-  if (mb.defer_weight_grads()) {
-    mb.defer(std::move(work), std::move(ready));
-  } else {
-    work();
-    for (Parameter* p : ready) mb.grad_ready(*p);
-  }
-  return dx;
+  const Tensor dy = sp_ && tp_.size() > 1 ? seq_all_gather(mb.ctx(), tp_, dy_in) : dy_in;
+  return linear_layer_backward(mb, x, dy, weight, bias.get());
 }
 
 void RowParallelLinear::own_parameters(std::vector<Parameter*>& out) {

@@ -52,9 +52,9 @@ Tensor Linear::forward(const Tensor& x, MicroBatch& mb) {
   return run(mb.ctx(), x);
 }
 
-Tensor Linear::backward(const Tensor& dy, MicroBatch& mb) {
+Tensor linear_layer_backward(MicroBatch& mb, const Tensor& x, const Tensor& dy, Parameter& weight,
+                             Parameter* bias) {
   ExecContext& ctx = mb.ctx();
-  Tensor x = mb.pop();
   Tensor dx = empty_like(x);
   Tensor dx2 = as_rows(dx);
   const Tensor dy2 = as_rows(dy);
@@ -62,13 +62,13 @@ Tensor Linear::backward(const Tensor& dy, MicroBatch& mb) {
   const bool train_w = weight.trainable, train_b = bias && bias->trainable;
   if (!train_w && !train_b) return dx;  // frozen: no weight-gradient GEMM at all
   // What the weight GEMM needs is captured by value (shared storage), so it can run later.
-  auto work = [this, &ctx, dy2, x2 = as_rows(x), train_w, train_b] {
+  auto work = [&ctx, &weight, bias, dy2, x2 = as_rows(x), train_w, train_b] {
     Tensor dw = train_w ? weight.grad() : Tensor();
     Tensor db = train_b ? bias->grad() : Tensor();
     linear_backward_weight(ctx, dw, db, dy2, x2);
   };
   std::vector<Parameter*> ready;  // reverse order of use: bias, then weight
-  if (train_b) ready.push_back(bias.get());
+  if (train_b) ready.push_back(bias);
   if (train_w) ready.push_back(&weight);
   if (mb.defer_weight_grads()) {
     mb.defer(std::move(work), std::move(ready));
@@ -77,6 +77,11 @@ Tensor Linear::backward(const Tensor& dy, MicroBatch& mb) {
     for (Parameter* p : ready) mb.grad_ready(*p);
   }
   return dx;
+}
+
+Tensor Linear::backward(const Tensor& dy, MicroBatch& mb) {
+  const Tensor x = mb.pop();
+  return linear_layer_backward(mb, x, dy, weight, bias.get());
 }
 
 void Linear::own_parameters(std::vector<Parameter*>& out) {

@@ -38,6 +38,13 @@ class Linear : public Module, public LinearLike {
   Tensor run(ExecContext& ctx, const Tensor& x) const;
 };
 
+// The backward of y = x W^T + b for any linear layer (Linear, the tensor-parallel ones): dx
+// now, and the trainable weight's and bias's gradients computed, or queued on mb when it
+// defers weight gradients, then reported ready (bias, then weight). x and dy: (..., in) and
+// (..., out), as the forward saw them.
+Tensor linear_layer_backward(MicroBatch& mb, const Tensor& x, const Tensor& dy, Parameter& weight,
+                             Parameter* bias);
+
 // True for Linear (the usual target of passes: LoRA, tensor parallelism, counting wrappers).
 bool is_linear(const Module& m);
 // True for any LinearLike module (Linear, or a tensor-parallel linear): what LoRA can wrap.
