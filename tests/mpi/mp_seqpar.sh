@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sequence parallelism (parallel.sequence_parallel) in `braid train` against one rank on the
 # same global batch, for one model family, over 10 steps: tp=2; tp=2 x pp=2 with 1f1b and
-# zb-h1 (slices of the sequences cross the stage boundary); dp=2 x tp=2 x pp=2 (8 ranks, gpt2);
+# zb-h1 (slices of the sequences cross the stage boundary); dp=2 x tp=2 with ZeRO-1;
+# dp=2 x tp=2 x pp=2 (8 ranks, gpt2);
 # tp=4 (Llama: kv heads replicated); full and selective activation checkpointing; bf16; LoRA on
 # column- and row-parallel targets (tp=2, and tp=2 x pp=2 zb-h1); a tp=2 sequence-parallel
 # checkpoint resumed on one rank; and the error for a seq_len that tp does not divide.
@@ -23,6 +24,10 @@ for s in 1f1b zb-h1; do
       --set parallel.schedule=$s "${sp[@]}" > tp2pp2_$s.log
   same_losses one tp2pp2_$s $TOL
 done
+# With data parallelism and ZeRO-1 (the norms' summed gradients counted once in the norm).
+mpi 4 --set run.name=dp2tp2_zero --set parallel.tp=2 --set data.grad_accum=2 --set optim.zero=1 \
+    "${sp[@]}" > dp2tp2_zero.log
+same_losses one dp2tp2_zero $TOL
 if [ "$FAMILY" = llama ]; then
   mpi 4 --set run.name=tp4 --set parallel.tp=4 "${sp[@]}" > tp4.log
   same_losses one tp4 $TOL
