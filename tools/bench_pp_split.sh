@@ -8,22 +8,9 @@
 # after the first, then the means per split.
 set -euo pipefail
 build=$(realpath "${1:-build}") pairs=${2:-3} steps=${3:-6}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=passive
-work=$(mktemp -d /tmp/bench_pp_split.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-mkdir corpus
-cat /usr/share/common-licenses/* > corpus/a.txt 2>/dev/null || true
-"$build/braid" prepare --input corpus --out data --tokenizer byte --val-fraction 0.05 > /dev/null
-cat > c.yaml <<YAML
-run: {name: x, dir: $work/runs}
-model: {family: gpt2, vocab_size: 8192, context_length: 128, n_layer: 8, n_embd: 128, n_head: 4}
-data: {dir: $work/data, micro_batch: 2, seq_len: 128, grad_accum: 8, seed: 3}
-optim: {lr: 0.001, warmup_steps: 1}
-train: {steps: $steps, log_interval: 1, eval_interval: 0, sample_tokens: 0, peak_tflops: 1.0}
-checkpoint: {interval: 0}
-parallel: {pp: 2}
-YAML
+source "$(dirname "$0")/bench_train_common.bash"
+bench_config "family: gpt2, vocab_size: 8192, context_length: 128, n_layer: 8, n_embd: 128, n_head: 4" \
+  "micro_batch: 2, seq_len: 128, grad_accum: 8" "pp: 2"
 run() {  # run NAME [--set ...]
   local name=$1; shift
   mpirun --oversubscribe -np 2 -x OMP_NUM_THREADS=1 "$build/braid" train c.yaml \

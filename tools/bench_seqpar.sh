@@ -7,22 +7,9 @@
 # activation tensors) and mean step time over the steps after the first, then the ratios.
 set -euo pipefail
 build=$(realpath "${1:-build}") pairs=${2:-2} steps=${3:-6}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=passive
-work=$(mktemp -d /tmp/bench_seqpar.XXXXXX)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-cd "$work"
-mkdir corpus
-cat /usr/share/common-licenses/* > corpus/a.txt 2>/dev/null || true
-"$build/braid" prepare --input corpus --out data --tokenizer byte --val-fraction 0.05 > /dev/null
-cat > c.yaml <<YAML
-run: {name: x, dir: $work/runs}
-model: {family: gpt2, vocab_size: 256, context_length: 256, n_layer: 4, n_embd: 256, n_head: 8}
-data: {dir: $work/data, micro_batch: 4, seq_len: 256, grad_accum: 1, seed: 3}
-optim: {lr: 0.001, warmup_steps: 1}
-train: {steps: $steps, log_interval: 1, eval_interval: 0, sample_tokens: 0, peak_tflops: 1.0}
-checkpoint: {interval: 0}
-parallel: {tp: 2}
-YAML
+source "$(dirname "$0")/bench_train_common.bash"
+bench_config "family: gpt2, vocab_size: 256, context_length: 256, n_layer: 4, n_embd: 256, n_head: 8" \
+  "micro_batch: 4, seq_len: 256, grad_accum: 1" "tp: 2"
 run() {  # run NAME SP
   mpirun --oversubscribe -np 2 -x OMP_NUM_THREADS=1 "$build/braid" train c.yaml \
     --set run.name=$1 --set parallel.sequence_parallel=$2 > $1.log
