@@ -10,25 +10,22 @@ namespace braid {
 namespace {
 
 // A communicator's blocks are contiguous, rank after rank: (n, B, T / n, C). The model's
-// layout is (B, T, C) = (B, n, T / n, C). Copies between the two (a no-op layout for B = 1).
-void blocks_to_sequences(const Tensor& blocks, Tensor& seq, int n) {
+// layout is (B, T, C) = (B, n, T / n, C). Copies `seq`'s slices between the two (to_blocks:
+// seq -> blocks; else blocks -> seq); a no-op layout for B = 1, which the callers skip.
+void reorder(const Tensor& seq, const Tensor& blocks, int n, bool to_blocks) {
   const int64_t B = seq.dim(0), T = seq.dim(1), Tl = T / n;
   const size_t row = static_cast<size_t>(seq.numel() / (B * T)) * dtype_size(seq.dtype());
-  const char* src = static_cast<const char*>(blocks.raw());
-  char* dst = static_cast<char*>(seq.raw());
+  char* s = static_cast<char*>(seq.raw());
+  char* k = static_cast<char*>(blocks.raw());
   for (int r = 0; r < n; ++r)
-    for (int64_t b = 0; b < B; ++b)
-      std::memcpy(dst + (b * T + r * Tl) * row, src + (r * B + b) * Tl * row, Tl * row);
-}
-
-void sequences_to_blocks(const Tensor& seq, Tensor& blocks, int n) {
-  const int64_t B = seq.dim(0), T = seq.dim(1), Tl = T / n;
-  const size_t row = static_cast<size_t>(seq.numel() / (B * T)) * dtype_size(seq.dtype());
-  const char* src = static_cast<const char*>(seq.raw());
-  char* dst = static_cast<char*>(blocks.raw());
-  for (int r = 0; r < n; ++r)
-    for (int64_t b = 0; b < B; ++b)
-      std::memcpy(dst + (r * B + b) * Tl * row, src + (b * T + r * Tl) * row, Tl * row);
+    for (int64_t b = 0; b < B; ++b) {
+      char* in_seq = s + (b * T + r * Tl) * row;
+      char* in_blocks = k + (r * B + b) * Tl * row;
+      if (to_blocks)
+        std::memcpy(in_blocks, in_seq, Tl * row);
+      else
+        std::memcpy(in_seq, in_blocks, Tl * row);
+    }
 }
 
 }  // namespace
@@ -43,7 +40,7 @@ Tensor seq_all_gather(ExecContext& ctx, Communicator& tp, const Tensor& x) {
   tp.all_gather(x.view({x.numel()}), blocks).wait();
   if (x.dim(0) == 1) return blocks.view(whole);
   Tensor out = ctx.empty(whole, x.dtype());
-  blocks_to_sequences(blocks, out, n);
+  reorder(out, blocks, n, false);
   return out;
 }
 
@@ -62,7 +59,7 @@ Tensor seq_reduce_scatter(ExecContext& ctx, Communicator& tp, const Tensor& part
     Tensor blocks = partial;
     if (partial.dim(0) > 1) {
       blocks = ctx.empty(partial.shape(), partial.dtype());
-      sequences_to_blocks(partial, blocks, n);
+      reorder(partial, blocks, n, true);
     }
     sum = ctx.empty(local, partial.dtype());
     tp.reduce_scatter(blocks.view({partial.numel()}), sum.view({sum.numel()}), ReduceOp::Sum)
