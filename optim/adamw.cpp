@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "core/kernels/elementwise.h"
-#include "core/kernels/optimizer.h"
 #include "core/profile.h"
 
 namespace braid {
@@ -33,12 +32,7 @@ bool adamw_decays(const Parameter& p, const OptimConfig& cfg) {
 void AdamW::step(float lr) {
   KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
   ++t_;
-  const float b1 = cfg_.beta1, b2 = cfg_.beta2;
-  const float bc1 =
-      1.0f - static_cast<float>(std::pow(static_cast<double>(b1), static_cast<double>(t_)));
-  const float bc2 =
-      1.0f - static_cast<float>(std::pow(static_cast<double>(b2), static_cast<double>(t_)));
-  AdamWStep k{b1, b2, cfg_.eps, lr / bc1, 1.0f / std::sqrt(bc2), 0.0f};
+  AdamWStep k = adamw_step_constants(cfg_, t_, lr);
   for (Slot& s : slots_) {
     k.decay = s.decay ? lr * cfg_.weight_decay : 0.0f;
     adamw_update(ctx_, s.p->value, s.m, s.v, s.p->grad(), k);
@@ -60,6 +54,14 @@ void AdamW::load_state(const std::function<Tensor(const std::string&)>& get, int
     s.v.copy_from(get(s.p->name + ".exp_avg_sq"));
   }
   t_ = steps_taken;
+}
+
+AdamWStep adamw_step_constants(const OptimConfig& cfg, int64_t t, float lr) {
+  auto correction = [t](float beta) {
+    return 1.0f - static_cast<float>(std::pow(static_cast<double>(beta), static_cast<double>(t)));
+  };
+  const float bc1 = correction(cfg.beta1), bc2 = correction(cfg.beta2);
+  return {cfg.beta1, cfg.beta2, cfg.eps, lr / bc1, 1.0f / std::sqrt(bc2), 0.0f};
 }
 
 float lr_at(const OptimConfig& cfg, int64_t step, int64_t total_steps) {

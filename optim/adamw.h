@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/context.h"
+#include "core/kernels/optimizer.h"
 #include "core/parameter.h"
 #include "optim/optim_config.h"
 
@@ -44,6 +45,11 @@ class AdamW {
 
 // Whether AdamW decays `p`: not 1-D tensors, nor names containing one of cfg.no_decay.
 bool adamw_decays(const Parameter& p, const OptimConfig& cfg);
+
+// The constants of AdamW's step number t (1-based) at learning rate lr, shared by AdamW and
+// ZeroAdamW: step_size = lr / (1 - beta1^t), inv_sqrt_bc2 = 1 / sqrt(1 - beta2^t) (the bias
+// corrections, powers in double), decay = 0 (the caller sets lr * weight_decay per parameter).
+AdamWStep adamw_step_constants(const OptimConfig& cfg, int64_t t, float lr);
 
 // Learning rate at optimizer step `step` (0-based): linear warmup to cfg.lr over
 // warmup_steps, then cosine/linear decay to min_lr at decay_steps (or total_steps), then flat.

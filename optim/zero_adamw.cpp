@@ -98,13 +98,7 @@ void ZeroAdamW::step(float lr) {
   {
     KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
     ++t_;
-    // The same constants as AdamW::step.
-    const float b1 = cfg_.beta1, b2 = cfg_.beta2;
-    const float bc1 =
-        1.0f - static_cast<float>(std::pow(static_cast<double>(b1), static_cast<double>(t_)));
-    const float bc2 =
-        1.0f - static_cast<float>(std::pow(static_cast<double>(b2), static_cast<double>(t_)));
-    AdamWStep k{b1, b2, cfg_.eps, lr / bc1, 1.0f / std::sqrt(bc2), 0.0f};
+    AdamWStep k = adamw_step_constants(cfg_, t_, lr);
     for (const Segment& s : segments_) {
       k.decay = s.decay ? lr * cfg_.weight_decay : 0.0f;
       Shard& sh = shards_[s.bucket];

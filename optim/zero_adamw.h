@@ -6,7 +6,8 @@
 // AdamW moments only for what it owns, so optimizer memory per rank is about 1/dp of plain
 // AdamW. The parameters are re-bound into one flat buffer per bucket (same layout as the
 // gradients), so after each rank updates its part an all-gather per bucket gives every rank the
-// whole new parameters. Updates use the same adamw_update kernel and constants as AdamW.
+// whole new parameters. Updates use the same adamw_update kernel and constants
+// (adamw_step_constants) as AdamW.
 //
 // Mixed precision (compute bf16 or f16): the flat parameter buffer holds the compute dtype and
 // a rank keeps f32 masters only for its shard (MemCategory::MasterWeights), beside its shard of
