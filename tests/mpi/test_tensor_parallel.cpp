@@ -61,7 +61,9 @@ TEST_P(TensorParallel, OneStepEqualsOneRank) {
   TensorParallelOptions o;
   o.vocab_align = 4;  // 11 -> 16 rows at tp 2: rank 1 holds 3 real and 5 padding rows
   const int n = apply_tensor_parallel(ctx, model, tp, o);
-  EXPECT_EQ(n, 2 * cfg.n_layer + 1);
+  // Per block: the projections split (gpt2 4, llama 7) and the attention's and MLP's input
+  // regions; then the embedding.
+  EXPECT_EQ(n, ((cfg.is_llama() ? 7 : 4) + 2) * cfg.n_layer + 1);
   EXPECT_EQ(model.parameters().size(), whole.parameters().size());
   const Parameter* wte = model.parameters().front();
   EXPECT_EQ(wte->value.dim(0), padded_vocab(cfg.vocab_size, tp.size(), 4) / tp.size());
