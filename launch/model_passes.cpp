@@ -31,9 +31,9 @@ void copy_base_weights(Transformer& model, const RunConfig& cfg, const LoadedMod
                 cfg.model.family.c_str(), cfg.model.num_params() / 1e6);
 }
 
-void apply_training_passes(Transformer& model, const RunConfig& cfg, int tp_part, bool verbose) {
+void apply_training_passes(Transformer& model, const RunConfig& cfg, bool verbose) {
   if (cfg.lora.enabled()) {
-    const int n = apply_lora(model, cfg.lora, cfg.model.seed, tp_part);
+    const int n = apply_lora(model, cfg.lora, cfg.model.seed);
     int64_t trainable = 0, total = 0;
     for (Parameter* p : model.parameters()) {
       total += p->value.numel();
@@ -57,7 +57,7 @@ void apply_training_passes(Transformer& model, const RunConfig& cfg, int tp_part
 void apply_model_passes(Transformer& model, const RunConfig& cfg, const LoadedModel* base,
                         bool verbose) {
   copy_base_weights(model, cfg, base, verbose);
-  apply_training_passes(model, cfg, 0, verbose);
+  apply_training_passes(model, cfg, verbose);
 }
 
 uint64_t micro_batch_dropout_seed(uint64_t seed, int64_t step, int micro) {

@@ -19,10 +19,9 @@ RunConfig resolve_init_from(const RunConfig& cfg, std::unique_ptr<LoadedModel>& 
 // pipeline stage: it takes the base's tensors it holds).
 void copy_base_weights(Transformer& model, const RunConfig& cfg, const LoadedModel* base,
                        bool verbose = true);
-// LoRA (lora.rank > 0; a split A takes part `tp_part` of the global draw) and
-// train.checkpointing, in that order; after a tensor-parallel pass when there is one.
-void apply_training_passes(Transformer& model, const RunConfig& cfg, int tp_part = 0,
-                           bool verbose = true);
+// LoRA (lora.rank > 0) and train.checkpointing, in that order, on the single-rank model;
+// a tensor-parallel placement comes after them.
+void apply_training_passes(Transformer& model, const RunConfig& cfg, bool verbose = true);
 // Both, on one rank. Prints one line per pass when `verbose`. Call after init_weights and
 // before the optimizer is built.
 void apply_model_passes(Transformer& model, const RunConfig& cfg, const LoadedModel* base,

@@ -70,9 +70,9 @@ RankModel::RankModel(ExecContext& ctx, const RunConfig& cfg, const RankModelComm
     t->init_weights();
     copy_base_weights(*t, cfg, init_base, verbose && c == 0);
     if (!init_from.empty() && !resume) init_weights_from(*t, init_from);  // whole, before the split
+    // The passes see the single-rank model on every layout; tensor parallelism places it last.
+    apply_training_passes(*t, cfg, verbose && c == 0);
     if (tp_) apply_tensor_parallel(ctx, *t, *tp_, tpo);
-    apply_training_passes(*t, cfg, tp_rank(), verbose && c == 0);
-    if (tp_ && cfg.lora.enabled()) apply_tensor_parallel_lora(*t, *tp_, tpo.sequence_parallel);
     if (resume) {  // each parameter takes its part of the whole tensor
       for (Parameter* p : t->parameters()) {
         check_tensor_matches(*resume, p->name, whole_shape_of(*p), DType::F32);

@@ -10,7 +10,7 @@
 #include "core/models/lora.h"
 #include "parallel/scalar_reduce.h"
 #include "parallel/sequence_parallel.h"
-#include "parallel/tp_layers.h"
+#include "parallel/tp_regions.h"
 
 namespace braid {
 
@@ -43,109 +43,144 @@ void check_tensor_parallel(const ModelConfig& cfg, int tp, const TensorParallelO
 
 namespace {
 
-void shard_into(Parameter& dst, const Parameter& full, const ShardSpec& s, int part) {
-  s.validate(full.value.shape(), full.name);
-  dst.value = extract_shard(full.value, s, part);
-  dst.global_shape = full.value.shape();
-  dst.shard = s;
-  dst.trainable = full.trainable;
-  dst.replica = full.replica;
+// p keeps part `part` of its whole value under spec s (the whole value's shape becomes its
+// global shape).
+void shard_in_place(Parameter& p, const ShardSpec& s, int part) {
+  s.validate(p.value.shape(), p.name);
+  p.global_shape = p.value.shape();
+  p.value = extract_shard(p.value, s, part);
+  p.shard = s;
 }
 
-// Column-parallel: this rank's rows (output features) of the weight and bias.
-// replicas > 1: n parts, each held by `replicas` ranks (kv heads when tp > n_kv_head).
-std::unique_ptr<Module> column(ExecContext& ctx, const Module& m, int n, int part,
-                               std::vector<int64_t> blocks = {}, int replicas = 1) {
-  const auto& l = dynamic_cast<const Linear&>(m);
-  auto out =
-      std::make_unique<Linear>(ctx, l.path(), l.in_features, l.out_features / n, l.bias != nullptr);
-  ShardSpec s{0, n, std::move(blocks)};
-  s.replicas = replicas;
-  shard_into(out->weight, l.weight, s, part);
-  if (l.bias) shard_into(*out->bias, *l.bias, s, part);
-  return out;
-}
-
-// Row-parallel: this rank's columns (input features) of the weight; the bias replicated.
-std::unique_ptr<Module> row(const Module& m, int n, int part, Communicator& tp, bool sp) {
-  const auto& l = dynamic_cast<const Linear&>(m);
-  const ShardSpec s{1, n, {}};
-  auto out = std::make_unique<RowParallelLinear>(l.path(), Tensor(), Tensor(), tp, sp);
-  shard_into(out->weight, l.weight, s, part);
-  if (l.bias) {
-    out->bias = std::make_unique<Parameter>(l.bias->name, l.bias->value, l.bias->trainable);
-  }
-  return out;
-}
-
-// The full (V, C) table padded with zero rows to (Vp, C), then this rank's rows.
+// The whole (V, C) table padded with zero rows to (Vp, C), then this rank's rows.
 void shard_vocab(Parameter& p, int64_t padded, int n, int part) {
   const Shape& g = p.value.shape();
   Tensor full = p.value.new_zeros({padded, g[1]}, DType::F32, MemCategory::Weights);
   std::memcpy(full.raw(), p.value.raw(), p.value.nbytes());
-  Parameter whole(p.name, full, p.trainable);
-  whole.replica = p.replica;
   ShardSpec spec{0, n, {}};
   spec.logical = g[0];
-  shard_into(p, whole, spec, part);
+  p.value = full;
+  shard_in_place(p, spec, part);
+}
+
+// How a projection is placed (torchtitan's plan, Megatron's column/row-parallel linears):
+// column-parallel keeps rows of the weight (outputs: heads, MLP columns), row-parallel keeps
+// columns (inputs) and reduces its output.
+enum class Split { Column, ColumnKV, ColumnFusedQKV, Row };
+
+// The plan by the projection's name within its block.
+const std::pair<const char*, Split> kPlan[] = {
+    {"self_attn.q_proj", Split::Column},   {"self_attn.k_proj", Split::ColumnKV},
+    {"self_attn.v_proj", Split::ColumnKV}, {"self_attn.o_proj", Split::Row},
+    {"attn.c_attn", Split::ColumnFusedQKV}, {"attn.c_proj", Split::Row},
+    {"mlp.gate_proj", Split::Column},      {"mlp.up_proj", Split::Column},
+    {"mlp.down_proj", Split::Row},         {"mlp.c_fc", Split::Column},
+    {"mlp.c_proj", Split::Row},
+};
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+         s[s.size() - suffix.size() - 1] == '.';
+}
+
+const Split* split_of(const std::string& path) {
+  for (const auto& [name, split] : kPlan)
+    if (ends_with(path, name)) return &split;
+  return nullptr;
+}
+
+// The shard spec of a projection's weight for split `k` on n ranks.
+ShardSpec weight_spec(Split k, const ModelConfig& cfg, int n) {
+  switch (k) {
+    case Split::Column: return {0, n, {}};
+    case Split::ColumnFusedQKV: {
+      const int64_t C = cfg.n_embd;
+      return {0, n, {C, C, C}};  // each rank takes its heads of each of q, k and v
+    }
+    case Split::ColumnKV: {
+      // split by kv head, or each kv head replicated over tp / n_kv_head ranks
+      const int kv = static_cast<int>(cfg.kv_heads());
+      ShardSpec s{0, std::min(kv, n), {}};
+      s.replicas = n / s.parts;
+      return s;
+    }
+    case Split::Row: return {1, n, {}};
+  }
+  return {};
 }
 
 }  // namespace
 
 int apply_tensor_parallel(ExecContext& ctx, Transformer& model, Communicator& tp,
                           const TensorParallelOptions& o) {
+  (void)ctx;
   const ModelConfig& cfg = model.config();
   const int n = tp.size(), r = tp.rank();
   check_tensor_parallel(cfg, n, o);
   if (n == 1) return 0;
   const int64_t V = cfg.vocab_size, Vp = padded_vocab(V, n, o.vocab_align), rows = Vp / n;
-  const bool llama = cfg.is_llama(), sp = o.sequence_parallel;
-  // The head's own weight (untied, or the tied replica of a last stage) first: replacing
-  // modules below leaves model.parameters() stale until refresh_parameters().
+  const bool sp = o.sequence_parallel;
+  // The head's own weight (untied, or the tied replica of a last stage); the head's loss
+  // becomes the vocab-parallel cross-entropy.
   if (model.has_head()) {
     Parameter* own = cfg.tied() ? (model.has_embedding() ? nullptr : model.tied_embedding())
                                 : model.find_parameter("lm_head.weight");
     if (own) shard_vocab(*own, Vp, n, r);
     model.set_head_loss(vocab_parallel_cross_entropy(tp, V, r * rows, sp));
   }
-  int replaced = model.replace(
-      [](const Module& m) { return dynamic_cast<const SelfAttention*>(&m) != nullptr; },
-      [&](std::unique_ptr<Module> old) -> std::unique_ptr<Module> {
-        std::vector<std::unique_ptr<Module>> cols;
-        if (llama) {
-          cols.push_back(column(ctx, old->child(0), n, r));
-          // k and v: split by kv head, or each kv head replicated over tp / n_kv_head ranks.
-          const int kv = static_cast<int>(cfg.kv_heads());
-          const int parts = std::min(kv, n), replicas = n / parts;
-          for (size_t i = 1; i < 3; ++i)
-            cols.push_back(column(ctx, old->child(i), parts, r / replicas, {}, replicas));
-        } else {
-          const int64_t C = cfg.n_embd;
-          cols.push_back(column(ctx, old->child(0), n, r, {C, C, C}));
-        }
-        auto out = row(old->child(llama ? 3 : 1), n, r, tp, sp);
-        return std::make_unique<TpSelfAttention>(cfg, old->path(), n, std::move(cols),
-                                                 std::move(out), tp, sp);
-      });
-  replaced += model.replace([](const Module& m) { return dynamic_cast<const MLP*>(&m) != nullptr; },
-                            [&](std::unique_ptr<Module> old) -> std::unique_ptr<Module> {
-                              std::vector<std::unique_ptr<Module>> cols;
-                              const size_t ncol = llama ? 2 : 1;
-                              for (size_t i = 0; i < ncol; ++i)
-                                cols.push_back(column(ctx, old->child(i), n, r));
-                              auto out = row(old->child(ncol), n, r, tp, sp);
-                              return std::make_unique<TpMLP>(cfg, old->path(), std::move(cols),
-                                                             std::move(out), tp, sp);
-                            });
-  replaced +=
-      model.replace([](const Module& m) { return dynamic_cast<const Embedding*>(&m) != nullptr; },
-                    [&](std::unique_ptr<Module> old) -> std::unique_ptr<Module> {
-                      auto& e = dynamic_cast<Embedding&>(*old);
-                      Parameter wte(e.wte.name, e.wte.value, e.wte.trainable);
-                      shard_vocab(wte, Vp, n, r);
-                      return std::make_unique<VocabParallelEmbedding>(
-                          e.path(), std::move(wte), std::move(e.wpe), V, r * rows, tp, sp);
-                    });
+  int placed = 0;
+  // Projections first (their shards decide LoRA's), then the modules that hold them.
+  model.visit([&](Module& m) {
+    auto* l = dynamic_cast<Linear*>(&m);
+    const Split* k = l ? split_of(l->path()) : nullptr;
+    if (!k) return;
+    const ShardSpec spec = weight_spec(*k, cfg, n);
+    const int part = spec.part_of(r);
+    shard_in_place(l->weight, spec, part);
+    if (*k == Split::Row) {
+      // The bias is replicated and added once, by group rank 0, to the partial sum.
+      l->reduce_output(exit_region(l->path() + ".output_region", tp, sp), r == 0);
+    } else if (l->bias) {
+      shard_in_place(*l->bias, spec, part);
+    }
+    ++placed;
+  });
+  model.visit([&](Module& m) {
+    if (auto* a = dynamic_cast<SelfAttention*>(&m)) {
+      a->set_input_region(enter_region(a->path() + ".input_region", tp, sp));
+      ++placed;
+    } else if (auto* f = dynamic_cast<MLP*>(&m)) {
+      f->set_input_region(enter_region(f->path() + ".input_region", tp, sp));
+      ++placed;
+    } else if (auto* e = dynamic_cast<Embedding*>(&m)) {
+      // Rows of the vocabulary; the replicated position table is added once, by rank 0.
+      shard_vocab(e->wte, Vp, n, r);
+      e->shard_rows(r * rows, V, r == 0, exit_region(e->path() + ".output_region", tp, sp));
+      ++placed;
+    } else if (auto* lo = dynamic_cast<LoraLinear*>(&m)) {
+      // A and B follow the base's split (lora.h): a row-parallel base's partial t is reduced
+      // between A and B; a column-parallel base's partial dt is summed for A's gradient.
+      Linear& base = dynamic_cast<Linear&>(lo->base());
+      const ShardSpec a = lora_a_shard(base.weight.shard), b = lora_b_shard(base.weight.shard);
+      // (An unsplit spec still carries the replicas of a replicated kv head's B.)
+      if (a.sharded()) shard_in_place(lo->lora_A, a, a.part_of(r));
+      lo->lora_A.shard = a;
+      if (b.sharded()) shard_in_place(lo->lora_B, b, b.part_of(r));
+      lo->lora_B.shard = b;
+      std::unique_ptr<Module> rank_region, weight_grad_region;
+      if (a.sharded()) {
+        rank_region = exit_region(lo->path() + ".rank_region", tp, sp);
+        // Under sequence parallelism B sees only the slice's rows: its holders' partial
+        // gradients are summed like a replicated part's.
+        if (sp) lo->lora_B.shard.replicas = n;
+      }
+      if (b.sharded())
+        weight_grad_region = std::make_unique<CopyToRegion>(lo->path() + ".weight_grad_region", tp);
+      lo->place(a.sharded() ? a.part_of(r) : 0, std::move(rank_region),
+                std::move(weight_grad_region));
+      ++placed;
+    }
+  });
   // Sequence parallelism runs the norms on each rank's slice of the sequences: each holder's
   // gradient is partial, and sum_replicated_parts sums them (one part held by all n ranks).
   if (sp)
@@ -156,7 +191,7 @@ int apply_tensor_parallel(ExecContext& ctx, Transformer& model, Communicator& tp
       for (Parameter* p : ps) p->shard.replicas = n;
     });
   model.refresh_parameters();
-  return replaced;
+  return placed;
 }
 
 void sum_replicated_parts(ExecContext& ctx, const std::vector<Parameter*>& params,
@@ -175,38 +210,6 @@ void sum_replicated_parts(ExecContext& ctx, const std::vector<Parameter*>& param
     tp.all_reduce(full, ReduceOp::Sum).wait();
     p->grad().copy_from(extract_shard(full, p->shard, part));
   }
-}
-
-int apply_tensor_parallel_lora(Transformer& model, Communicator& tp, bool sequence_parallel) {
-  int n = 0;
-  model.visit([&](Module& m) {
-    auto* l = dynamic_cast<LoraLinear*>(&m);
-    if (!l || tp.size() == 1) return;
-    auto sum = [&tp](Tensor& t) { tp.all_reduce(t, ReduceOp::Sum).wait(); };
-    if (l->lora_A.shard.sharded()) {  // row-parallel base
-      if (sequence_parallel) {
-        // The base's output is this rank's slice of the sequences: t is summed and scattered
-        // to the same slice, dt gathered back to every position. B then sees only the slice's
-        // rows: its partial gradients are summed over tp like a replicated part's.
-        l->sum_partial_t = [&tp](ExecContext& ctx, const Tensor& t) {
-          return seq_reduce_scatter(ctx, tp, t, DType::F32);
-        };
-        l->gather_dt = [&tp](ExecContext& ctx, const Tensor& dt) {
-          return seq_all_gather(ctx, tp, dt);
-        };
-        l->lora_B.shard.replicas = tp.size();
-      } else {
-        l->sum_partial_t = [&tp](ExecContext&, const Tensor& t) {
-          Tensor s = t;
-          tp.all_reduce(s, ReduceOp::Sum).wait();
-          return s;
-        };
-      }
-    }
-    if (l->lora_B.shard.sharded()) l->sum_partial_dt = sum;  // column-parallel base
-    n += l->lora_A.shard.sharded() || l->lora_B.shard.sharded();
-  });
-  return n;
 }
 
 HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t row_begin,

@@ -1,8 +1,12 @@
-// Tensor parallelism as a pass over a model built for one rank (the model code stays
-// parallelism-free): SelfAttention, MLP and the token embedding are replaced by path with their
-// tensor-parallel versions (parallel/tp_layers.h), every split Parameter gets its ShardSpec and
-// keeps only this rank's shard, and the LM head's loss becomes a vocab-parallel cross-entropy
-// that never gathers the whole logits.
+// Tensor parallelism as a placement of a model built for one rank: the same core modules run on
+// every layout. The pass keeps this rank's shard of every split Parameter (with its ShardSpec),
+// puts the collectives into the layers' region slots (parallel/tp_regions.h: SelfAttention's
+// and MLP's input region, the row-parallel projections' and the embedding's output region,
+// LoRA's regions), and makes the LM head's loss a vocab-parallel cross-entropy that never
+// gathers the whole logits. The layers take their local sizes (heads, MLP columns, vocabulary
+// rows) from their sharded weights. Run it after the other model passes (LoRA, activation
+// checkpointing): they see the same single-rank model on every layout, and the placement
+// reaches into their wrappers.
 //
 // Splits: attention by heads (q heads and kv heads both divisible by tp; GPT-2's fused c_attn
 // by head within each of its q, k, v blocks), the MLP on its hidden dimension, the token table
@@ -43,9 +47,10 @@ int64_t padded_vocab(int64_t vocab, int tp, int align);
 void check_tensor_parallel(const ModelConfig& cfg, int tp, const TensorParallelOptions& o = {});
 
 // Applies the pass to `model` (a whole model or a pipeline stage) whose parameters hold their
-// full values (after init_weights() or loading): each rank keeps its shard of the full tensor,
-// so a tensor-parallel model starts exactly where the single-rank one does. Returns the number
-// of modules replaced. Collective in the sense that every member of tp must apply it.
+// full values (after init_weights() or loading, and after the LoRA and checkpointing passes):
+// each rank keeps its shard of the full tensor, so a tensor-parallel model starts exactly where
+// the single-rank one does. Returns the number of modules placed (projections split, regions
+// inserted); 0 on one rank. Every member of tp must apply it.
 int apply_tensor_parallel(ExecContext& ctx, Transformer& model, Communicator& tp,
                           const TensorParallelOptions& o = {});
 
@@ -54,14 +59,6 @@ int apply_tensor_parallel(ExecContext& ctx, Transformer& model, Communicator& tp
 // gradients. Collective over tp; a no-op for a layout without replicated parts.
 void sum_replicated_parts(ExecContext& ctx, const std::vector<Parameter*>& params,
                           Communicator& tp);
-
-// LoRA after the tensor-parallel pass (lora.h: A and B follow the base's split): installs the
-// group sums on every LoraLinear of `model` whose base is split, the partial t = A_r x_r of a
-// row-parallel base in the forward, the partial dt = s dy_r B_r of a column-parallel base in
-// the backward (sequence parallelism: a row-parallel base's t reduce-scattered to this rank's
-// slice, dt gathered back, B's partial gradients summed). Returns how many it set up.
-int apply_tensor_parallel_lora(Transformer& model, Communicator& tp,
-                               bool sequence_parallel = false);
 
 // The vocab-parallel cross-entropy of a head weight holding rows [row_begin, row_begin + rows)
 // of the padded vocabulary (rows >= vocab are padding): a HeadLossFn for Transformer.

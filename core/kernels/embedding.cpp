@@ -22,4 +22,21 @@ void embedding_backward(ExecContext& ctx, Tensor& dwte, Tensor& dwpe, const Tens
   cpu::embedding_backward(ctx, dwte, dwpe, dout, tokens, pos_offset);
 }
 
+void embedding_rows_forward(ExecContext& ctx, Tensor& out, const Tensor& tokens, const Tensor& wte,
+                            const Tensor& wpe, int64_t row_begin, int64_t vocab,
+                            int64_t pos_offset) {
+  KernelArgs args(ctx, "embedding_rows_forward",
+                  {{&out, "out"}, {&tokens, "tokens"}, {&wte, "wte"}, {&wpe, "wpe"}});
+  args.require_cpu();
+  cpu::embedding_rows_forward(ctx, out, tokens, wte, wpe, row_begin, vocab, pos_offset);
+}
+
+void embedding_rows_backward(ExecContext& ctx, Tensor& dwte, Tensor& dwpe, const Tensor& dout,
+                             const Tensor& tokens, int64_t row_begin) {
+  KernelArgs args(ctx, "embedding_rows_backward",
+                  {{&dwte, "dwte"}, {&dwpe, "dwpe"}, {&dout, "dout"}, {&tokens, "tokens"}});
+  args.require_cpu();
+  cpu::embedding_rows_backward(ctx, dwte, dwpe, dout, tokens, row_begin);
+}
+
 }  // namespace braid

@@ -12,11 +12,9 @@ SelfAttention::SelfAttention(ExecContext& ctx, const ModelConfig& cfg, const std
     : Module(path),
       llama_(cfg.is_llama()),
       layer_(layer),
-      n_head_(cfg.n_head),
-      n_kv_head_(cfg.kv_heads()),
       head_dim_(cfg.head_dim()),
       rope_theta_(cfg.rope_theta) {
-  const int64_t C = cfg.n_embd, kv = n_kv_head_ * head_dim_;
+  const int64_t C = cfg.n_embd, kv = cfg.kv_heads() * head_dim_;
   auto linear = [&](const char* name, int64_t in, int64_t out, bool bias) {
     add_slot(name, std::make_unique<Linear>(ctx, path + "." + name, in, out, bias));
   };
@@ -31,71 +29,90 @@ SelfAttention::SelfAttention(ExecContext& ctx, const ModelConfig& cfg, const std
   }
 }
 
+void SelfAttention::set_input_region(std::unique_ptr<Module> region) {
+  BRAID_CHECK(!region_, "{}: the input region is already set", path());
+  region_ = &child(add_slot("input_region", std::move(region)));
+}
+
 void SelfAttention::project(ExecContext& ctx, const Tensor& x, MicroBatch* mb, InferState* st,
                             Tensor& q, Tensor& k, Tensor& v) {
-  const int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2);
+  const int64_t B = x.dim(0), T = x.dim(1), D = head_dim_;
   auto run = [&](size_t slot) {
     return mb ? child(slot).forward(x, *mb) : child(slot).infer(x, *st);
   };
   const int64_t pos = st ? st->pos : 0;
   if (llama_) {
-    q = run(0).view({B, T, n_head_, head_dim_});
-    k = run(1).view({B, T, n_kv_head_, head_dim_});
-    v = run(2).view({B, T, n_kv_head_, head_dim_});
+    // (B, T, heads * D): the heads are the projection's.
+    q = run(0);
+    q = q.view({B, T, q.dim(2) / D, D});
+    k = run(1);
+    k = k.view({B, T, k.dim(2) / D, D});
+    v = run(2);
+    v = v.view({B, T, v.dim(2) / D, D});
     rope_forward(ctx, q, pos, rope_theta_);
     rope_forward(ctx, k, pos, rope_theta_);
   } else {
+    // The fused projection's rows are its q, k and v heads, in that order.
     Tensor qkv = run(0);
-    q = x.new_empty({B, T, n_head_, head_dim_}, x.dtype());
-    k = x.new_empty({B, T, n_head_, head_dim_}, x.dtype());
-    v = x.new_empty({B, T, n_head_, head_dim_}, x.dtype());
-    Tensor q2 = q.view({B * T, C}), k2 = k.view({B * T, C}), v2 = v.view({B * T, C});
-    split_columns(ctx, {&q2, &k2, &v2}, qkv.view({B * T, 3 * C}));
+    const int64_t Cl = qkv.dim(2) / 3, H = Cl / D;
+    q = x.new_empty({B, T, H, D}, x.dtype());
+    k = x.new_empty({B, T, H, D}, x.dtype());
+    v = x.new_empty({B, T, H, D}, x.dtype());
+    Tensor q2 = q.view({B * T, Cl}), k2 = k.view({B * T, Cl}), v2 = v.view({B * T, Cl});
+    split_columns(ctx, {&q2, &k2, &v2}, qkv.view({B * T, 3 * Cl}));
   }
 }
 
-Tensor SelfAttention::forward(const Tensor& x, MicroBatch& mb) {
+Tensor SelfAttention::forward(const Tensor& x_in, MicroBatch& mb) {
   ExecContext& ctx = mb.ctx();
-  const int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2);
+  const Tensor x = region_ ? region_->forward(x_in, mb) : x_in;
+  const int64_t B = x.dim(0), T = x.dim(1);
   Tensor q, k, v;
   project(ctx, x, &mb, nullptr, q, k, v);
-  Tensor out = x.new_empty({B, T, n_head_, head_dim_}, x.dtype());
-  Tensor lse = x.new_empty({B, n_head_, T}, DType::F32);
+  const int64_t H = q.dim(2);
+  Tensor out = x.new_empty({B, T, H, head_dim_}, x.dtype());
+  Tensor lse = x.new_empty({B, H, T}, DType::F32);
   attention_forward(ctx, out, lse, q, k, v);
   mb.push(q);
   mb.push(k);
   mb.push(v);
   mb.push(out);
   mb.push(lse);
-  return out_proj().forward(out.view({B, T, C}), mb);
+  return out_proj().forward(out.view({B, T, H * head_dim_}), mb);
 }
 
 Tensor SelfAttention::backward(const Tensor& dy, MicroBatch& mb) {
   ExecContext& ctx = mb.ctx();
-  const int64_t B = dy.dim(0), T = dy.dim(1), C = dy.dim(2);
-  Tensor dout = out_proj().backward(dy, mb).view({B, T, n_head_, head_dim_});
+  // The output projection's input gradient covers every position (dy may be a slice of them).
+  Tensor dout = out_proj().backward(dy, mb);
   Tensor lse = mb.pop(), out = mb.pop(), v = mb.pop(), k = mb.pop(), q = mb.pop();
+  const int64_t B = q.dim(0), T = q.dim(1), Cq = q.dim(2) * head_dim_;
+  dout = dout.view(q.shape());
   Tensor dq = empty_like(q), dk = empty_like(k), dv = empty_like(v);
   attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse);
+  Tensor dx;
   if (llama_) {
     rope_backward(ctx, dq, 0, rope_theta_);
     rope_backward(ctx, dk, 0, rope_theta_);
-    const int64_t kv = n_kv_head_ * head_dim_;
-    Tensor dx = child(2).backward(dv.view({B, T, kv}), mb);
+    const int64_t kv = k.dim(2) * head_dim_;
+    dx = child(2).backward(dv.view({B, T, kv}), mb);
     add_inplace(ctx, dx, child(1).backward(dk.view({B, T, kv}), mb));
-    add_inplace(ctx, dx, child(0).backward(dq.view({B, T, C}), mb));
-    return dx;
+    add_inplace(ctx, dx, child(0).backward(dq.view({B, T, Cq}), mb));
+  } else {
+    Tensor dqkv = dout.new_empty({B, T, 3 * Cq}, dout.dtype());
+    Tensor dqkv2 = dqkv.view({B * T, 3 * Cq});
+    const Tensor dq2 = dq.view({B * T, Cq}), dk2 = dk.view({B * T, Cq}),
+                 dv2 = dv.view({B * T, Cq});
+    concat_columns(ctx, dqkv2, {&dq2, &dk2, &dv2});
+    dx = child(0).backward(dqkv, mb);
   }
-  Tensor dqkv = dy.new_empty({B, T, 3 * C}, dy.dtype());
-  Tensor dqkv2 = dqkv.view({B * T, 3 * C});
-  const Tensor dq2 = dq.view({B * T, C}), dk2 = dk.view({B * T, C}), dv2 = dv.view({B * T, C});
-  concat_columns(ctx, dqkv2, {&dq2, &dk2, &dv2});
-  return child(0).backward(dqkv, mb);
+  return region_ ? region_->backward(dx, mb) : dx;
 }
 
-Tensor SelfAttention::infer(const Tensor& x, InferState& st) {
+Tensor SelfAttention::infer(const Tensor& x_in, InferState& st) {
   ExecContext& ctx = st.ctx;
-  const int64_t Tn = x.dim(1), C = x.dim(2), pos = st.pos;
+  const Tensor x = region_ ? region_->infer(x_in, st) : x_in;
+  const int64_t Tn = x.dim(1), pos = st.pos;
   BRAID_CHECK(st.cache, "SelfAttention::infer needs a KV cache");
   KVCache::Layer& cache = st.cache->layers.at(layer_);
   BRAID_CHECK(cache.k.defined(), "the KV cache has no layer {}", layer_);
@@ -104,14 +121,18 @@ Tensor SelfAttention::infer(const Tensor& x, InferState& st) {
               pos + Tn);
   Tensor q, k, v;
   project(ctx, x, nullptr, &st, q, k, v);
-  copy_rows(ctx, cache.k, pos, k.view({Tn, n_kv_head_, head_dim_}));
-  copy_rows(ctx, cache.v, pos, v.view({Tn, n_kv_head_, head_dim_}));
-  const Tensor kc = cache.k.slice0(0, pos + Tn).view({1, pos + Tn, n_kv_head_, head_dim_});
-  const Tensor vc = cache.v.slice0(0, pos + Tn).view({1, pos + Tn, n_kv_head_, head_dim_});
-  Tensor out = x.new_empty({1, Tn, n_head_, head_dim_}, x.dtype());
-  Tensor lse = x.new_empty({1, n_head_, Tn}, DType::F32);
+  const int64_t H = q.dim(2), Hkv = k.dim(2);
+  BRAID_CHECK(cache.k.dim(1) == Hkv,
+              "{}: the KV cache holds {} key/value heads, this layer computes {}", path(),
+              cache.k.dim(1), Hkv);
+  copy_rows(ctx, cache.k, pos, k.view({Tn, Hkv, head_dim_}));
+  copy_rows(ctx, cache.v, pos, v.view({Tn, Hkv, head_dim_}));
+  const Tensor kc = cache.k.slice0(0, pos + Tn).view({1, pos + Tn, Hkv, head_dim_});
+  const Tensor vc = cache.v.slice0(0, pos + Tn).view({1, pos + Tn, Hkv, head_dim_});
+  Tensor out = x.new_empty({1, Tn, H, head_dim_}, x.dtype());
+  Tensor lse = x.new_empty({1, H, Tn}, DType::F32);
   attention_forward(ctx, out, lse, q, kc, vc);
-  return out_proj().infer(out.view({1, Tn, C}), st);
+  return out_proj().infer(out.view({1, Tn, H * head_dim_}), st);
 }
 
 }  // namespace braid

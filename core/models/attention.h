@@ -1,5 +1,9 @@
 // Causal self-attention for both families: GPT-2 (fused c_attn, biases) and Llama (separate
-// q/k/v/o projections, RoPE, grouped-query heads). The projections are child slots.
+// q/k/v/o projections, RoPE, grouped-query heads). The projections are child slots. The head
+// counts are the projections' (their weights' rows over the head size), so a placement that
+// keeps some heads' rows (tensor parallelism) runs the same code on them; such a placement
+// also gives the module an input region (set_input_region), the module that hands the
+// projections their input and takes back its gradient (a collective).
 #pragma once
 
 #include <memory>
@@ -21,6 +25,10 @@ class SelfAttention : public Module {
   // st.cache's layer.
   Tensor infer(const Tensor& x, InferState& st) override;
 
+  // Runs `region` on the input before the projections (forward, infer) and on the input
+  // gradient after them (backward), in the slot `input_region`. Once per module.
+  void set_input_region(std::unique_ptr<Module> region);
+
  private:
   // q (B,T,Hq,D), k, v (B,T,Hkv,D) from x: (B, T, C); RoPE applied at pos_offset (llama).
   // mb null: nothing is kept (decoding).
@@ -29,7 +37,8 @@ class SelfAttention : public Module {
   Module& out_proj() const { return child(llama_ ? 3 : 1); }
   bool llama_;
   int layer_;
-  int64_t n_head_, n_kv_head_, head_dim_;
+  int64_t head_dim_;
+  Module* region_ = nullptr;
   float rope_theta_;
 };
 

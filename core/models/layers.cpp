@@ -1,6 +1,7 @@
 // Linear, LayerNorm, RMSNorm and Embedding: thin owners of parameters around the kernels.
 #include "core/models/layers.h"
 
+#include "core/kernels/elementwise.h"
 #include "core/kernels/embedding.h"
 #include "core/kernels/layernorm.h"
 #include "core/kernels/linear.h"
@@ -21,6 +22,14 @@ Shape with_last(const Shape& s, int64_t last) {
   return r;
 }
 
+// The f32 sum `t` rounded once to `dtype` (itself when it already is).
+Tensor rounded(ExecContext& ctx, const Tensor& t, DType dtype) {
+  if (t.dtype() == dtype) return t;
+  Tensor r = ctx.empty(t.shape(), dtype);
+  cast(ctx, r, t);
+  return r;
+}
+
 // Reports params (already in reverse order of use) ready on mb.
 void report_ready(MicroBatch& mb, std::initializer_list<Parameter*> params) {
   for (Parameter* p : params)
@@ -31,25 +40,37 @@ void report_ready(MicroBatch& mb, std::initializer_list<Parameter*> params) {
 // ---- Linear ----
 
 Linear::Linear(ExecContext& ctx, const std::string& path, int64_t in, int64_t out, bool has_bias)
-    : Module(path),
-      weight(path + ".weight", weight_tensor(ctx, {out, in})),
-      in_features(in),
-      out_features(out) {
+    : Module(path), weight(path + ".weight", weight_tensor(ctx, {out, in})) {
   if (has_bias) bias = std::make_unique<Parameter>(path + ".bias", weight_tensor(ctx, {out}));
 }
 
-Tensor Linear::run(ExecContext& ctx, const Tensor& x) const {
-  Tensor y = x.new_empty(with_last(x.shape(), out_features), x.dtype());
+void Linear::reduce_output(std::unique_ptr<Module> region, bool add_bias) {
+  BRAID_CHECK(!region_, "{}: the output is already reduced", path());
+  region_ = &child(add_slot("output_region", std::move(region)));
+  bias_in_partial_ = add_bias;
+}
+
+Tensor Linear::product(ExecContext& ctx, const Tensor& x) const {
+  // A partial sum stays in f32 whatever the compute dtype: it is summed over the group in f32
+  // and rounded once, as one rank's GEMM would.
+  Tensor y = x.new_empty(with_last(x.shape(), out_features()), region_ ? DType::F32 : x.dtype());
   Tensor y2 = as_rows(y);
-  linear_forward(ctx, y2, as_rows(x), weight.value, bias ? bias->value : Tensor());
+  const bool with_bias = bias && (!region_ || bias_in_partial_);
+  linear_forward(ctx, y2, as_rows(x), weight.value, with_bias ? bias->value : Tensor());
   return y;
 }
 
-Tensor Linear::infer(const Tensor& x, InferState& st) { return run(st.ctx, x); }
+Tensor Linear::infer(const Tensor& x, InferState& st) {
+  Tensor y = product(st.ctx, x);
+  if (!region_) return y;
+  return rounded(st.ctx, region_->infer(y, st), x.dtype());
+}
 
 Tensor Linear::forward(const Tensor& x, MicroBatch& mb) {
   mb.push(x);
-  return run(mb.ctx(), x);
+  Tensor y = product(mb.ctx(), x);
+  if (!region_) return y;
+  return rounded(mb.ctx(), region_->forward(y, mb), x.dtype());
 }
 
 Tensor linear_layer_backward(MicroBatch& mb, const Tensor& x, const Tensor& dy, Parameter& weight,
@@ -79,7 +100,9 @@ Tensor linear_layer_backward(MicroBatch& mb, const Tensor& x, const Tensor& dy, 
   return dx;
 }
 
-Tensor Linear::backward(const Tensor& dy, MicroBatch& mb) {
+Tensor Linear::backward(const Tensor& dy_in, MicroBatch& mb) {
+  // The region's backward first: it pops what its forward pushed after x.
+  const Tensor dy = region_ ? region_->backward(dy_in, mb) : dy_in;
   const Tensor x = mb.pop();
   return linear_layer_backward(mb, x, dy, weight, bias.get());
 }
@@ -90,7 +113,6 @@ void Linear::own_parameters(std::vector<Parameter*>& out) {
 }
 
 bool is_linear(const Module& m) { return dynamic_cast<const Linear*>(&m) != nullptr; }
-bool is_linear_like(const Module& m) { return dynamic_cast<const LinearLike*>(&m) != nullptr; }
 
 // ---- LayerNorm ----
 
@@ -193,24 +215,55 @@ Embedding::Embedding(ExecContext& ctx, const std::string& path, const std::strin
     wpe = std::make_unique<Parameter>(position_name, weight_tensor(ctx, {positions, dim}));
 }
 
-Tensor Embedding::infer(const Tensor& tokens, InferState& st) {
+void Embedding::shard_rows(int64_t row_begin, int64_t vocab, bool add_positions,
+                           std::unique_ptr<Module> region) {
+  BRAID_CHECK(!region_, "{}: the table is already sharded", path());
+  region_ = &child(add_slot("output_region", std::move(region)));
+  row_begin_ = row_begin;
+  vocab_ = vocab;
+  add_positions_ = add_positions;
+}
+
+Tensor Embedding::lookup(ExecContext& ctx, const Tensor& tokens, int64_t pos) const {
+  if (region_) {
+    // This rank's rows (and the positions, once over the group) as an f32 partial sum.
+    Tensor part = ctx.empty({tokens.dim(0), tokens.dim(1), wte.value.dim(1)});
+    const Tensor p = wpe && add_positions_ ? wpe->value : Tensor();
+    embedding_rows_forward(ctx, part, tokens, wte.value, p, row_begin_, vocab_, pos);
+    return part;
+  }
   // Activations are stored in the weights' dtype (bf16/f16 under mixed precision).
-  Tensor out = st.ctx.empty({tokens.dim(0), tokens.dim(1), wte.value.dim(1)}, wte.value.dtype());
-  embedding_forward(st.ctx, out, tokens, wte.value, wpe ? wpe->value : Tensor(), st.pos);
+  Tensor out = ctx.empty({tokens.dim(0), tokens.dim(1), wte.value.dim(1)}, wte.value.dtype());
+  embedding_forward(ctx, out, tokens, wte.value, wpe ? wpe->value : Tensor(), pos);
   return out;
+}
+
+Tensor Embedding::infer(const Tensor& tokens, InferState& st) {
+  Tensor y = lookup(st.ctx, tokens, st.pos);
+  if (!region_) return y;
+  return rounded(st.ctx, region_->infer(y, st), wte.value.dtype());
 }
 
 Tensor Embedding::forward(const Tensor& tokens, MicroBatch& mb) {
   mb.push(tokens);
-  InferState st{mb.ctx()};
-  return infer(tokens, st);
+  Tensor y = lookup(mb.ctx(), tokens, 0);
+  if (!region_) return y;
+  // The partial sum completed by the region, rounded once to the table's dtype.
+  return rounded(mb.ctx(), region_->forward(y, mb), wte.value.dtype());
 }
 
-Tensor Embedding::backward(const Tensor& dx, MicroBatch& mb) {
+Tensor Embedding::backward(const Tensor& dx_in, MicroBatch& mb) {
+  // The region's backward first: it pops what its forward pushed after the tokens. Every rank
+  // needs the gradient of every position for its rows (the region gathers the slices under
+  // sequence parallelism); dx is the same on every rank, so the replicated position table's
+  // gradient is too.
+  const Tensor dx = region_ ? region_->backward(dx_in, mb) : dx_in;
   Tensor tokens = mb.pop();
   Tensor dwte = wte.trainable ? wte.grad() : Tensor();
   Tensor dwpe = wpe && wpe->trainable ? wpe->grad() : Tensor();
-  if (dwte.defined() || dwpe.defined())  // frozen tables: no scatter at all
+  if (region_)
+    embedding_rows_backward(mb.ctx(), dwte, dwpe, dx, tokens, row_begin_);
+  else if (dwte.defined() || dwpe.defined())  // frozen tables: no scatter at all
     embedding_backward(mb.ctx(), dwte, dwpe, dx, tokens, 0);
   report_ready(mb, {wpe.get(), &wte});
   return Tensor();

@@ -8,16 +8,16 @@
 
 namespace braid {
 
-// y = x W^T + b over the last dimension. weight: (out, in), torch.nn.Linear layout.
-// A module computing y = x W^T (+ b) with the weight linear_weight(): Linear, and the
-// tensor-parallel row-parallel linear of parallel/. What LoRA wraps.
-class LinearLike {
- public:
-  virtual ~LinearLike() = default;
-  virtual Parameter& linear_weight() = 0;
-};
-
-class Linear : public Module, public LinearLike {
+// y = x W^T + b over the last dimension. weight: (out, in), torch.nn.Linear layout. The sizes
+// are the weight's: a placement that keeps only some rows (outputs) or columns (inputs) of it
+// (tensor parallelism) needs nothing else from the layer.
+//
+// A linear whose weight holds only some input columns computes a partial sum: reduce_output()
+// gives it the module that completes the sum (a collective, in its `output_region` slot). Its
+// output is then the f32 partial sum (bias added only where add_bias says, so that it is added
+// once), passed through the region and rounded once to x's dtype; its backward passes dy back
+// through the region before the GEMMs.
+class Linear : public Module {
  public:
   // path: "transformer.h.0.attn.c_attn" -> parameters path.weight, path.bias
   Linear(ExecContext& ctx, const std::string& path, int64_t in_features, int64_t out_features,
@@ -28,14 +28,21 @@ class Linear : public Module, public LinearLike {
   Tensor backward(const Tensor& dy, MicroBatch& mb) override;  // dy: (..., out) -> (..., in)
   Tensor infer(const Tensor& x, InferState& st) override;
   void own_parameters(std::vector<Parameter*>& out) override;
-  Parameter& linear_weight() override { return weight; }
+
+  int64_t in_features() const { return weight.value.dim(1); }
+  int64_t out_features() const { return weight.value.dim(0); }
+  // Makes the output a partial sum completed by `region` (see above). Once per layer.
+  void reduce_output(std::unique_ptr<Module> region, bool add_bias);
+  bool reduces_output() const { return region_ != nullptr; }
 
   Parameter weight;
   std::unique_ptr<Parameter> bias;  // null when the layer has none
-  int64_t in_features, out_features;
 
  private:
-  Tensor run(ExecContext& ctx, const Tensor& x) const;
+  // x W^T (+ b): in x's dtype, or the f32 partial sum when the output is reduced.
+  Tensor product(ExecContext& ctx, const Tensor& x) const;
+  Module* region_ = nullptr;  // the output_region slot, when reduced
+  bool bias_in_partial_ = true;
 };
 
 // The backward of y = x W^T + b for any linear layer (Linear, the tensor-parallel ones): dx
@@ -47,8 +54,6 @@ Tensor linear_layer_backward(MicroBatch& mb, const Tensor& x, const Tensor& dy, 
 
 // True for Linear (the usual target of passes: LoRA, tensor parallelism, counting wrappers).
 bool is_linear(const Module& m);
-// True for any LinearLike module (Linear, or a tensor-parallel linear): what LoRA can wrap.
-bool is_linear_like(const Module& m);
 
 class LayerNorm : public Module {
  public:
@@ -83,6 +88,11 @@ class RMSNorm : public Module {
 // Token embedding plus an optional learned position table (GPT-2's wpe lives here too: one
 // kernel adds both). Input: token ids (B, T) i32; output (B, T, C). backward returns an
 // undefined tensor (nothing comes before it). infer starts at position st.pos.
+//
+// A table holding only rows [row_begin, row_begin + rows) of the vocabulary (tensor
+// parallelism: shard_rows()) looks up the tokens it holds, adds the positions where
+// add_positions says (once over the group), and its f32 partial output is completed by the
+// region module in its `output_region` slot, then rounded once to the table's dtype.
 class Embedding : public Module {
  public:
   Embedding(ExecContext& ctx, const std::string& path, const std::string& token_name, int64_t vocab,
@@ -92,8 +102,20 @@ class Embedding : public Module {
   Tensor infer(const Tensor& tokens, InferState& st) override;
   void own_parameters(std::vector<Parameter*>& out) override;
 
+  // wte holds rows [row_begin, row_begin + wte rows) of a vocabulary of `vocab` real tokens
+  // (rows past it are padding). Once per layer.
+  void shard_rows(int64_t row_begin, int64_t vocab, bool add_positions,
+                  std::unique_ptr<Module> region);
+
   Parameter wte;
   std::unique_ptr<Parameter> wpe;  // null without learned positions
+
+ private:
+  // The lookup at positions [pos, pos + T): the table's dtype, or the f32 partial when sharded.
+  Tensor lookup(ExecContext& ctx, const Tensor& tokens, int64_t pos) const;
+  Module* region_ = nullptr;  // set by shard_rows
+  int64_t row_begin_ = 0, vocab_ = 0;
+  bool add_positions_ = true;
 };
 
 // Flattens all leading dimensions: (..., C) -> (N, C).

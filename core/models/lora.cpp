@@ -15,9 +15,9 @@ namespace braid {
 namespace {
 
 Parameter& linear_weight_of(Module& m) {
-  auto* l = dynamic_cast<LinearLike*>(&m);
+  auto* l = dynamic_cast<Linear*>(&m);
   BRAID_CHECK(l, "LoRA wraps Linear layers; {} is not one", m.path());
-  return l->linear_weight();
+  return l->weight;
 }
 
 float lora_scale(const LoraConfig& c) {
@@ -76,7 +76,7 @@ LoraLinear::LoraLinear(std::unique_ptr<Module> base, const LoraConfig& cfg)
   add_slot("base", std::move(base));
 }
 
-void LoraLinear::init(uint64_t seed, int tp_part) {
+void LoraLinear::init(uint64_t seed) {
   // Draw the global A so every layout starts from the same values.
   Tensor full = Tensor::empty(lora_A.global_shape);
   const double bound = 1.0 / std::sqrt(static_cast<double>(lora_A.global_shape[1]));
@@ -84,10 +84,22 @@ void LoraLinear::init(uint64_t seed, int tp_part) {
   float* p = full.f32();
   for (int64_t i = 0; i < full.numel(); ++i)
     p[i] = static_cast<float>((2.0 * uniform_at(seed, stream, i) - 1.0) * bound);
-  lora_A.value.copy_from(lora_A.shard.sharded() ? extract_shard(full, lora_A.shard, tp_part)
+  lora_A.value.copy_from(lora_A.shard.sharded() ? extract_shard(full, lora_A.shard, tp_part_)
                                                 : full);
-  tp_part_ = tp_part;
   lora_B.value.zero_();
+}
+
+void LoraLinear::place(int part, std::unique_ptr<Module> rank_region,
+                       std::unique_ptr<Module> weight_grad_region) {
+  tp_part_ = part;
+  if (rank_region) {
+    BRAID_CHECK(!rank_region_, "{}: already placed", path());
+    rank_region_ = &child(add_slot("rank_region", std::move(rank_region)));
+  }
+  if (weight_grad_region) {
+    BRAID_CHECK(!weight_grad_region_, "{}: already placed", path());
+    weight_grad_region_ = &child(add_slot("weight_grad_region", std::move(weight_grad_region)));
+  }
 }
 
 void LoraLinear::own_parameters(std::vector<Parameter*>& out) {
@@ -109,12 +121,13 @@ Tensor LoraLinear::dropped(ExecContext& ctx, const Tensor& x, uint64_t seed) con
   return xd;
 }
 
-Tensor LoraLinear::add_update(ExecContext& ctx, Tensor& y, const Tensor& xd) const {
+Tensor LoraLinear::add_update(ExecContext& ctx, Tensor& y, const Tensor& xd, MicroBatch* mb,
+                              InferState* st) const {
   const int64_t r = lora_A.value.dim(0);
   Tensor t = xd.new_empty(with_last(xd.shape(), r), DType::F32);  // (..., r)
   Tensor t_rows = as_rows(t);
   linear_forward(ctx, t_rows, as_rows(xd), lora_A.value, Tensor());
-  if (sum_partial_t) t = sum_partial_t(ctx, t);
+  if (rank_region_) t = mb ? rank_region_->forward(t, *mb) : rank_region_->infer(t, *st);
   Tensor t2 = as_rows(t);
   scale_inplace(ctx, t2, scale_);
   Tensor u = empty_like(y);
@@ -127,7 +140,7 @@ Tensor LoraLinear::add_update(ExecContext& ctx, Tensor& y, const Tensor& xd) con
 Tensor LoraLinear::forward(const Tensor& x, MicroBatch& mb) {
   ExecContext& ctx = mb.ctx();
   Tensor y = base_.forward(x, mb);  // base keeps x (frozen: only for its input gradient)
-  Tensor t = add_update(ctx, y, dropped(ctx, x, mb.dropout_seed));
+  Tensor t = add_update(ctx, y, dropped(ctx, x, mb.dropout_seed), &mb, nullptr);
   mb.push(x);  // the dropout mask is redrawn from the seed in backward
   mb.push(t);
   return y;
@@ -135,7 +148,7 @@ Tensor LoraLinear::forward(const Tensor& x, MicroBatch& mb) {
 
 Tensor LoraLinear::infer(const Tensor& x, InferState& st) {
   Tensor y = base_.infer(x, st);
-  add_update(st.ctx, y, x);
+  add_update(st.ctx, y, x, nullptr, &st);
   return y;
 }
 
@@ -148,7 +161,7 @@ Tensor LoraLinear::backward(const Tensor& dy, MicroBatch& mb) {
   Tensor dt_rows = as_rows(dt);
   linear_backward_input(ctx, dt_rows, dy2, lora_B.value);
   scale_inplace(ctx, dt_rows, scale_);
-  if (gather_dt) dt = gather_dt(ctx, dt);  // every position, as x has
+  if (rank_region_) dt = rank_region_->backward(dt, mb);  // every position, as x has
   Tensor dt2 = as_rows(dt);
   Tensor dx = base_.backward(dy, mb);
   // dx += dropout(dt A): the mask is the forward's, redrawn from the seed.
@@ -158,7 +171,7 @@ Tensor LoraLinear::backward(const Tensor& dy, MicroBatch& mb) {
   if (dropout_ > 0.0f && mb.dropout_seed != 0)
     dropout_apply(ctx, dxd, dxd, dropout_, mb.dropout_seed, stream_, window());
   add_inplace(ctx, dx, dxd);
-  if (sum_partial_dt) sum_partial_dt(dt);  // dt2 views it: the weight work sees the sum
+  if (weight_grad_region_) dt2 = as_rows(weight_grad_region_->backward(dt, mb));
   // Weight gradients: dB += dy^T t, dA += dt^T dropout(x).
   auto work = [this, &ctx, dy2, t2, dt2, x, seed = mb.dropout_seed] {
     Tensor none;
@@ -186,10 +199,10 @@ bool lora_targets(const std::string& path, const std::vector<std::string>& targe
   return false;
 }
 
-int apply_lora(Transformer& model, const LoraConfig& cfg, uint64_t seed, int tp_part) {
+int apply_lora(Transformer& model, const LoraConfig& cfg, uint64_t seed) {
   std::vector<LoraLinear*> wrapped;
   const int n = model.replace(
-      [&](const Module& m) { return is_linear_like(m) && lora_targets(m.path(), cfg.targets); },
+      [&](const Module& m) { return is_linear(m) && lora_targets(m.path(), cfg.targets); },
       [&](std::unique_ptr<Module> m) {
         auto l = std::make_unique<LoraLinear>(std::move(m), cfg);
         wrapped.push_back(l.get());
@@ -199,7 +212,7 @@ int apply_lora(Transformer& model, const LoraConfig& cfg, uint64_t seed, int tp_
                    fmt::join(cfg.targets, ", "), model.config().family);
   for (Parameter* p : model.parameters()) p->freeze();  // the base, before the adapters exist
   model.refresh_parameters();
-  for (LoraLinear* l : wrapped) l->init(seed, tp_part);
+  for (LoraLinear* l : wrapped) l->init(seed);
   return n;
 }
 

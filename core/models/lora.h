@@ -12,7 +12,6 @@
 // on its inputs and keeps B whole.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,37 +35,43 @@ class LoraLinear final : public Module {
   Module& base() const { return base_; }
   float scale() const { return scale_; }
   // A kaiming-uniform (a = sqrt(5), as torch.nn.Linear and PEFT: U(-1/sqrt(in), 1/sqrt(in)))
-  // from (seed, A's name), B zero. Values depend only on the seed and the name; a sharded A
-  // gets part `tp_part` of the global draw.
-  void init(uint64_t seed, int tp_part = 0);
+  // from (seed, A's name), B zero. Values depend only on the seed and the name; a split A
+  // (after place()) gets its part of the global draw.
+  void init(uint64_t seed);
 
   Parameter lora_A;  // (r, in)
   Parameter lora_B;  // (out, r)
 
-  // Set by a tensor-parallel pass (empty on one rank). A row-parallel base (inputs split):
-  // t = A_r x_r is this rank's partial sum, summed over the group in the forward before B
-  // (sum_partial_t returns the sum; under sequence parallelism only this rank's slice of the
-  // sequences, matching the base's output slice, and then gather_dt gathers the slices of
-  // dt = s dy B back to every position in the backward). A column-parallel base (outputs
-  // split): dt = s dy_r B_r is partial, summed over the group in the backward after this
-  // rank's part of the input gradient is taken from it (the layer's input-gradient all-reduce
-  // sums those), so dA = dt^T x is whole on every rank.
-  std::function<Tensor(ExecContext&, const Tensor&)> sum_partial_t, gather_dt;
-  std::function<void(Tensor&)> sum_partial_dt;
+  // Placement (tensor parallelism), after the placement pass has split A and B like the base
+  // (lora_a_shard / lora_b_shard): `part` is this rank's part of a split A (dropout window),
+  // and two optional region modules (slots `rank_region`, `weight_grad_region`):
+  // - rank_region runs on t = A x between A and B: a row-parallel base (inputs split) has a
+  //   partial t, which its forward sums over the group (under sequence parallelism: sums and
+  //   scatters to the base output's slice, and its backward gathers dt back to every position);
+  // - weight_grad_region: a column-parallel base (outputs split) gives this rank's partial
+  //   dt = s dy_r B_r. The input gradient takes it as it is (the enclosing input region sums
+  //   the input gradients over the group); A's weight gradient takes it through this region's
+  //   backward (the sum), so dA = dt^T x is whole on every rank.
+  void place(int part, std::unique_ptr<Module> rank_region,
+             std::unique_ptr<Module> weight_grad_region);
 
  private:
   // x, or dropout(x) with the micro-batch's mask when dropout is on and seed != 0. The mask is
   // the whole input's: a row-parallel base's rank draws its columns' part of it (window()).
   Tensor dropped(ExecContext& ctx, const Tensor& x, uint64_t seed) const;
   DropoutWindow window() const;
-  // t = s * dropped(x) A^T (N, r); y += t B^T.
-  Tensor add_update(ExecContext& ctx, Tensor& y, const Tensor& xd) const;
+  // t = s * dropped(x) A^T (N, r) (through rank_region: mb for forward, st for infer);
+  // y += t B^T.
+  Tensor add_update(ExecContext& ctx, Tensor& y, const Tensor& xd, MicroBatch* mb,
+                    InferState* st) const;
 
   Module& base_;
   Parameter& base_weight_;
   float scale_, dropout_;
   uint64_t stream_;  // the dropout stream: a hash of the path
-  int tp_part_ = 0;  // which part of a split A this rank holds (init)
+  int tp_part_ = 0;  // which part of a split A this rank holds (init, dropout window)
+  Module* rank_region_ = nullptr;
+  Module* weight_grad_region_ = nullptr;
 };
 
 // True when the Linear at `path` is named by `targets` (its last path component, mapped: q ->
@@ -77,10 +82,9 @@ bool lora_targets(const std::string& path, const std::vector<std::string>& targe
 ShardSpec lora_a_shard(const ShardSpec& base);
 ShardSpec lora_b_shard(const ShardSpec& base);
 
-// The pass: wraps every target Linear (any LinearLike, so it also runs after a tensor-parallel
-// pass), initialises the adapters (a split A gets part `tp_part` of the global draw) and
+// The pass: wraps every target Linear, initialises the adapters and
 // freezes everything else; refreshes the model's parameter list. Throws UserError when no
 // Linear matches. Returns how many Linears it wrapped.
-int apply_lora(Transformer& model, const LoraConfig& cfg, uint64_t seed, int tp_part = 0);
+int apply_lora(Transformer& model, const LoraConfig& cfg, uint64_t seed);
 
 }  // namespace braid

@@ -30,7 +30,13 @@ ActivationFn& MLP::act() const {
   return *a;
 }
 
-Tensor MLP::forward(const Tensor& x, MicroBatch& mb) {
+void MLP::set_input_region(std::unique_ptr<Module> region) {
+  BRAID_CHECK(!region_, "{}: the input region is already set", path());
+  region_ = &child(add_slot("input_region", std::move(region)));
+}
+
+Tensor MLP::forward(const Tensor& x_in, MicroBatch& mb) {
+  const Tensor x = region_ ? region_->forward(x_in, mb) : x_in;
   if (llama_) {
     Tensor gate = child(0).forward(x, mb);  // (B, T, F)
     Tensor up = child(1).forward(x, mb);
@@ -44,20 +50,23 @@ Tensor MLP::forward(const Tensor& x, MicroBatch& mb) {
 
 Tensor MLP::backward(const Tensor& dy, MicroBatch& mb) {
   ExecContext& ctx = mb.ctx();
+  Tensor dx;
   if (llama_) {
     Tensor dh = child(2).backward(dy, mb);
     Tensor dup;
     Tensor dgate = act().backward2(dh, mb, &dup);
-    Tensor dx = child(1).backward(dup, mb);
+    dx = child(1).backward(dup, mb);
     add_inplace(ctx, dx, child(0).backward(dgate, mb));
-    return dx;
+  } else {
+    Tensor dact = child(1).backward(dy, mb);
+    Tensor dpre = act().backward2(dact, mb, nullptr);
+    dx = child(0).backward(dpre, mb);
   }
-  Tensor dact = child(1).backward(dy, mb);
-  Tensor dpre = act().backward2(dact, mb, nullptr);
-  return child(0).backward(dpre, mb);
+  return region_ ? region_->backward(dx, mb) : dx;
 }
 
-Tensor MLP::infer(const Tensor& x, InferState& st) {
+Tensor MLP::infer(const Tensor& x_in, InferState& st) {
+  const Tensor x = region_ ? region_->infer(x_in, st) : x_in;
   if (llama_) {
     Tensor gate = child(0).infer(x, st), up = child(1).infer(x, st);
     return child(2).infer(act().apply(st.ctx, gate, up), st);

@@ -9,6 +9,9 @@
 // largest magnitude; 10 steps' losses to 1e-4 relative.
 #include <gtest/gtest.h>
 
+#include "core/models/checkpointing.h"
+#include "core/models/lora.h"
+#include "optim/master_weights.h"
 #include "parallel/pipeline_executor.h"
 #include "parallel/sequence_parallel.h"
 #include "parallel/tensor_parallel.h"
@@ -61,7 +64,9 @@ TEST_P(TensorParallel, OneStepEqualsOneRank) {
   TensorParallelOptions o;
   o.vocab_align = 4;  // 11 -> 16 rows at tp 2: rank 1 holds 3 real and 5 padding rows
   const int n = apply_tensor_parallel(ctx, model, tp, o);
-  EXPECT_EQ(n, 2 * cfg.n_layer + 1);
+  // Per block: the projections split (gpt2 4, llama 7) and the attention's and MLP's input
+  // regions; then the embedding.
+  EXPECT_EQ(n, ((cfg.is_llama() ? 7 : 4) + 2) * cfg.n_layer + 1);
   EXPECT_EQ(model.parameters().size(), whole.parameters().size());
   const Parameter* wte = model.parameters().front();
   EXPECT_EQ(wte->value.dim(0), padded_vocab(cfg.vocab_size, tp.size(), 4) / tp.size());
@@ -238,6 +243,104 @@ TEST(SequenceParallelCollectives, SlicesOfEverySequence) {
 
 INSTANTIATE_TEST_SUITE_P(Families, TensorParallel, ::testing::Values("gpt2", "llama"),
                          [](const auto& i) { return i.param; });
+
+// What each model pass put into the model, by kind: the wrappers of activation checkpointing
+// and LoRA, the core modules they wrap, and what mixed precision converts.
+std::map<std::string, int> census(Transformer& m) {
+  std::map<std::string, int> n;
+  m.visit([&](Module& x) {
+    if (dynamic_cast<Recompute*>(&x)) ++n["Recompute"];
+    if (dynamic_cast<RecomputeOutput*>(&x)) ++n["RecomputeOutput"];
+    if (dynamic_cast<RecomputeActivation*>(&x)) ++n["RecomputeActivation"];
+    if (dynamic_cast<LoraLinear*>(&x)) ++n["LoraLinear"];
+    if (dynamic_cast<Linear*>(&x)) ++n["Linear"];
+    if (dynamic_cast<SelfAttention*>(&x)) ++n["SelfAttention"];
+    if (dynamic_cast<MLP*>(&x)) ++n["MLP"];
+    if (dynamic_cast<ActivationFn*>(&x)) ++n["ActivationFn"];
+  });
+  for (Parameter* p : m.parameters()) {
+    ++n["parameters"];
+    if (p->trainable) ++n["trainable"];
+    if (p->value.dtype() == DType::BF16) ++n["bf16 values"];
+  }
+  return n;
+}
+
+// Every pass touches the same modules on one rank and under tensor parallelism: the placement
+// keeps the core modules (and the passes' wrappers around them) and only splits their weights.
+TEST(TensorParallelPlacement, PassesTouchTheSameModulesAsOnOneRank) {
+  Communicator& tp = world().world();
+  for (const std::string family : {"gpt2", "llama"}) {
+    for (const std::string mode : {"selective", "full"}) {
+      const ModelConfig cfg = tp_config(family);
+      ExecContext ctx;
+      Transformer one(ctx, cfg), placed(ctx, cfg);
+      LoraConfig lc;
+      lc.rank = 2;
+      lc.alpha = 4;
+      lc.targets = {"all-linear"};
+      std::map<std::string, int> wrapped;
+      for (Transformer* m : {&one, &placed}) {
+        m->init_weights();
+        wrapped[m == &one ? "lora one" : "lora placed"] = apply_lora(*m, lc, 5);
+        wrapped[m == &one ? "ckpt one" : "ckpt placed"] = apply_checkpointing(*m, mode, 1);
+      }
+      EXPECT_GT(apply_tensor_parallel(ctx, placed, tp), 0);
+      EXPECT_EQ(wrapped["lora one"], wrapped["lora placed"]);
+      EXPECT_EQ(wrapped["ckpt one"], wrapped["ckpt placed"]);
+      MasterWeights mw_one(ctx, one.parameters(), DType::BF16);
+      MasterWeights mw_placed(ctx, placed.parameters(), DType::BF16);
+      const auto a = census(one), b = census(placed);
+      EXPECT_EQ(a, b) << family << " " << mode;
+      EXPECT_EQ(mw_one.params().size(), mw_placed.params().size()) << family << " " << mode;
+      if (mode == "selective") {
+        EXPECT_EQ(b.count("RecomputeActivation") ? b.at("RecomputeActivation") : 0, cfg.n_layer)
+            << family;
+        EXPECT_EQ(b.count("RecomputeOutput") ? b.at("RecomputeOutput") : 0, 2 * cfg.n_layer)
+            << family;
+      }
+    }
+  }
+}
+
+// Selective checkpointing rebuilds the norms' and the activation function's outputs under tensor
+// parallelism too: the activation peak of one micro-batch falls by the two norm outputs of
+// every block (what rebuilding the norms alone saves, measured) plus at least half a block's
+// worth of the activation outputs (this rank's (B, T, F / tp) columns) per block.
+TEST(TensorParallelPlacement, SelectiveCheckpointingLowersTheActivationPeak) {
+  Communicator& tp = world().world();
+  for (const std::string family : {"gpt2", "llama"}) {
+    ModelConfig cfg = tp_config(family, 4);
+    cfg.n_embd = 32;
+    cfg.context_length = 32;
+    if (cfg.is_llama()) cfg.ffn_hidden = 96;
+    const int64_t B = 4, T = 32;
+    auto peak = [&](const std::string& mode) {
+      ExecContext ctx;
+      Transformer m(ctx, cfg);
+      m.init_weights();
+      apply_checkpointing(m, mode, 1);
+      apply_tensor_parallel(ctx, m, tp);
+      const Tensor tok = model_test::tokens_of(B, T, cfg.vocab_size, 3);
+      const Tensor tgt = model_test::tokens_of(B, T, cfg.vocab_size, 4);
+      ctx.allocator().reset_peaks();
+      MicroBatch mb(ctx);
+      m.forward_backward(mb, tok, tgt, 1.0f / (B * T));
+      return ctx.allocator().stats().peak_bytes[static_cast<int>(MemCategory::Activations)];
+    };
+    const int64_t none = peak("none"), selective = peak("selective");
+    // Per block: the activation's (B, T, F / tp) output and the two norms' (B, T, C) outputs.
+    const int64_t f_local = cfg.ffn() / tp.size();
+    const int64_t act = B * T * f_local * 4;
+    const int64_t norms = 2 * B * T * cfg.n_embd * 4;
+    std::printf("%s tp=%d activation peak: none %lld, selective %lld bytes (saved %lld; per block: "
+                "activation output %lld, norm outputs %lld)\n",
+                family.c_str(), tp.size(), static_cast<long long>(none),
+                static_cast<long long>(selective), static_cast<long long>(none - selective),
+                static_cast<long long>(act), static_cast<long long>(norms));
+    EXPECT_GE(none - selective, cfg.n_layer * norms + cfg.n_layer / 2 * act) << family;
+  }
+}
 
 TEST(TensorParallelErrors, SizesThatDoNotSplitNameTheKey) {
   ModelConfig c = tp_config("llama");

@@ -41,6 +41,11 @@ void embedding_forward(ExecContext& ctx, Tensor& out, const Tensor& tokens, cons
                        const Tensor& wpe, int64_t pos_offset);
 void embedding_backward(ExecContext& ctx, Tensor& dwte, Tensor& dwpe, const Tensor& dout,
                         const Tensor& tokens, int64_t pos_offset);
+void embedding_rows_forward(ExecContext& ctx, Tensor& out, const Tensor& tokens, const Tensor& wte,
+                            const Tensor& wpe, int64_t row_begin, int64_t vocab,
+                            int64_t pos_offset);
+void embedding_rows_backward(ExecContext& ctx, Tensor& dwte, Tensor& dwpe, const Tensor& dout,
+                             const Tensor& tokens, int64_t row_begin);
 void layernorm_forward(ExecContext& ctx, Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x,
                        const Tensor& w, const Tensor& b, float eps);
 void layernorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dy,

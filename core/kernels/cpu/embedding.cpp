@@ -145,5 +145,108 @@ void embedding_backward(ExecContext& ctx, Tensor& dwte, Tensor& dwpe, const Tens
   }
 }
 
+// The partial lookup of a table holding some vocabulary rows: f32 arithmetic whatever the
+// storage (16-bit tables are widened; the output is the f32 partial sum).
+void embedding_rows_forward(ExecContext& ctx, Tensor& out, const Tensor& tokens, const Tensor& wte,
+                            const Tensor& wpe, int64_t row_begin, int64_t vocab,
+                            int64_t pos_offset) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
+  const char* op = "embedding_rows_forward";
+  if (any_low_precision({&wte, &wpe})) {
+    F32Staging s(ctx, op);
+    cpu::embedding_rows_forward(ctx, out, tokens, s.in(wte, "wte"), s.in(wpe, "wpe"), row_begin,
+                                vocab, pos_offset);
+    return;
+  }
+  cpu::check_f32(out, op, "out");
+  cpu::check_f32(wte, op, "wte");
+  if (wpe.defined()) cpu::check_f32(wpe, op, "wpe");
+  cpu::check_cpu(tokens, op, "tokens");
+  check_dtype(tokens, DType::I32, "embedding_rows_forward tokens");
+  BRAID_CHECK(tokens.ndim() == 2, "{}: tokens must be (B, T), got {}", op, tokens.str());
+  BRAID_CHECK(wte.ndim() == 2, "{}: wte must be (R, C), got {}", op, wte.str());
+  const int64_t B = tokens.dim(0), T = tokens.dim(1), rows = wte.dim(0), C = wte.dim(1);
+  check_shape(out, {B, T, C}, "embedding_rows_forward out");
+  const float* pos = nullptr;
+  if (wpe.defined()) {
+    BRAID_CHECK(wpe.ndim() == 2 && wpe.dim(1) == C, "{}: wpe must be (P, {}), got {}", op, C,
+                wpe.str());
+    BRAID_CHECK(pos_offset >= 0 && (T == 0 || pos_offset + T <= wpe.dim(0)),
+                "{}: positions [{}, {}) are outside the position table [0, {})", op, pos_offset,
+                pos_offset + T, wpe.dim(0));
+    pos = wpe.f32();
+  }
+  const int32_t* tok = tokens.i32();
+  for (int64_t i = 0; i < B * T; ++i)
+    BRAID_CHECK(tok[i] >= 0 && tok[i] < vocab,
+                "{}: token id {} at (b={}, t={}) is outside the vocabulary [0, {})", op, tok[i],
+                i / T, i % T, vocab);
+  const float* w = wte.f32();
+  float* o = out.f32();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < B * T; ++i) {
+    float* row = o + i * C;
+    const int64_t local = tok[i] - row_begin;
+    if (local >= 0 && local < rows)
+      std::copy(w + local * C, w + (local + 1) * C, row);
+    else
+      std::fill(row, row + C, 0.0f);
+    if (pos)
+      for (int64_t c = 0; c < C; ++c) row[c] += pos[(pos_offset + i % T) * C + c];
+  }
+}
+
+// Threads split the columns: every gradient element sums its positions in position order, as
+// one thread does (several positions may hold the same token).
+void embedding_rows_backward(ExecContext& ctx, Tensor& dwte, Tensor& dwpe, const Tensor& dout,
+                             const Tensor& tokens, int64_t row_begin) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
+  const char* op = "embedding_rows_backward";
+  if (!dwte.defined() && !dwpe.defined()) return;  // frozen tables: nothing to do
+  if (any_low_precision({&dout})) {
+    F32Staging s(ctx, op);
+    cpu::embedding_rows_backward(ctx, dwte, dwpe, s.in(dout, "dout"), tokens, row_begin);
+    return;
+  }
+  cpu::check_f32(dout, op, "dout");
+  if (dwte.defined()) cpu::check_f32(dwte, op, "dwte");
+  if (dwpe.defined()) cpu::check_f32(dwpe, op, "dwpe");
+  check_dtype(tokens, DType::I32, "embedding_rows_backward tokens");
+  BRAID_CHECK(tokens.ndim() == 2 && dout.ndim() == 3, "{}: tokens (B, T) and dout (B, T, C), got {} and {}",
+              op, tokens.str(), dout.str());
+  const int64_t B = tokens.dim(0), T = tokens.dim(1), C = dout.dim(2);
+  check_shape(dout, {B, T, C}, "embedding_rows_backward dout");
+  const int32_t* tok = tokens.i32();
+  const float* d = dout.f32();
+  constexpr int64_t kCols = 16;
+  const int64_t col_blocks = (C + kCols - 1) / kCols;
+  if (dwte.defined()) {
+    BRAID_CHECK(dwte.ndim() == 2 && dwte.dim(1) == C, "{}: dwte must be (R, {}), got {}", op, C,
+                dwte.str());
+    const int64_t rows = dwte.dim(0);
+    float* g = dwte.f32();
+#pragma omp parallel for schedule(static)
+    for (int64_t cb = 0; cb < col_blocks; ++cb) {
+      const int64_t c0 = cb * kCols, c1 = std::min(C, c0 + kCols);
+      for (int64_t i = 0; i < B * T; ++i) {
+        const int64_t local = tok[i] - row_begin;
+        if (local < 0 || local >= rows) continue;
+        for (int64_t c = c0; c < c1; ++c) g[local * C + c] += d[i * C + c];
+      }
+    }
+  }
+  if (dwpe.defined()) {
+    BRAID_CHECK(dwpe.ndim() == 2 && dwpe.dim(1) == C && T <= dwpe.dim(0),
+                "{}: dwpe must be (P >= {}, {}), got {}", op, T, C, dwpe.str());
+    float* g = dwpe.f32();
+#pragma omp parallel for schedule(static)
+    for (int64_t cb = 0; cb < col_blocks; ++cb) {
+      const int64_t c0 = cb * kCols, c1 = std::min(C, c0 + kCols);
+      for (int64_t i = 0; i < B * T; ++i)
+        for (int64_t c = c0; c < c1; ++c) g[(i % T) * C + c] += d[i * C + c];
+    }
+  }
+}
+
 }  // namespace cpu
 }  // namespace braid
