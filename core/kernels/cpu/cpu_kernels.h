@@ -12,6 +12,7 @@
 #include "core/kernels/optimizer.h"
 #include "core/kernels/rmsnorm.h"
 #include "core/kernels/rope.h"
+#include "core/kernels/shard_copy.h"
 
 namespace braid::cpu {
 
@@ -56,6 +57,10 @@ void rmsnorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, const Tensor& dy
                       const Tensor& w, const Tensor& rstd);
 void rope_forward(ExecContext& ctx, Tensor& x, int64_t pos_offset, float theta);
 void rope_backward(ExecContext& ctx, Tensor& dx, int64_t pos_offset, float theta);
+void extract_ranges(ExecContext& ctx, Tensor& part, const Tensor& whole, int dim,
+                    const IndexRanges& ranges);
+void insert_ranges(ExecContext& ctx, Tensor& whole, const Tensor& part, int dim,
+                   const IndexRanges& ranges);
 void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tensor& g,
                   const AdamWStep& s);
 
