@@ -1,11 +1,12 @@
 // The tensor-parallel copy kernels against element-by-element reference loops, in every dtype:
-// extract_ranges / insert_ranges (shard copies), with the ShardSpec wrappers in
-// core/parameter.h.
+// seq_to_blocks / blocks_to_seq (sequence-parallel reorders) and extract_ranges /
+// insert_ranges (shard copies), with the ShardSpec wrappers in core/parameter.h.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <vector>
 
+#include "core/kernels/seq_reorder.h"
 #include "core/kernels/shard_copy.h"
 #include "core/parameter.h"
 #include "kernel_test_util.h"
@@ -32,6 +33,53 @@ bool same_element(const Tensor& a, int64_t i, const Tensor& b, int64_t j) {
   const size_t es = dtype_size(a.dtype());
   return std::memcmp(static_cast<const char*>(a.raw()) + i * es,
                      static_cast<const char*>(b.raw()) + j * es, es) == 0;
+}
+
+TEST(KernelsSeqReorder, BlocksAreRankMajorSlicesOfEverySequence) {
+  ExecContext& ctx = test_ctx();
+  for (DType dt : kDtypes)
+    for (int n : {1, 2, 3}) {
+      const int64_t B = 3, T = 6, C = 5, Tl = T / n;
+      const Tensor seq = patterned({B, T, C}, dt, n);
+      Tensor blocks = Tensor::empty({B * T * C}, dt);
+      seq_to_blocks(ctx, blocks, seq, n);
+      int bad = 0;
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t t = 0; t < Tl; ++t)
+            for (int64_t c = 0; c < C; ++c)
+              bad += !same_element(blocks, ((r * B + b) * Tl + t) * C + c, seq,
+                                   (b * T + r * Tl + t) * C + c);
+      EXPECT_EQ(bad, 0) << dtype_name(dt) << " n=" << n;
+      Tensor back = patterned({B, T, C}, dt, 99);
+      blocks_to_seq(ctx, back, blocks, n);
+      EXPECT_TRUE(bitwise_equal(back, seq)) << dtype_name(dt) << " n=" << n;
+    }
+}
+
+TEST(KernelsSeqReorder, TwoDimensionalTargets) {
+  // The vocab-parallel loss reorders (B, T) i32 targets to the gathered rows' order.
+  ExecContext& ctx = test_ctx();
+  const int64_t B = 2, T = 4;
+  Tensor targets = Tensor::from_vector_i32({0, 1, 2, 3, 10, 11, 12, 13}, {B, T});
+  Tensor rows = Tensor::empty({B * T}, DType::I32);
+  seq_to_blocks(ctx, rows, targets, 2);
+  const std::vector<int32_t> want = {0, 1, 10, 11, 2, 3, 12, 13};
+  EXPECT_EQ(std::vector<int32_t>(rows.i32(), rows.i32() + B * T), want);
+}
+
+TEST(KernelsSeqReorder, RejectsBadArguments) {
+  ExecContext& ctx = test_ctx();
+  Tensor seq = Tensor::zeros({2, 6, 3});
+  Tensor blocks = Tensor::zeros({36});
+  expect_error_with([&] { seq_to_blocks(ctx, blocks, seq, 4); },
+                    {"seq_to_blocks", "T = 6", "4 slices"});
+  Tensor small = Tensor::zeros({30});
+  expect_error_with([&] { blocks_to_seq(ctx, seq, small, 2); }, {"blocks_to_seq", "blocks"});
+  Tensor half = Tensor::zeros({36}, DType::BF16);
+  expect_error_with([&] { seq_to_blocks(ctx, half, seq, 2); }, {"seq_to_blocks", "dtype"});
+  Tensor flat = Tensor::zeros({12});
+  expect_error_with([&] { seq_to_blocks(ctx, blocks, flat, 2); }, {"(B, T, ...)"});
 }
 
 // whole (4, 9, 3) with ranges along each dim; part by the reference index map.

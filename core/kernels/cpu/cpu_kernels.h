@@ -12,6 +12,7 @@
 #include "core/kernels/optimizer.h"
 #include "core/kernels/rmsnorm.h"
 #include "core/kernels/rope.h"
+#include "core/kernels/seq_reorder.h"
 #include "core/kernels/shard_copy.h"
 
 namespace braid::cpu {
@@ -57,6 +58,8 @@ void rmsnorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, const Tensor& dy
                       const Tensor& w, const Tensor& rstd);
 void rope_forward(ExecContext& ctx, Tensor& x, int64_t pos_offset, float theta);
 void rope_backward(ExecContext& ctx, Tensor& dx, int64_t pos_offset, float theta);
+void seq_to_blocks(ExecContext& ctx, Tensor& blocks, const Tensor& seq, int n);
+void blocks_to_seq(ExecContext& ctx, Tensor& seq, const Tensor& blocks, int n);
 void extract_ranges(ExecContext& ctx, Tensor& part, const Tensor& whole, int dim,
                     const IndexRanges& ranges);
 void insert_ranges(ExecContext& ctx, Tensor& whole, const Tensor& part, int dim,
