@@ -31,6 +31,14 @@ void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor&
                            const Tensor& x, const Tensor& w, const Tensor& targets,
                            float grad_scale);
 LossSum loss_sum(ExecContext& ctx, const Tensor& losses, const Tensor& targets);
+void vocab_slice_partials(ExecContext& ctx, Tensor& row_max, Tensor& target_logit,
+                          const Tensor& logits, const Tensor& targets, const VocabSlice& slice);
+void vocab_slice_exp(ExecContext& ctx, Tensor& logits, Tensor& sum_exp, const Tensor& row_max,
+                     const VocabSlice& slice);
+void vocab_slice_losses(ExecContext& ctx, Tensor& losses, const Tensor& sum_exp,
+                        const Tensor& row_max, const Tensor& target_logit, const Tensor& targets);
+void vocab_slice_grad(ExecContext& ctx, Tensor& logits, const Tensor& sum_exp,
+                      const Tensor& targets, const VocabSlice& slice, float grad_scale);
 void add(ExecContext& ctx, Tensor& y, const Tensor& a, const Tensor& b);
 void add_inplace(ExecContext& ctx, Tensor& y, const Tensor& x);
 void scale_inplace(ExecContext& ctx, Tensor& x, float s);
