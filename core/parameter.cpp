@@ -1,7 +1,8 @@
-// Parameters: lazy gradients, binding, and shard ranges.
+// Parameters: lazy gradients, binding, shard ranges and the shard copies.
 #include "core/parameter.h"
 
-#include <cstring>
+#include "core/context.h"
+#include "core/kernels/shard_copy.h"
 
 namespace braid {
 
@@ -43,53 +44,61 @@ std::vector<std::pair<int64_t, int64_t>> ShardSpec::ranges(const Shape& global, 
 
 namespace {
 
-// Copies between a full tensor and a shard: the shard's ranges along `dim` of the full tensor,
-// for every index of the leading dims and whole trailing rows.
-void copy_shard(const Tensor& full, const Tensor& shard, const ShardSpec& spec, int part,
+// The shard copies as the range kernels see them: the shard's ranges along `dim` of the full
+// tensor; an unsplit tensor is one range over all its elements.
+void copy_shard(ExecContext& ctx, Tensor& full, Tensor& shard, const ShardSpec& spec, int part,
                 bool to_shard) {
-  BRAID_CHECK(full.device().is_cpu() && shard.device().is_cpu(), "shard copies run on the host");
   BRAID_CHECK(full.dtype() == shard.dtype(), "shard dtype {} vs full {}", shard.str(), full.str());
-  const Shape& g = full.shape();
-  check_shape(shard, spec.local_shape(g), "shard");
-  if (!spec.sharded()) {
-    if (to_shard)
-      std::memcpy(shard.raw(), full.raw(), full.nbytes());
-    else
-      std::memcpy(full.raw(), shard.raw(), full.nbytes());
-    return;
+  check_shape(shard, spec.local_shape(full.shape()), "shard");
+  Tensor f = full, s = shard;
+  int dim = spec.dim;
+  IndexRanges ranges;
+  if (spec.sharded()) {
+    ranges = spec.ranges(full.shape(), part);
+  } else {
+    f = full.view({full.numel()});
+    s = shard.view({shard.numel()});
+    dim = 0;
+    ranges = {{0, full.numel()}};
   }
-  const size_t es = dtype_size(full.dtype());
-  int64_t outer = 1, inner = 1;
-  for (int i = 0; i < spec.dim; ++i) outer *= g[i];
-  for (size_t i = spec.dim + 1; i < g.size(); ++i) inner *= g[i];
-  const int64_t full_d = g[spec.dim], local_d = full_d / spec.parts;
-  char* f = static_cast<char*>(full.raw());
-  char* s = static_cast<char*>(shard.raw());
-  for (int64_t o = 0; o < outer; ++o) {
-    int64_t local = 0;
-    for (auto [b, e] : spec.ranges(g, part)) {
-      const size_t bytes = static_cast<size_t>((e - b) * inner) * es;
-      char* fp = f + static_cast<size_t>((o * full_d + b) * inner) * es;
-      char* sp = s + static_cast<size_t>((o * local_d + local) * inner) * es;
-      if (to_shard)
-        std::memcpy(sp, fp, bytes);
-      else
-        std::memcpy(fp, sp, bytes);
-      local += e - b;
-    }
-  }
+  if (to_shard)
+    extract_ranges(ctx, s, f, dim, ranges);
+  else
+    insert_ranges(ctx, f, s, dim, ranges);
+}
+
+// The context the host overloads run the kernels on (host tensors: checkpoint files, a full
+// init drawn on the host).
+void require_host(const Tensor& t, const char* what) {
+  BRAID_CHECK(t.device().is_cpu(), "{} of a {} tensor needs a context on its device", what,
+              t.device().str());
 }
 
 }  // namespace
 
-Tensor extract_shard(const Tensor& full, const ShardSpec& spec, int part) {
+Tensor extract_shard(ExecContext& ctx, const Tensor& full, const ShardSpec& spec, int part) {
   Tensor s = full.new_empty(spec.local_shape(full.shape()), full.dtype(), MemCategory::Weights);
-  copy_shard(full, s, spec, part, true);
+  Tensor f = full;
+  copy_shard(ctx, f, s, spec, part, true);
   return s;
 }
 
+void insert_shard(ExecContext& ctx, Tensor& full, const Tensor& shard, const ShardSpec& spec,
+                  int part) {
+  Tensor s = shard;
+  copy_shard(ctx, full, s, spec, part, false);
+}
+
+Tensor extract_shard(const Tensor& full, const ShardSpec& spec, int part) {
+  require_host(full, "extract_shard");
+  ExecContext host;
+  return extract_shard(host, full, spec, part);
+}
+
 void insert_shard(Tensor& full, const Tensor& shard, const ShardSpec& spec, int part) {
-  copy_shard(full, shard, spec, part, false);
+  require_host(full, "insert_shard");
+  ExecContext host;
+  insert_shard(host, full, shard, spec, part);
 }
 
 Parameter::Parameter(std::string n, Tensor v, bool trainable_)

@@ -8,6 +8,8 @@
 
 namespace braid {
 
+class ExecContext;
+
 // How a parameter is split across tensor-parallel ranks. A tensor-parallel pass sets `dim`
 // and `parts`; the model declares `blocks` for fused tensors whose sub-blocks split
 // separately: GPT-2's c_attn weight (3C, C) is blocks {C, C, C} along dim 0, so part r holds
@@ -36,9 +38,15 @@ struct ShardSpec {
   void validate(const Shape& global, const std::string& what) const;
 };
 
-// The part of `full` (global shape) that `part` owns, as a new host tensor.
+// The part of `full` (global shape) that `part` owns, as a new tensor from full's allocator
+// (the extract_ranges kernel, core/kernels/shard_copy.h, on ctx's device).
+Tensor extract_shard(ExecContext& ctx, const Tensor& full, const ShardSpec& spec, int part);
+// Writes `shard` into its place in `full` (insert_ranges).
+void insert_shard(ExecContext& ctx, Tensor& full, const Tensor& shard, const ShardSpec& spec,
+                  int part);
+// The same on host tensors without a context (checkpoint files, an init drawn on the host);
+// a device tensor needs the overloads above.
 Tensor extract_shard(const Tensor& full, const ShardSpec& spec, int part);
-// Writes `shard` into its place in `full`.
 void insert_shard(Tensor& full, const Tensor& shard, const ShardSpec& spec, int part);
 
 class Parameter {

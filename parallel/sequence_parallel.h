@@ -12,8 +12,8 @@
 // each rank; the tensor-parallel pass marks them replicated over tp (ShardSpec::replicas) so
 // that their holders' partial gradients are summed after the backward (sum_replicated_parts).
 //
-// Host loops for the reordering: a device kernel belongs in core/kernels when the GPU backend
-// runs tensor parallelism.
+// The collectives' buffers hold the ranks' slices rank after rank; the reorders between them
+// and the (B, T, C) layout are kernels (core/kernels/seq_reorder.h).
 #pragma once
 
 #include "core/context.h"

@@ -5,8 +5,10 @@
 #include <cstring>
 #include <limits>
 
+#include "core/kernels/cross_entropy.h"
 #include "core/kernels/elementwise.h"
 #include "core/kernels/linear.h"
+#include "core/kernels/seq_reorder.h"
 #include "core/models/lora.h"
 #include "parallel/scalar_reduce.h"
 #include "parallel/sequence_parallel.h"
@@ -220,8 +222,8 @@ HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t
     // Sequence parallelism: x_in is this rank's slice of each sequence; the logits of this
     // rank's vocabulary rows are needed at every position, so the slices are gathered. The
     // loss is per row, so the gathered rows stay in the collective's order (rank-major:
-    // (rank, b, t)) with the targets and losses mapped to it: no reordering copies, and the
-    // input gradient's rows reduce-scatter straight to each rank's slice.
+    // (rank, b, t)) with the targets and losses reordered to it (for B = 1 the orders agree),
+    // and the input gradient's rows reduce-scatter straight to each rank's slice.
     const bool gather = sequence_parallel && tp.size() > 1;
     const int n = tp.size();
     const int64_t C = x_in.dim(1), Nt = targets.numel();
@@ -233,64 +235,34 @@ HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t
       x = ctx.empty({Nt, C}, x_in.dtype());
       tp.all_gather(x_in.view({x_in.numel()}), x.view({x.numel()})).wait();
     }
-    // Row i of x is the target at index pos(i) of (B, T).
-    const int64_t slice = T / n, per_rank = B * slice;
-    auto pos = [&](int64_t i) {
-      if (!gather) return i;
-      const int64_t r = i / per_rank, b = (i % per_rank) / slice, t = i % slice;
-      return b * T + r * slice + t;
-    };
-    Tensor tgt_rows = ctx.empty({Nt}, DType::I32);
-    for (int64_t i = 0; i < Nt; ++i) {
-      tgt_rows.i32()[i] = targets.i32()[pos(i)];
-      BRAID_CHECK(tgt_rows.i32()[i] >= -1 && tgt_rows.i32()[i] < vocab,
-                  "target {} outside [-1, {})", tgt_rows.i32()[i], vocab);
+    const bool reorder = gather && B > 1;
+    Tensor tgt_rows = targets.view({Nt});  // row i of x's target
+    if (reorder) {
+      tgt_rows = ctx.empty({Nt}, DType::I32);
+      seq_to_blocks(ctx, tgt_rows, targets.view({B, T}), n);
     }
-    const int64_t N = Nt, rows = w.dim(0);
-    // The row loops below are independent per row: OpenMP threads split the rows, and every
-    // row's arithmetic is the same as one thread's (bit-identical for any thread count).
+    const int64_t N = Nt;
+    const VocabSlice slice{row_begin, vocab};
     // Only this rank's (N, V / tp) block of the logits ever exists.
-    Tensor logits = ctx.empty({N, rows});
+    Tensor logits = ctx.empty({N, w.dim(0)});
     linear_forward(ctx, logits, x, w, Tensor());
-    float* lg = logits.f32();
-    const int32_t* tgt = tgt_rows.i32();
-    const int64_t real = std::max<int64_t>(0, std::min(rows, vocab - row_begin));
-    // Per row: max, then sum of exp and the target's logit (owned by one rank; 0 elsewhere).
+    // Per row: the max, then the sum of exp and the target's logit (owned by one rank; 0
+    // elsewhere), each completed over the ranks.
     Tensor mx = ctx.empty({N});
-    Tensor st = ctx.zeros({2 * N});  // [sum exp | target logit]
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < N; ++i) {
-      float m = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < real; ++j) m = std::max(m, lg[i * rows + j]);
-      mx.f32()[i] = m;
-      const int64_t local = tgt[i] - row_begin;
-      if (tgt[i] >= 0 && local >= 0 && local < real) st.f32()[N + i] = lg[i * rows + local];
-    }
+    Tensor st = ctx.empty({2 * N});  // [sum exp | target logit]: one all-reduce for both
+    Tensor sum_exp = st.slice0(0, N), target_logit = st.slice0(N, 2 * N);
+    vocab_slice_partials(ctx, mx, target_logit, logits, tgt_rows, slice);
     if (tp.size() > 1) tp.all_reduce(mx, ReduceOp::Max).wait();
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < N; ++i) {
-      const float m = mx.f32()[i];
-      float s = 0;
-      for (int64_t j = 0; j < real; ++j) {
-        lg[i * rows + j] = std::exp(lg[i * rows + j] - m);  // logits become exp(l - max)
-        s += lg[i * rows + j];
-      }
-      st.f32()[i] = s;
-    }
+    vocab_slice_exp(ctx, logits, sum_exp, mx, slice);  // logits become exp(l - max)
     if (tp.size() > 1) tp.all_reduce(st, ReduceOp::Sum).wait();
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < N; ++i)
-      losses.f32()[pos(i)] =
-          tgt[i] < 0 ? 0.0f : std::log(st.f32()[i]) + mx.f32()[i] - st.f32()[N + i];
-    if (!dx.defined()) return;
-      // d loss / d logit = softmax - onehot; padded columns and ignored rows get 0.
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < N; ++i) {
-      const float inv = tgt[i] < 0 ? 0.0f : grad_scale / st.f32()[i];
-      for (int64_t j = 0; j < rows; ++j) lg[i * rows + j] = j < real ? lg[i * rows + j] * inv : 0;
-      const int64_t local = tgt[i] - row_begin;
-      if (tgt[i] >= 0 && local >= 0 && local < real) lg[i * rows + local] -= grad_scale;
+    Tensor row_losses = reorder ? ctx.empty({N}) : losses;
+    vocab_slice_losses(ctx, row_losses, sum_exp, mx, target_logit, tgt_rows);
+    if (reorder) {
+      Tensor seq = losses.view({B, T});
+      blocks_to_seq(ctx, seq, row_losses, n);
     }
+    if (!dx.defined()) return;
+    vocab_slice_grad(ctx, logits, sum_exp, tgt_rows, slice, grad_scale);
     // Each rank's part of dx in f32, summed in f32 and rounded once (16-bit activations);
     // under sequence parallelism each rank keeps its slice of the sum.
     Tensor dx32 = dx.dtype() == DType::F32 && !gather ? dx : ctx.empty({N, C}, DType::F32);

@@ -2,6 +2,8 @@
 // (core/kernels/cross_entropy.h).
 #include "core/kernels/cross_entropy.h"
 
+#include <algorithm>
+
 #include "core/kernels/cpu/cpu_kernels.h"
 #include "core/kernels/dispatch.h"
 
@@ -21,6 +23,49 @@ LossSum loss_sum(ExecContext& ctx, const Tensor& losses, const Tensor& targets) 
   KernelArgs args(ctx, "loss_sum", {{&losses, "losses"}, {&targets, "targets"}});
   args.require_cpu();
   return cpu::loss_sum(ctx, losses, targets);
+}
+
+int64_t VocabSlice::real(int64_t rows) const {
+  return std::max<int64_t>(0, std::min(rows, vocab - row_begin));
+}
+
+void vocab_slice_partials(ExecContext& ctx, Tensor& row_max, Tensor& target_logit,
+                          const Tensor& logits, const Tensor& targets, const VocabSlice& slice) {
+  KernelArgs args(ctx, "vocab_slice_partials",
+                  {{&row_max, "row_max"},
+                   {&target_logit, "target_logit"},
+                   {&logits, "logits"},
+                   {&targets, "targets"}});
+  args.require_cpu();
+  cpu::vocab_slice_partials(ctx, row_max, target_logit, logits, targets, slice);
+}
+
+void vocab_slice_exp(ExecContext& ctx, Tensor& logits, Tensor& sum_exp, const Tensor& row_max,
+                     const VocabSlice& slice) {
+  KernelArgs args(ctx, "vocab_slice_exp",
+                  {{&logits, "logits"}, {&sum_exp, "sum_exp"}, {&row_max, "row_max"}});
+  args.require_cpu();
+  cpu::vocab_slice_exp(ctx, logits, sum_exp, row_max, slice);
+}
+
+void vocab_slice_losses(ExecContext& ctx, Tensor& losses, const Tensor& sum_exp,
+                        const Tensor& row_max, const Tensor& target_logit, const Tensor& targets) {
+  KernelArgs args(ctx, "vocab_slice_losses",
+                  {{&losses, "losses"},
+                   {&sum_exp, "sum_exp"},
+                   {&row_max, "row_max"},
+                   {&target_logit, "target_logit"},
+                   {&targets, "targets"}});
+  args.require_cpu();
+  cpu::vocab_slice_losses(ctx, losses, sum_exp, row_max, target_logit, targets);
+}
+
+void vocab_slice_grad(ExecContext& ctx, Tensor& logits, const Tensor& sum_exp,
+                      const Tensor& targets, const VocabSlice& slice, float grad_scale) {
+  KernelArgs args(ctx, "vocab_slice_grad",
+                  {{&logits, "logits"}, {&sum_exp, "sum_exp"}, {&targets, "targets"}});
+  args.require_cpu();
+  cpu::vocab_slice_grad(ctx, logits, sum_exp, targets, slice, grad_scale);
 }
 
 }  // namespace braid

@@ -1,5 +1,6 @@
 // Softmax cross-entropy fused with the LM head: logits are produced and consumed in row
-// chunks, so the full (N, V) logits matrix is never stored.
+// chunks, so the full (N, V) logits matrix is never stored; and the steps of the
+// vocab-parallel cross-entropy on one rank's block of the logits.
 #pragma once
 
 #include "core/context.h"
@@ -25,5 +26,36 @@ void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor&
 
 // The sum (in double, in row order) of losses (N) over rows whose target (N, i32) is not -1.
 LossSum loss_sum(ExecContext& ctx, const Tensor& losses, const Tensor& targets);
+
+// The vocab-parallel cross-entropy (parallel/tensor_parallel.h) in steps, with the collectives
+// over the tensor-parallel ranks between them. Each rank holds an (N, rows) f32 block of the
+// logits whose columns are rows [row_begin, row_begin + rows) of the padded vocabulary; those
+// at or past `vocab` are padding and count nowhere. targets: (N) i32 in the block's row order,
+// -1 = ignored. Rows are split over OpenMP threads and each row's arithmetic is one thread's,
+// so the results do not depend on the thread count.
+struct VocabSlice {
+  int64_t row_begin = 0;  // the block's first vocabulary row
+  int64_t vocab = 0;      // the real (unpadded) vocabulary size
+  // How many of the block's `rows` columns are real vocabulary rows.
+  int64_t real(int64_t rows) const;
+};
+
+// Step 1, then all-reduce Max of row_max: per row, the max of the block's real columns
+// (-inf when it has none) into row_max (N), and into target_logit (N) the target's logit where
+// this block holds it, 0 elsewhere (an all-reduce Sum then gives every rank the logit).
+// Throws on a target outside [-1, vocab), before writing anything.
+void vocab_slice_partials(ExecContext& ctx, Tensor& row_max, Tensor& target_logit,
+                          const Tensor& logits, const Tensor& targets, const VocabSlice& slice);
+// Step 2, then all-reduce Sum of sum_exp (and target_logit): the block's real columns become
+// exp(logit - row_max) in place, sum_exp (N) their row sums.
+void vocab_slice_exp(ExecContext& ctx, Tensor& logits, Tensor& sum_exp, const Tensor& row_max,
+                     const VocabSlice& slice);
+// Step 3: losses (N) = log(sum_exp) + row_max - target_logit, 0 for ignored rows.
+void vocab_slice_losses(ExecContext& ctx, Tensor& losses, const Tensor& sum_exp,
+                        const Tensor& row_max, const Tensor& target_logit, const Tensor& targets);
+// The backward, on step 2's exp block: logits becomes d loss / d logit = grad_scale (softmax -
+// onehot(target)) in place, 0 in padding columns and ignored rows.
+void vocab_slice_grad(ExecContext& ctx, Tensor& logits, const Tensor& sum_exp,
+                      const Tensor& targets, const VocabSlice& slice, float grad_scale);
 
 }  // namespace braid

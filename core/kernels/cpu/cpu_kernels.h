@@ -12,6 +12,8 @@
 #include "core/kernels/optimizer.h"
 #include "core/kernels/rmsnorm.h"
 #include "core/kernels/rope.h"
+#include "core/kernels/seq_reorder.h"
+#include "core/kernels/shard_copy.h"
 
 namespace braid::cpu {
 
@@ -29,6 +31,14 @@ void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor&
                            const Tensor& x, const Tensor& w, const Tensor& targets,
                            float grad_scale);
 LossSum loss_sum(ExecContext& ctx, const Tensor& losses, const Tensor& targets);
+void vocab_slice_partials(ExecContext& ctx, Tensor& row_max, Tensor& target_logit,
+                          const Tensor& logits, const Tensor& targets, const VocabSlice& slice);
+void vocab_slice_exp(ExecContext& ctx, Tensor& logits, Tensor& sum_exp, const Tensor& row_max,
+                     const VocabSlice& slice);
+void vocab_slice_losses(ExecContext& ctx, Tensor& losses, const Tensor& sum_exp,
+                        const Tensor& row_max, const Tensor& target_logit, const Tensor& targets);
+void vocab_slice_grad(ExecContext& ctx, Tensor& logits, const Tensor& sum_exp,
+                      const Tensor& targets, const VocabSlice& slice, float grad_scale);
 void add(ExecContext& ctx, Tensor& y, const Tensor& a, const Tensor& b);
 void add_inplace(ExecContext& ctx, Tensor& y, const Tensor& x);
 void scale_inplace(ExecContext& ctx, Tensor& x, float s);
@@ -61,6 +71,12 @@ void rmsnorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, const Tensor& dy
                       const Tensor& w, const Tensor& rstd);
 void rope_forward(ExecContext& ctx, Tensor& x, int64_t pos_offset, float theta);
 void rope_backward(ExecContext& ctx, Tensor& dx, int64_t pos_offset, float theta);
+void seq_to_blocks(ExecContext& ctx, Tensor& blocks, const Tensor& seq, int n);
+void blocks_to_seq(ExecContext& ctx, Tensor& seq, const Tensor& blocks, int n);
+void extract_ranges(ExecContext& ctx, Tensor& part, const Tensor& whole, int dim,
+                    const IndexRanges& ranges);
+void insert_ranges(ExecContext& ctx, Tensor& whole, const Tensor& part, int dim,
+                   const IndexRanges& ranges);
 void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tensor& g,
                   const AdamWStep& s);
 
