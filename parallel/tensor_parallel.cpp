@@ -2,8 +2,6 @@
 #include "parallel/tensor_parallel.h"
 
 #include <cmath>
-#include <cstring>
-#include <limits>
 
 #include "core/kernels/cross_entropy.h"
 #include "core/kernels/elementwise.h"
@@ -47,22 +45,22 @@ namespace {
 
 // p keeps part `part` of its whole value under spec s (the whole value's shape becomes its
 // global shape).
-void shard_in_place(Parameter& p, const ShardSpec& s, int part) {
+void shard_in_place(ExecContext& ctx, Parameter& p, const ShardSpec& s, int part) {
   s.validate(p.value.shape(), p.name);
   p.global_shape = p.value.shape();
-  p.value = extract_shard(p.value, s, part);
+  p.value = extract_shard(ctx, p.value, s, part);
   p.shard = s;
 }
 
 // The whole (V, C) table padded with zero rows to (Vp, C), then this rank's rows.
-void shard_vocab(Parameter& p, int64_t padded, int n, int part) {
+void shard_vocab(ExecContext& ctx, Parameter& p, int64_t padded, int n, int part) {
   const Shape& g = p.value.shape();
   Tensor full = p.value.new_zeros({padded, g[1]}, DType::F32, MemCategory::Weights);
-  std::memcpy(full.raw(), p.value.raw(), p.value.nbytes());
+  copy_rows(ctx, full, 0, p.value);
   ShardSpec spec{0, n, {}};
   spec.logical = g[0];
   p.value = full;
-  shard_in_place(p, spec, part);
+  shard_in_place(ctx, p, spec, part);
 }
 
 // How a projection is placed (torchtitan's plan, Megatron's column/row-parallel linears):
@@ -115,7 +113,6 @@ ShardSpec weight_spec(Split k, const ModelConfig& cfg, int n) {
 
 int apply_tensor_parallel(ExecContext& ctx, Transformer& model, Communicator& tp,
                           const TensorParallelOptions& o) {
-  (void)ctx;
   const ModelConfig& cfg = model.config();
   const int n = tp.size(), r = tp.rank();
   check_tensor_parallel(cfg, n, o);
@@ -127,7 +124,7 @@ int apply_tensor_parallel(ExecContext& ctx, Transformer& model, Communicator& tp
   if (model.has_head()) {
     Parameter* own = cfg.tied() ? (model.has_embedding() ? nullptr : model.tied_embedding())
                                 : model.find_parameter("lm_head.weight");
-    if (own) shard_vocab(*own, Vp, n, r);
+    if (own) shard_vocab(ctx, *own, Vp, n, r);
     model.set_head_loss(vocab_parallel_cross_entropy(tp, V, r * rows, sp));
   }
   int placed = 0;
@@ -138,12 +135,12 @@ int apply_tensor_parallel(ExecContext& ctx, Transformer& model, Communicator& tp
     if (!k) return;
     const ShardSpec spec = weight_spec(*k, cfg, n);
     const int part = spec.part_of(r);
-    shard_in_place(l->weight, spec, part);
+    shard_in_place(ctx, l->weight, spec, part);
     if (*k == Split::Row) {
       // The bias is replicated and added once, by group rank 0, to the partial sum.
       l->reduce_output(exit_region(l->path() + ".output_region", tp, sp), r == 0);
     } else if (l->bias) {
-      shard_in_place(*l->bias, spec, part);
+      shard_in_place(ctx, *l->bias, spec, part);
     }
     ++placed;
   });
@@ -156,7 +153,7 @@ int apply_tensor_parallel(ExecContext& ctx, Transformer& model, Communicator& tp
       ++placed;
     } else if (auto* e = dynamic_cast<Embedding*>(&m)) {
       // Rows of the vocabulary; the replicated position table is added once, by rank 0.
-      shard_vocab(e->wte, Vp, n, r);
+      shard_vocab(ctx, e->wte, Vp, n, r);
       e->shard_rows(r * rows, V, r == 0, exit_region(e->path() + ".output_region", tp, sp));
       ++placed;
     } else if (auto* lo = dynamic_cast<LoraLinear*>(&m)) {
@@ -165,9 +162,9 @@ int apply_tensor_parallel(ExecContext& ctx, Transformer& model, Communicator& tp
       Linear& base = dynamic_cast<Linear&>(lo->base());
       const ShardSpec a = lora_a_shard(base.weight.shard), b = lora_b_shard(base.weight.shard);
       // (An unsplit spec still carries the replicas of a replicated kv head's B.)
-      if (a.sharded()) shard_in_place(lo->lora_A, a, a.part_of(r));
+      if (a.sharded()) shard_in_place(ctx, lo->lora_A, a, a.part_of(r));
       lo->lora_A.shard = a;
-      if (b.sharded()) shard_in_place(lo->lora_B, b, b.part_of(r));
+      if (b.sharded()) shard_in_place(ctx, lo->lora_B, b, b.part_of(r));
       lo->lora_B.shard = b;
       std::unique_ptr<Module> rank_region, weight_grad_region;
       if (a.sharded()) {
@@ -208,9 +205,9 @@ void sum_replicated_parts(ExecContext& ctx, const std::vector<Parameter*>& param
     // its holders' (ranks holding other parts add zeros).
     Tensor full = ctx.zeros(p->global_shape, DType::F32, MemCategory::Communication);
     const int part = p->shard.part_of(tp.rank());
-    insert_shard(full, p->grad(), p->shard, part);
+    insert_shard(ctx, full, p->grad(), p->shard, part);
     tp.all_reduce(full, ReduceOp::Sum).wait();
-    p->grad().copy_from(extract_shard(full, p->shard, part));
+    p->grad().copy_from(extract_shard(ctx, full, p->shard, part));
   }
 }
 
