@@ -14,10 +14,10 @@
 #include "core/models/transformer.h"
 #include "core/safetensors.h"
 #include "launch/train_config.h"
+#include "launch/zero_adamw.h"
 #include "optim/adamw.h"
 #include "optim/loss_scaler.h"
 #include "optim/master_weights.h"
-#include "optim/zero_adamw.h"
 
 namespace braid {
 
