@@ -58,16 +58,28 @@ int64_t ModelConfig::num_params() const {
   return p;
 }
 
-int64_t ModelConfig::num_matmul_params() const {
-  const int64_t C = n_embd, V = vocab_size, F = ffn(), L = n_layer;
+int64_t ModelConfig::block_matmul_params() const {
+  const int64_t C = n_embd, F = ffn();
   const int64_t kv = static_cast<int64_t>(kv_heads()) * head_dim();
-  const int64_t block = is_llama() ? (2 * C * C + 2 * C * kv + 3 * C * F) : (4 * C * C + 2 * C * F);
-  return L * block + V * C;  // LM head
+  return is_llama() ? (2 * C * C + 2 * C * kv + 3 * C * F) : (4 * C * C + 2 * C * F);
+}
+
+int64_t ModelConfig::num_matmul_params() const {
+  const int64_t C = n_embd, V = vocab_size, L = n_layer;
+  return L * block_matmul_params() + V * C;  // LM head
 }
 
 double ModelConfig::flops_per_token(int T) const {
   return 6.0 * static_cast<double>(num_matmul_params()) +
          12.0 * n_layer * static_cast<double>(n_embd) * T;
+}
+
+double ModelConfig::block_flops_per_token(int T) const {
+  return 6.0 * static_cast<double>(block_matmul_params()) + 12.0 * n_embd * static_cast<double>(T);
+}
+
+double ModelConfig::head_flops_per_token() const {
+  return 6.0 * (static_cast<double>(vocab_size) * n_embd);
 }
 
 }  // namespace braid

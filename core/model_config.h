@@ -50,9 +50,15 @@ struct ModelConfig {
   int64_t num_params() const;
   // Parameters that take part in matmuls per token (LM head included, position table not).
   int64_t num_matmul_params() const;
+  // The same of one block.
+  int64_t block_matmul_params() const;
   // Model FLOPs per token for forward+backward at sequence length T:
   // 6 * matmul params + 12 * n_layer * n_embd * T (attention scores and values, PaLM appendix B).
   double flops_per_token(int T) const;
+  // Its parts (what the trainer balances its pipeline stages by): one block,
+  // 6 * block_matmul_params + 12 * n_embd * T, and the LM head, 6 * vocab_size * n_embd.
+  double block_flops_per_token(int T) const;
+  double head_flops_per_token() const;
 };
 
 }  // namespace braid

@@ -1,9 +1,10 @@
 // DistRun: this rank's place in a multi-process `braid train` (the World, the resolved mesh,
-// the DP communicator) and the hidden failure hook the MPI tests use.
+// the DP communicator).
 #pragma once
 
 #include <string>
 
+#include "launch/fault_points.h"
 #include "parallel/mesh.h"
 #include "parallel/world.h"
 
@@ -19,27 +20,14 @@ struct DistRun {
   Communicator* tp = nullptr;  // the tensor-parallel group
   Communicator* pp = nullptr;  // the pipeline group
   Communicator* embedding = nullptr;  // first + last stage (GPT-2's tied embedding); null in between
-  // BRAID_TEST_FAIL_AT_STEP=rank:step[:throw|kill|hang|kill_at_save]: that rank fails at the
-  // start of that (1-based) step: throws, raises SIGKILL, or never joins the next collective;
-  // kill_at_save: SIGKILL when the step's checkpoint starts. For the failure tests only;
-  // fail_rank < 0 disables it.
-  int fail_rank = -1;
-  int64_t fail_step = 0;
-  std::string fail_mode = "throw";
 
   int rank() const { return world->rank(); }
 };
 
-// Parses BRAID_TEST_FAIL_AT_STEP into d (a malformed value is a braid::UserError).
-void read_fail_hook(DistRun& d);
-// Runs the hook for `step` (1-based) on this rank, if it is the one; `saving`: at the start
-// of the step's checkpoint rather than of the step.
-void maybe_fail(const DistRun& d, int64_t step, bool saving = false);
-
 // `braid train`: a plain run (no launcher, one process) trains exactly as train(); under
 // mpirun/srun it creates the World (parallel.init_timeout_s), resolves the mesh, builds the
 // communicators and trains on the (dp, tp, pp) mesh. Any error on a rank ends the whole job with
-// "braid train: rank N: error: ...".
-void run_train(const RunConfig& cfg, const std::string& config_path);
+// "braid train: rank N: error: ...". `faults`: what --test-fault asked for (empty otherwise).
+void run_train(const RunConfig& cfg, const std::string& config_path, const FaultPoints& faults);
 
 }  // namespace braid

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "core/error.h"
+#include "launch/calibrate/calibrate.h"
 #include "launch/commands.h"
 #include "launch/plan/plan_command.h"
-#include "tools/calibrate/calibrate.h"
 
 namespace {
 

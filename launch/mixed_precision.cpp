@@ -2,7 +2,6 @@
 #include "launch/mixed_precision.h"
 
 #include <cmath>
-#include <cstdlib>
 #include <unordered_map>
 
 #include "core/kernels/cpu/convert.h"
@@ -26,9 +25,6 @@ MixedPrecision::MixedPrecision(ExecContext& ctx, std::vector<Parameter*> params,
     : ctx_(ctx), params_(std::move(params)) {
   const DType dt = precision_dtype(cfg.precision);
   if (dt == DType::F32) return;
-  // Test hook (tests/e2e/precision.sh): poison the gradients of this 1-based step once.
-  if (const char* s = std::getenv("BRAID_TEST_OVERFLOW_AT_STEP")) inject_step_ = std::atoll(s);
-  if (const char* s = std::getenv("BRAID_TEST_OVERFLOW_RANK")) inject_rank_ = std::atoi(s);
   std::vector<Parameter*> own;  // what is still f32: everything unless a ZeroAdamW came first
   for (Parameter* p : params_) {
     if (p->trainable && p->value.dtype() == dt)
@@ -129,10 +125,9 @@ bool MixedPrecision::check_overflow(double loss, double* norm, int64_t step,
   return false;
 }
 
-void MixedPrecision::inject_test_overflow(int64_t step) {
-  if (step != inject_step_) return;
+void MixedPrecision::inject_overflow(int zero_dp_rank) {
   if (zero_) {
-    if (zero_->buckets().comm().rank() != inject_rank_) return;
+    if (zero_->buckets().comm().rank() != zero_dp_rank) return;
     Tensor g = zero_->buckets().shard(0);
     return g.fill_(INFINITY);
   }

@@ -14,10 +14,10 @@
 #include "core/models/transformer.h"
 #include "core/safetensors.h"
 #include "launch/train_config.h"
+#include "launch/zero_adamw.h"
 #include "optim/adamw.h"
 #include "optim/loss_scaler.h"
 #include "optim/master_weights.h"
-#include "optim/zero_adamw.h"
 
 namespace braid {
 
@@ -36,7 +36,7 @@ class MixedPrecision {
 
   // ZeRO-1 with mixed precision: `zero` (built with this run's compute dtype, before this
   // object) owns the trainable parameters' masters and moments, sharded over the DP group;
-  // from here on checkpoints, loading, unscaling and the overflow test hook go through it.
+  // from here on checkpoints, loading, unscaling and inject_overflow go through it.
   // With fp32 it only checks that `zero` is f32 too.
   void use_zero(ZeroAdamW& zero);
 
@@ -61,12 +61,12 @@ class MixedPrecision {
   // UserError after train.max_skipped_steps skips in a row.
   bool check_overflow(double loss, double* norm, int64_t step,
                       const std::function<void(const std::string&)>& say);
-  // BRAID_TEST_OVERFLOW_AT_STEP=N (a test hook, bf16/fp16 runs only): after step N's
-  // backward, one gradient is set to inf, as an fp16 overflow would leave it. With ZeRO-1 an
-  // inf in one rank's gradient reaches only the rank that owns that element after the
-  // reduce-scatter, so the hook poisons only DP rank BRAID_TEST_OVERFLOW_RANK's shard
-  // (default 0): the global norm must then skip the step on every rank.
-  void inject_test_overflow(int64_t step);
+  // The overflow_at_step fault (launch/fault_points.h; bf16/fp16 only), after the backward:
+  // one gradient is set to inf, as an fp16 overflow would leave it. With ZeRO-1 an inf in one
+  // rank's gradient reaches only the rank that owns that element after the reduce-scatter, so
+  // only DP rank `zero_dp_rank` poisons its shard: the global norm must then skip the step on
+  // every rank.
+  void inject_overflow(int zero_dp_rank);
   // The optimizer step (on the masters, then refreshing the compute weights).
   void step(AdamW& opt, float lr);
 
@@ -80,9 +80,7 @@ class MixedPrecision {
   std::unique_ptr<MasterWeights> masters_;
   ZeroAdamW* zero_ = nullptr;  // use_zero(): owns the trainable parameters' masters
   int64_t left_to_zero_ = 0;   // trainable parameters found already converted (for zero_)
-  int inject_rank_ = 0;        // BRAID_TEST_OVERFLOW_RANK, ZeRO-1 only
   std::optional<LossScaler> scaler_;
-  int64_t inject_step_ = -1;
 };
 
 }  // namespace braid

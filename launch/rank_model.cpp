@@ -3,7 +3,7 @@
 
 #include "launch/mixed_precision.h"
 #include "launch/model_passes.h"
-#include "launch/plan/config_input.h"
+#include "parallel/stage_split.h"
 #include "parallel/tensor_parallel.h"
 
 namespace braid {
@@ -28,8 +28,12 @@ Shape whole_shape_of(const Parameter& p) {
 }  // namespace
 
 std::vector<int> pipeline_split(const RunConfig& cfg, int num_virtual) {
-  return plan::braid_virtual_stage_blocks(cfg, plan::plan_input_from_run_config(cfg).train,
-                                          num_virtual);
+  std::vector<int> split = cfg.parallel.pp_split_blocks();
+  if (!split.empty() || num_virtual == 1 || cfg.model.n_layer < num_virtual) return split;
+  const ModelConfig& m = cfg.model;
+  return min_max_stage_blocks(
+      m.n_layer, num_virtual,
+      {m.block_flops_per_token(cfg.data.seq_len), 0.0, m.head_flops_per_token()});
 }
 
 void check_rank_layout(const RunConfig& cfg, int tp, int pp, int dp) {

@@ -99,9 +99,10 @@ class RankModel {
 };
 
 // Blocks of each of num_virtual virtual stages: parallel.pp_split when given, else the split
-// that balances the stages' cost with the LM head counted on the last one
-// (plan::balanced_stage_blocks). Empty for one stage (or fewer blocks than stages, which
-// pipeline_block_range refuses).
+// that balances the stages' forward + backward FLOPs per token (ModelConfig's, at
+// data.seq_len) with the LM head counted on the last one (parallel/stage_split.h). Empty for
+// one stage (or fewer blocks than stages, which pipeline_block_range refuses). The planner
+// models braid runs with the same split (plan::braid_virtual_stage_blocks).
 std::vector<int> pipeline_split(const RunConfig& cfg, int num_virtual);
 
 // Throws braid::UserError (naming the keys) for a layout this model and batch cannot run:

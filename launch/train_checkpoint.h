@@ -13,8 +13,8 @@
 #include "launch/rank_model.h"
 #include "launch/run_record.h"
 #include "launch/train_config.h"
+#include "launch/zero_adamw.h"
 #include "optim/adamw.h"
-#include "optim/zero_adamw.h"
 #include "parallel/communicator.h"
 
 namespace braid {

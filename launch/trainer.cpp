@@ -38,8 +38,8 @@
 #include "launch/signals.h"
 #include "launch/train_checkpoint.h"
 #include "launch/train_log.h"
+#include "launch/zero_adamw.h"
 #include "optim/adamw.h"
-#include "optim/zero_adamw.h"
 #include "parallel/chrome_trace.h"
 #include "parallel/grad_buckets.h"
 #include "parallel/scalar_reduce.h"
@@ -135,7 +135,8 @@ std::string bubble_str(const std::vector<double>& b) {
 
 }  // namespace
 
-TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, const DistRun* dist) {
+TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, const DistRun* dist,
+                   const FaultPoints& faults) {
   const auto t_start = std::chrono::steady_clock::now();
   std::unique_ptr<LoadedModel> init_base;  // lora.init_from's model, until copied in
   const RunConfig cfg = resolve_init_from(cfg_in, init_base);
@@ -345,7 +346,7 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
   for (int64_t step = start_step; step < total; ++step) {
     const KernelTimes k0 = ctx.profiler().times();
     const auto t0 = std::chrono::steady_clock::now();
-    if (dist) maybe_fail(*dist, step + 1);
+    maybe_fail(faults, dist ? dist->rank() : 0, step + 1);
     model.zero_grad();
     for (Batch& b : micro) b = loader.next();
     if (buckets) buckets->begin_step(accum);
@@ -363,7 +364,8 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
     }
     const LossSum ls = reduce(r.loss);
     const double loss = ls.sum / static_cast<double>(ls.count);
-    if (mp.low_precision()) mp.inject_test_overflow(step + 1);
+    if (mp.low_precision() && step + 1 == faults.overflow_step)
+      mp.inject_overflow(faults.overflow_dp_rank);
     double norm = opt_zero ? opt_zero->grad_norm(comms.tp, comms.pp) : model.grad_norm();
     // fp16: an overflowing step is skipped (the scale backs off); else gradients are unscaled.
     const bool skipped = mp.check_overflow(loss, &norm, step + 1, [&](const std::string& m) {
@@ -466,7 +468,7 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
       stop_signal = agreed[1];
     }
     if (due) {
-      if (dist) maybe_fail(*dist, done, /*saving=*/true);
+      maybe_fail(faults, dist ? dist->rank() : 0, done, /*saving=*/true);
       const auto t_save = std::chrono::steady_clock::now();
       const int64_t opt_steps = opt_zero ? opt_zero->steps_taken() : opt_plain->steps_taken();
       const nlohmann::json manifest_state = checkpoint_state(cfg, done, opt_steps, mp, layout);

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "launch/fault_points.h"
 #include "launch/train_config.h"
 
 namespace braid {
@@ -21,8 +22,9 @@ struct DistRun;
 
 // Runs training as configured. config_path names the YAML file (for messages and relative
 // paths); cfg is already resolved and validated. dist: this rank's place in a data-parallel
-// job (launch/dist_run.h); nullptr for one process.
+// job (launch/dist_run.h); nullptr for one process. faults: what `--test-fault` asked for (empty
+// otherwise; launch/fault_points.h).
 TrainSummary train(const RunConfig& cfg, const std::string& config_path,
-                   const DistRun* dist = nullptr);
+                   const DistRun* dist = nullptr, const FaultPoints& faults = {});
 
 }  // namespace braid

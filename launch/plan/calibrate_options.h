@@ -1,5 +1,5 @@
 // What `braid plan --calibrate` measures and for how long: plain values, so the planner can
-// describe a calibration without linking the calibrator (tools/calibrate/, braid_calibrate).
+// describe a calibration without including the calibrator (launch/calibrate/).
 #pragma once
 
 #include <cstddef>
@@ -53,8 +53,8 @@ struct CalibrationRun {
   double floor_s = 0;
 };
 
-// The calibrator `braid plan --calibrate` calls; main() passes tools/calibrate's, so the
-// planner library itself runs no kernels.
+// The calibrator `braid plan --calibrate` calls; main() passes launch/calibrate's, so the
+// planner itself runs no kernels.
 using Calibrator = std::function<CalibrationRun(const CalibrateOptions&)>;
 
 }  // namespace braid::plan

@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "launch/config.h"
-#include "launch/plan/stage_split.h"
+#include "launch/plan/stage_cost.h"
 
 namespace braid::plan {
 

@@ -7,8 +7,8 @@
 
 namespace braid {
 
-// `calibrate` runs --calibrate (main() passes tools/calibrate's calibrate_machine); without one,
-// --calibrate is refused with a message, so the planner library runs no kernels itself.
+// `calibrate` runs --calibrate (main() passes launch/calibrate's calibrate_machine); without one,
+// --calibrate is refused with a message, so the planner itself runs no kernels.
 void add_plan_command(CLI::App& app, plan::Calibrator calibrate = {});
 
 }  // namespace braid

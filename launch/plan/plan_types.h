@@ -41,7 +41,7 @@ struct GpuSpec {
   std::string source;  // where the numbers come from
 };
 
-// Per-CPU rates of braid's own kernels, measured by `braid plan --calibrate` (tools/calibrate/);
+// Per-CPU rates of braid's own kernels, measured by `braid plan --calibrate` (launch/calibrate/);
 // empty for the built-in GPUs. Only the CPU step model (launch/plan/cpu_model.h) reads them:
 // a GpuSpec describes any accelerator, this describes how braid's CPU trainer runs on one.
 struct CpuProfile {

@@ -63,8 +63,8 @@ grep "fp16 overflow" fp16.log || echo "(no natural fp16 overflow in this run)"
 # step is skipped, the scale backs off (hysteresis 1), and training ends within the 3 % margin
 # of fp32, like the other 16-bit runs. (Not of the fp16 run: its scale path differs, and the two
 # drift apart by 2-3 % as rounding changes, e.g. in the -O1 sanitizer build.)
-BRAID_TEST_OVERFLOW_AT_STEP=120 run inject fp16 --set train.loss_scale_hysteresis=1 \
-  --set train.loss_scale_initial=1024 > inject.log
+run inject fp16 --set train.loss_scale_hysteresis=1 --set train.loss_scale_initial=1024 \
+  --test-fault overflow_at_step=120 > inject.log
 grep "fp16 overflow" inject.log
 [ "$(grep -c "fp16 overflow" inject.log)" -eq 1 ] || fail "expected exactly one skipped step"
 grep -q "step 120: fp16 overflow.*step skipped, loss scale 1024 -> 512 (backed off)" inject.log \
@@ -74,7 +74,16 @@ within "$i" "$f" || fail "after the skipped step the run did not recover: $i vs 
 echo "ok: one skipped step, recovered to val loss $i"
 
 # N skips in a row stop the run with a clear message (here the limit is 1).
-BRAID_TEST_OVERFLOW_AT_STEP=3 expect_fail "skipped 1 steps in a row" \
-  run stop fp16 --set train.max_skipped_steps=1
+expect_fail "skipped 1 steps in a row" \
+  run stop fp16 --set train.max_skipped_steps=1 --test-fault overflow_at_step=3
+# Faults come from the hidden --test-fault flag only: the variable the hook once read does
+# nothing, the flag is not in --help, and a malformed value names the flag and its forms.
+BRAID_TEST_OVERFLOW_AT_STEP=3 run envfault fp16 --set train.max_skipped_steps=1 \
+  --set train.steps=5 --set train.loss_scale_initial=1024 > envfault.log 2>&1 \
+  || fail "an environment variable injected a fault: $(tail -3 envfault.log)"
+! grep -q "fp16 overflow" envfault.log || fail "an environment variable injected an overflow"
+! "$BRAID" train --help | grep -q -- "--test-fault" || fail "--test-fault is shown in --help"
+expect_fail "--test-fault overflow_at_step=x: expected fail_at_step=RANK:STEP" \
+  run badfault fp16 --test-fault overflow_at_step=x
 expect_fail "expected fp32, bf16 or fp16" run bad fp8
 echo "ok: precision e2e"

@@ -12,9 +12,10 @@ extra=()
 if [ "$mode" = kill_at_save ]; then step=20; extra=(--set optim.zero=1); fi
 start=$(date +%s.%N)
 set +e
-BRAID_TEST_FAIL_AT_STEP=1:$step:$mode timeout $((timeout_s + 40)) \
+timeout $((timeout_s + 40)) \
   "$MPIRUN" --oversubscribe -np 3 "$BRAID" train c.yaml --set data.grad_accum=1 \
-  --set parallel.timeout_s=$timeout_s "${extra[@]}" > job.log 2>&1
+  --set parallel.timeout_s=$timeout_s "${extra[@]}" --test-fault "fail_at_step=1:$step:$mode" \
+  > job.log 2>&1
 rc=$?
 set -e
 elapsed=$(echo "$(date +%s.%N) - $start" | bc)
@@ -25,7 +26,7 @@ echo "dp_failure.sh: mode $mode, exit code $rc, elapsed $elapsed s (limit $timeo
 awk -v e="$elapsed" -v t="$timeout_s" 'BEGIN { exit !(e <= t + 5) }' || fail "took $elapsed s"
 expect() { grep -qE -- "$1" job.log || fail "no line matching '$1'"; }
 case "$mode" in
-  throw) expect "braid train: rank 1: error: injected failure \(BRAID_TEST_FAIL_AT_STEP\) at step 3" ;;
+  throw) expect "braid train: rank 1: error: injected failure \(--test-fault fail_at_step\) at step 3" ;;
   kill | kill_at_save) expect "process rank 1 .*signal 9" ;;
   hang)
     expect "all_reduce\(sum, f32\[[0-9]+\]\) on group 'dp' .* did not finish within timeout_s = $timeout_s s; waiting on world ranks 1"

@@ -83,9 +83,8 @@ awk -v zo="$(mib memz optimizer)" -v zm="$(mib memz master_weights)" \
 # The same overflow without ZeRO (the all-reduce spreads it to every rank) gives the same run.
 fp=(--set data.grad_accum=2 --set train.precision=fp16 --set train.loss_scale_initial=1024
     --set train.loss_scale_hysteresis=1)
-BRAID_TEST_OVERFLOW_AT_STEP=8 mpi 2 --set run.name=h2 "${fp[@]}" > h2.log
-BRAID_TEST_OVERFLOW_AT_STEP=8 BRAID_TEST_OVERFLOW_RANK=1 mpi 2 --set run.name=hz2 "${fp[@]}" \
-  --set optim.zero=1 > hz2.log
+mpi 2 --set run.name=h2 "${fp[@]}" --test-fault overflow_at_step=8 > h2.log
+mpi 2 --set run.name=hz2 "${fp[@]}" --set optim.zero=1 --test-fault overflow_at_step=8:1 > hz2.log
 for r in 0 1; do
   grep -q "step 8: fp16 overflow.*step skipped, loss scale 1024 -> 512 (backed off)" \
     runs/hz2/logs/rank-$r.log || fail "rank $r did not skip step 8"

@@ -1,4 +1,4 @@
-// ZeRO-1 with bf16/f16 compute weights (optim/zero_adamw.h) against unsharded mixed precision
+// ZeRO-1 with bf16/f16 compute weights (launch/zero_adamw.h) against unsharded mixed precision
 // (optim/master_weights.h + AdamW) on the same reduced gradients: the same 16-bit weights
 // after every step, bit for bit, f32 masters and moments of 1/dp per rank, whole masters
 // gathered for checkpoints and loaded back. Runs on 2, 3 and 4 ranks (3: padded buckets).
@@ -8,9 +8,9 @@
 
 #include "core/kernels/elementwise.h"
 #include "core/models/transformer.h"
+#include "launch/zero_adamw.h"
 #include "optim/adamw.h"
 #include "optim/master_weights.h"
-#include "optim/zero_adamw.h"
 #include "parallel/grad_buckets.h"
 #include "tests/mpi/mpi_test_util.h"
 #include "tests/unit/kernel_test_util.h"

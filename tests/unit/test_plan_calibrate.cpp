@@ -1,11 +1,11 @@
 // --calibrate-seconds bounds the whole calibration (issue 12): the interleaved rounds of
-// tools/calibrate/probes.h adapt to the time left after the warm-up.
+// launch/calibrate/probes.h adapt to the time left after the warm-up.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <thread>
 
-#include "tools/calibrate/probes.h"
+#include "launch/calibrate/probes.h"
 
 namespace braid::plan::probes {
 

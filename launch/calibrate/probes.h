@@ -1,6 +1,6 @@
 // The probes of `braid plan --calibrate`: timed closures over braid's own kernels, and the
-// builders that set one up per measured shape (calibrate.cpp picks the shapes). Part of
-// braid_calibrate, the only library besides core/ that runs kernels for the planner.
+// builders that set one up per measured shape (calibrate.cpp picks the shapes). The only code
+// that runs kernels for the planner.
 #pragma once
 
 #include <algorithm>

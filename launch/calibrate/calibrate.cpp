@@ -1,5 +1,5 @@
 // Machine measurements for the device profile (the planner's only kernel calls).
-#include "tools/calibrate/calibrate.h"
+#include "launch/calibrate/calibrate.h"
 
 #include <fmt/format.h>
 #include <omp.h>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/kernels/gemm.h"
-#include "tools/calibrate/probes.h"
+#include "launch/calibrate/probes.h"
 
 namespace braid::plan {
 

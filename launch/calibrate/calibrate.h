@@ -1,6 +1,7 @@
 // --calibrate: measures this machine's GEMM rates, braid's kernel rates and memory bandwidth as a
-// device profile. Its own library (braid_calibrate), which runs kernels and models; the planner
-// (launch/plan/, braid_launch) does not link it.
+// device profile. It runs kernels and models, so it lives outside the planner's pure formulas
+// (launch/plan/ may not include launch/calibrate/: tests/unit/test_layering.cpp); main() hands it
+// to the plan command.
 #pragma once
 
 #include "launch/plan/calibrate_options.h"

@@ -1,5 +1,5 @@
 // ZeroAdamW: sharded moments, shard updates and the parameter all-gather.
-#include "optim/zero_adamw.h"
+#include "launch/zero_adamw.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,6 @@
-// ZeroAdamW: AdamW with its state sharded over the data-parallel group (ZeRO stage 1).
+// ZeroAdamW: AdamW with its state sharded over the data-parallel group (ZeRO stage 1). It joins
+// the optimizer (optim/) to the gradient buckets and communicators (parallel/), which are layers
+// side by side, so it lives in launch/, the layer that composes them.
 //
 // Works on GradBuckets in reduce-scatter mode: each bucket is split into dp equal parts and DP
 // rank r owns part r of every bucket (one contiguous range of the bucket's flat space per

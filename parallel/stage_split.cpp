@@ -1,14 +1,13 @@
 // The pipeline split: the best achievable most-expensive stage by dynamic programming, then
 // the most even partition that meets it.
-#include "launch/plan/stage_split.h"
+#include "parallel/stage_split.h"
 
 #include <algorithm>
 #include <limits>
 
 #include "core/error.h"
-#include "launch/plan/model_math.h"
 
-namespace braid::plan {
+namespace braid {
 
 namespace {
 
@@ -18,10 +17,10 @@ double extra(int stage, int k, double first, double last) {
 
 }  // namespace
 
-std::vector<int> min_max_stage_blocks(int n, int k, double block, double first, double last) {
-  BRAID_CHECK(k >= 1 && k <= n && block > 0, "{} blocks over {} stages (block cost {})", n, k,
-              block);
-  auto cost = [&](int j, int b) { return b * block + extra(j, k, first, last); };
+std::vector<int> min_max_stage_blocks(int n, int k, const SplitCosts& costs) {
+  BRAID_CHECK(k >= 1 && k <= n && costs.block > 0, "{} blocks over {} stages (block cost {})", n, k,
+              costs.block);
+  auto cost = [&](int j, int b) { return b * costs.block + extra(j, k, costs.first, costs.last); };
   const double inf = std::numeric_limits<double>::infinity();
   // worst[j][i]: the smallest possible most-expensive stage when stages j.. hold the last i
   // blocks (each stage >= 1 block).
@@ -57,11 +56,4 @@ std::vector<int> min_max_stage_blocks(int n, int k, double block, double first, 
   return out;
 }
 
-std::vector<int> balanced_stage_blocks(const ModelConfig& m, const TrainOptions& t,
-                                       int num_virtual) {
-  const int64_t s = t.seq > 0 ? t.seq : m.context_length;
-  return min_max_stage_blocks(m.n_layer, num_virtual, block_hw_flops_per_token(m, t, s), 0.0,
-                              head_flops_per_token(m, t));
-}
-
-}  // namespace braid::plan
+}  // namespace braid

@@ -1,5 +1,5 @@
 // Probe builders for `braid plan --calibrate` (see probes.h).
-#include "tools/calibrate/probes.h"
+#include "launch/calibrate/probes.h"
 
 #include <fmt/format.h>
 
