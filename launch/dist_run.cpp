@@ -1,4 +1,4 @@
-// run_train: the single-process path or World + mesh + data-parallel training; the test hook.
+// run_train: self groups for one process, or World + mesh groups; the test hook.
 #include "launch/dist_run.h"
 
 #include <csignal>
@@ -47,7 +47,9 @@ void run_train(const RunConfig& cfg, const std::string& config_path) {
                      "process; start it with mpirun -np N (see docs/guide.md), or set "
                      "parallel.dp=auto",
                      pc.dp, pc.tp, pc.pp, (dp == 0 ? 1 : dp) * pc.tp * pc.pp);
-    train(cfg, config_path);
+    DistRun d;
+    d.dims = ParallelDims::single(pc.sequence_parallel);
+    train(cfg, config_path, d);
     return;
   }
   WorldOptions wo;
@@ -56,16 +58,11 @@ void run_train(const RunConfig& cfg, const std::string& config_path) {
   World world(nullptr, nullptr, wo);
   try {
     DistRun d;
-    d.world = &world;
-    d.mesh = Mesh::resolve(pc.dp_degree(), pc.tp, pc.pp, world.size());
-    const MeshComms comms = world.build_mesh(d.mesh);
-    d.coord = comms.coord;
-    d.dp = comms.dp;
-    d.tp = comms.tp;
-    d.pp = comms.pp;
-    d.embedding = comms.embedding;
+    const MeshComms comms =
+        world.build_mesh(Mesh::resolve(pc.dp_degree(), pc.tp, pc.pp, world.size()));
+    d.dims = ParallelDims(world.world(), comms, pc.sequence_parallel);
     read_fail_hook(d);
-    train(cfg, config_path, &d);
+    train(cfg, config_path, d);
   } catch (const std::exception& e) {
     // The others may be inside a collective with this rank: end the whole job now, naming
     // the rank, instead of leaving them to the timeout.

@@ -70,7 +70,7 @@ std::unique_ptr<GradBuckets> make_buckets(ExecContext& ctx, const RankModel& mod
   o.first_bucket_bytes = static_cast<int64_t>(cfg.parallel.first_bucket_mb * 1048576.0);
   o.comm_dtype = cfg.parallel.allreduce_dtype_value();
   o.op = ReduceOp::Sum;
-  o.reduce_scatter = cfg.optim.zero == 1;
+  o.reduce_scatter = cfg.optim.zero == 1 && dp.size() > 1;  // ZeRO-1 needs two or more ranks
   auto b = std::make_unique<GradBuckets>(ctx, model.parameters(), dp, o);
   for (Parameter* p : model.late_parameters()) b->add_late_contribution(*p);
   return b;
@@ -79,10 +79,9 @@ std::unique_ptr<GradBuckets> make_buckets(ExecContext& ctx, const RankModel& mod
 // This rank's share of a sum every rank must know: the step's loss lives on the last stage,
 // the same on each of its tensor-parallel ranks, so exactly one rank per DP replica adds it.
 struct LossReduce {
-  Communicator* world = nullptr;  // null: one process
-  bool counts = true;             // this rank's values enter the sum
+  Communicator* world = nullptr;
+  bool counts = true;  // this rank's values enter the sum
   LossSum operator()(LossSum mine) const {
-    if (!world) return mine;
     const std::vector<double> g = all_sum_doubles(
         *world, {counts ? mine.sum : 0.0, counts ? static_cast<double>(mine.count) : 0.0});
     return {g[0], static_cast<int64_t>(g[1])};
@@ -111,11 +110,11 @@ class BubbleWindow {
     makespan_ += r.makespan_s;
   }
   // Collective over pp; every stage's bubble, in stage order. Resets the window.
-  std::vector<double> end(Communicator* pp, int stage, int stages) {
+  std::vector<double> end(Communicator& pp, int stage, int stages) {
     std::vector<double> v(static_cast<size_t>(2 * stages), 0.0);
     v[static_cast<size_t>(2 * stage)] = busy_;
     v[static_cast<size_t>(2 * stage + 1)] = makespan_;
-    if (pp) v = all_sum_doubles(*pp, v);
+    v = all_sum_doubles(pp, v);
     std::vector<double> out;
     for (int s = 0; s < stages; ++s)
       out.push_back(v[2 * s + 1] > 0 ? 1.0 - v[2 * s] / v[2 * s + 1] : 0.0);
@@ -135,7 +134,7 @@ std::string bubble_str(const std::vector<double>& b) {
 
 }  // namespace
 
-TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, const DistRun* dist) {
+TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, const DistRun& dist) {
   const auto t_start = std::chrono::steady_clock::now();
   std::unique_ptr<LoadedModel> init_base;  // lora.init_from's model, until copied in
   const RunConfig cfg = resolve_init_from(cfg_in, init_base);
@@ -148,11 +147,11 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
 
   // The layout: rank 0 (`lead`) alone prints, writes metrics and records, and commits
   // checkpoints; DP rank 0 of every (tp, pp) shard writes that shard's checkpoint files.
-  const bool lead = !dist || dist->rank() == 0;
-  const int dp = dist ? dist->mesh.dp() : 1, tp = dist ? dist->mesh.tp() : 1;
-  const int pp = dist ? dist->mesh.pp() : 1;
-  const int dp_rank = dist ? dist->coord.dp : 0;
-  Communicator* world = dist ? &dist->world->world() : nullptr;
+  const ParallelDims& dims = dist.dims;
+  const bool lead = dims.lead();
+  const int dp = dims.dp_size(), tp = dims.tp_size(), pp = dims.pp_size();
+  const int dp_rank = dims.coord().dp;
+  Communicator* world = &dims.world();
   check_rank_layout(cfg, tp, pp, dp);
 
   // Data first: a bad shard fails before anything is written.
@@ -169,7 +168,7 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
   fs::create_directories(run_dir);
   std::optional<RunLock> run_lock;  // before anything in run_dir is read or written
   if (lead) run_lock.emplace(run_dir.string());
-  RankLog rank_log(run_dir, dist ? dist->rank() : -1);
+  RankLog rank_log(run_dir, dims.world_size() > 1 ? dims.rank() : -1);
   CheckpointManager ckpt(run_dir.string(), cfg.checkpoint.keep_last);
 
   // ---- what to resume from (its weights are loaded while the model is built) ----
@@ -197,8 +196,7 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
   // One rank's execution context: allocator, profiler and GEMM plan (launch/exec_setup.h).
   std::unique_ptr<ExecContext> ctx_owner = make_cpu_context(cfg.data.seed);
   ExecContext& ctx = *ctx_owner;
-  RankModelComms comms;
-  if (dist) comms = {dist->tp, dist->pp, dist->embedding};
+  const RankModelComms comms{&dims.tp(), &dims.pp(), dims.embedding()};
   // Weights in every layout come from whole tensors: run.init_from's before the split, a
   // resumed checkpoint's cut to each rank's part.
   const bool fine_tune = !ck && !cfg.run.init_from.empty();
@@ -206,12 +204,11 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
                   lead);
   init_base.reset();
   // Buckets bind the gradients first, so the f32 masters below share the bucket views.
-  std::unique_ptr<GradBuckets> buckets;
-  if (dp > 1) buckets = make_buckets(ctx, model, *dist->dp, cfg);
+  std::unique_ptr<GradBuckets> buckets = make_buckets(ctx, model, dims.dp(), cfg);
   // ZeRO-1 first: with bf16/fp16 it converts the trainable weights and keeps f32 masters of
   // its shard only, and MixedPrecision leaves those to it.
   std::unique_ptr<ZeroAdamW> opt_zero;
-  if (buckets && cfg.optim.zero == 1)
+  if (buckets->options().reduce_scatter)
     opt_zero = std::make_unique<ZeroAdamW>(ctx, *buckets, cfg.optim,
                                            precision_dtype(cfg.train.precision));
   // train.precision: bf16/fp16 compute weights, f32 masters for the optimizer (fp32: as is).
@@ -219,11 +216,10 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
   if (opt_zero) mp.use_zero(*opt_zero);
   std::unique_ptr<AdamW> opt_plain;
   if (!opt_zero) opt_plain = std::make_unique<AdamW>(ctx, mp.optimizer_params(), cfg.optim);
-  const ParallelLayout layout{dist ? dist->world->size() : 1, dp, tp, pp, opt_zero ? 1 : 0};
+  const ParallelLayout layout{dims.world_size(), dp, tp, pp, opt_zero ? 1 : 0};
   rank_log.line(fmt::format("rank {} of {} ({}), coordinates dp {} tp {} pp {}, ZeRO {}, {} "
                             "parameters held",
-                            dist ? dist->rank() : 0, layout.ranks,
-                            dist ? dist->mesh.str() : "one process", dp_rank, model.tp_rank(),
+                            dims.rank(), layout.ranks, dims.str(), dp_rank, model.tp_rank(),
                             model.stage(), layout.zero, model.local_numel()));
   const StopSignals stop;
 
@@ -275,8 +271,8 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
                 config_path.c_str(), cfg.model.family.c_str(), cfg.model.num_params() / 1e6,
                 omp_get_max_threads(), gemm_backend_name(ctx.gemm()).c_str(),
                 run_dir.string().c_str());
-  if (lead && dist) {
-    std::string line = fmt::format("parallel: {} over {} ranks", dist->mesh.str(), layout.ranks);
+  if (lead && dims.world_size() > 1) {
+    std::string line = fmt::format("parallel: {} over {} ranks", dims.mesh().str(), layout.ranks);
     if (cfg.parallel.sequence_parallel && tp > 1) line += ", sequence parallel";
     if (pp > 1)
       line += fmt::format(", schedule {} ({} micro-batches{})", cfg.parallel.schedule, accum,
@@ -287,7 +283,7 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
       line += fmt::format(", blocks per {}stage [{}]",
                           cfg.parallel.virtual_stages > 1 ? "virtual " : "",
                           fmt::join(model.block_split(), ", "));
-    if (buckets)
+    if (dp > 1)
       line += fmt::format(", {} gradient buckets ({}), ZeRO {}", buckets->buckets().size(),
                           cfg.parallel.allreduce_dtype, layout.zero);
     std::printf("%s\n", line.c_str());
@@ -345,22 +341,20 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
   for (int64_t step = start_step; step < total; ++step) {
     const KernelTimes k0 = ctx.profiler().times();
     const auto t0 = std::chrono::steady_clock::now();
-    if (dist) maybe_fail(*dist, step + 1);
+    maybe_fail(dist, step + 1);
     model.zero_grad();
     for (Batch& b : micro) b = loader.next();
-    if (buckets) buckets->begin_step(accum);
+    buckets->begin_step(accum);
     const PipelineStepResult r = model.step(
         micro, mp.scaling() ? grad_scale * mp.loss_scale() : grad_scale,
         [&](MicroBatch& mb, int m) {
           // By the global micro-batch index, so every layout draws the same masks.
           mb.dropout_seed = micro_batch_dropout_seed(cfg.data.seed, step, m * dp + dp_rank);
-          if (buckets) buckets->attach(mb);  // buckets start as their gradients become final
+          buckets->attach(mb);  // buckets start as their gradients become final
         });
     bubbles.add(r);
-    if (buckets) {
-      for (Parameter* p : late) buckets->grad_ready(*p);  // the tied embedding, summed by step()
-      buckets->finish();  // every bucket reduced before the norm and clipping
-    }
+    for (Parameter* p : late) buckets->grad_ready(*p);  // the tied embedding, summed by step()
+    buckets->finish();  // every bucket reduced before the norm and clipping
     const LossSum ls = reduce(r.loss);
     const double loss = ls.sum / static_cast<double>(ls.count);
     if (mp.low_precision()) mp.inject_test_overflow(step + 1);
@@ -416,7 +410,7 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
           static_cast<double>(window_mem.peak_bytes[static_cast<int>(MemCategory::Activations)]) / 1048576.0;
       // Collective over the pipeline group, so every stage reaches it at the same step.
       const std::vector<double> bubble =
-          bubbles.end(pp > 1 ? dist->pp : nullptr, model.stage(), model.stages());
+          bubbles.end(dims.pp(), model.stage(), model.stages());
       say(fmt::format("step {:>6}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} tok/s | "
                       "{} | MFU {} | mem {:.0f} MiB (act {:.0f}){} | ETA {}",
                       done, total, mean_loss, lr, norm, tok_s, format_si(flops, "FLOP/s"),
@@ -459,14 +453,14 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
     int stop_signal = stop.requested();
     bool due = checkpoint_due(cfg.checkpoint, done, total,
                               seconds_since(last_checkpoint_time) / 60.0, stop_signal != 0);
-    if (world) {
+    {
       // Ranks' clocks and signal arrival differ: agree, so all save and stop at the same step.
       const std::vector<int> agreed = all_max_ints(*world, {due ? 1 : 0, stop_signal});
       due = agreed[0] != 0;
       stop_signal = agreed[1];
     }
     if (due) {
-      if (dist) maybe_fail(*dist, done, /*saving=*/true);
+      maybe_fail(dist, done, /*saving=*/true);
       const auto t_save = std::chrono::steady_clock::now();
       const int64_t opt_steps = opt_zero ? opt_zero->steps_taken() : opt_plain->steps_taken();
       const nlohmann::json manifest_state = checkpoint_state(cfg, done, opt_steps, mp, layout);
@@ -474,7 +468,7 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
                                          manifest_state, world, lead, dp_rank);
       if (lead && cfg.lora.enabled())  // the adapters alone, PEFT layout, beside the checkpoints
         save_lora_adapter(ctx, cfg, model.whole(), last_checkpoint, run_dir / "adapter");
-      if (world) world->barrier().wait();  // the checkpoint is complete for every rank
+      world->barrier().wait();  // the checkpoint is complete for every rank
       last_checkpoint_time = std::chrono::steady_clock::now();
       record("checkpoint",
              {{"step", done}, {"path", last_checkpoint}, {"save_s", seconds_since(t_save)}});
@@ -501,8 +495,7 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
     say("peak memory by category: " + memory_peaks_line(memory.run_peaks()));
   }
   if (cfg.parallel.trace) {  // one timeline file for the whole job, ranks as processes
-    std::vector<TraceEvent> events =
-        world ? gather_trace(*world, model.executor().trace()) : model.executor().trace();
+    std::vector<TraceEvent> events = gather_trace(*world, model.executor().trace());
     if (lead) {
       write_chrome_trace((run_dir / "trace.json").string(), std::move(events));
       say(fmt::format("pipeline timeline: {}", (run_dir / "trace.json").string()));

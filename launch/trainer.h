@@ -20,9 +20,8 @@ struct TrainSummary {
 struct DistRun;
 
 // Runs training as configured. config_path names the YAML file (for messages and relative
-// paths); cfg is already resolved and validated. dist: this rank's place in a data-parallel
-// job (launch/dist_run.h); nullptr for one process.
-TrainSummary train(const RunConfig& cfg, const std::string& config_path,
-                   const DistRun* dist = nullptr);
+// paths); cfg is already resolved and validated. dist: this rank's place in the job
+// (launch/dist_run.h; self groups for one process).
+TrainSummary train(const RunConfig& cfg, const std::string& config_path, const DistRun& dist);
 
 }  // namespace braid
