@@ -51,7 +51,7 @@ std::string MixedPrecision::describe(const GemmPlan& plan) const {
     s += fmt::format(
         "; ZeRO-1: f32 masters and moments sharded over {} DP ranks, {} weights "
         "all-gathered",
-        zero_->buckets().comm().size(), dtype_name(masters_->compute_dtype()));
+        zero_->data_parallel().size(), dtype_name(masters_->compute_dtype()));
   if (scaler_) s += fmt::format("; dynamic loss scale from {}", scaler_->scale());
   return s;
 }
@@ -132,7 +132,7 @@ bool MixedPrecision::check_overflow(double loss, double* norm, int64_t step,
 void MixedPrecision::inject_test_overflow(int64_t step) {
   if (step != inject_step_) return;
   if (zero_) {
-    if (zero_->buckets().comm().rank() != inject_rank_) return;
+    if (zero_->data_parallel().rank() != inject_rank_) return;
     Tensor g = zero_->buckets().shard(0);
     return g.fill_(INFINITY);
   }

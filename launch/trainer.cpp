@@ -41,7 +41,7 @@
 #include "optim/adamw.h"
 #include "optim/zero_adamw.h"
 #include "parallel/chrome_trace.h"
-#include "parallel/grad_buckets.h"
+#include "parallel/data_parallel.h"
 #include "parallel/scalar_reduce.h"
 
 namespace braid {
@@ -60,20 +60,19 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Gradient buckets over the DP group: all-reduce (sum, since every rank scales its loss by
-// 1 / global tokens), or reduce-scatter for ZeRO-1. GPT-2's tied embedding across pipeline
-// stages is final only after the step's sum over its two stages (a late contribution).
-std::unique_ptr<GradBuckets> make_buckets(ExecContext& ctx, const RankModel& model,
-                                          Communicator& dp, const RunConfig& cfg) {
-  GradBucketOptions o;
-  o.bucket_bytes = static_cast<int64_t>(cfg.parallel.bucket_mb * 1048576.0);
-  o.first_bucket_bytes = static_cast<int64_t>(cfg.parallel.first_bucket_mb * 1048576.0);
-  o.comm_dtype = cfg.parallel.allreduce_dtype_value();
-  o.op = ReduceOp::Sum;
-  o.reduce_scatter = cfg.optim.zero == 1 && dp.size() > 1;  // ZeRO-1 needs two or more ranks
-  auto b = std::make_unique<GradBuckets>(ctx, model.parameters(), dp, o);
-  for (Parameter* p : model.late_parameters()) b->add_late_contribution(*p);
-  return b;
+// The data-parallel side over the DP group: gradient buckets that all-reduce (sum, since every
+// rank scales its loss by 1 / global tokens), or reduce-scatter for ZeRO-1. GPT-2's tied
+// embedding across pipeline stages is final only after the step's sum over its two stages (a
+// late contribution).
+std::unique_ptr<DataParallel> make_data_parallel(ExecContext& ctx, const RankModel& model,
+                                                 Communicator& dp, const RunConfig& cfg) {
+  DataParallelOptions o;
+  o.buckets.bucket_bytes = static_cast<int64_t>(cfg.parallel.bucket_mb * 1048576.0);
+  o.buckets.first_bucket_bytes = static_cast<int64_t>(cfg.parallel.first_bucket_mb * 1048576.0);
+  o.buckets.comm_dtype = cfg.parallel.allreduce_dtype_value();
+  o.buckets.op = ReduceOp::Sum;
+  o.shard_optimizer = cfg.optim.zero == 1;
+  return std::make_unique<DataParallel>(ctx, model.parameters(), model.late_parameters(), dp, o);
 }
 
 // This rank's share of a sum every rank must know: the step's loss lives on the last stage,
@@ -204,12 +203,13 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
                   lead);
   init_base.reset();
   // Buckets bind the gradients first, so the f32 masters below share the bucket views.
-  std::unique_ptr<GradBuckets> buckets = make_buckets(ctx, model, dims.dp(), cfg);
+  std::unique_ptr<DataParallel> data_parallel = make_data_parallel(ctx, model, dims.dp(), cfg);
+  DataParallel& ddp = *data_parallel;
   // ZeRO-1 first: with bf16/fp16 it converts the trainable weights and keeps f32 masters of
   // its shard only, and MixedPrecision leaves those to it.
   std::unique_ptr<ZeroAdamW> opt_zero;
-  if (buckets->options().reduce_scatter)
-    opt_zero = std::make_unique<ZeroAdamW>(ctx, *buckets, cfg.optim,
+  if (ddp.sharded())
+    opt_zero = std::make_unique<ZeroAdamW>(ctx, ddp, cfg.optim,
                                            precision_dtype(cfg.train.precision));
   // train.precision: bf16/fp16 compute weights, f32 masters for the optimizer (fp32: as is).
   MixedPrecision mp(ctx, model.parameters(), cfg.train);
@@ -284,7 +284,7 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
                           cfg.parallel.virtual_stages > 1 ? "virtual " : "",
                           fmt::join(model.block_split(), ", "));
     if (dp > 1)
-      line += fmt::format(", {} gradient buckets ({}), ZeRO {}", buckets->buckets().size(),
+      line += fmt::format(", {} gradient buckets ({}), ZeRO {}", ddp.buckets().buckets().size(),
                           cfg.parallel.allreduce_dtype, layout.zero);
     std::printf("%s\n", line.c_str());
   }
@@ -327,7 +327,6 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
   Loader loader(train_path, cfg.data, 0, 1, start_step, dp_rank, dp);
   const float grad_scale = static_cast<float>(1.0 / tokens_per_step);
   const LossReduce reduce{world, model.stage() == model.stages() - 1 && model.tp_rank() == 0};
-  const std::vector<Parameter*> late = model.late_parameters();
   double window_time = 0.0, window_loss = 0.0, train_time = 0.0;
   int window_steps = 0;
   int window_loss_steps = 0, window_skipped = 0;  // fp16: skipped steps have no loss in the mean
@@ -344,17 +343,16 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
     maybe_fail(dist, step + 1);
     model.zero_grad();
     for (Batch& b : micro) b = loader.next();
-    buckets->begin_step(accum);
+    ddp.begin_step(accum);
     const PipelineStepResult r = model.step(
         micro, mp.scaling() ? grad_scale * mp.loss_scale() : grad_scale,
         [&](MicroBatch& mb, int m) {
           // By the global micro-batch index, so every layout draws the same masks.
           mb.dropout_seed = micro_batch_dropout_seed(cfg.data.seed, step, m * dp + dp_rank);
-          buckets->attach(mb);  // buckets start as their gradients become final
+          ddp.attach(mb);  // buckets start as their gradients become final
         });
     bubbles.add(r);
-    for (Parameter* p : late) buckets->grad_ready(*p);  // the tied embedding, summed by step()
-    buckets->finish();  // every bucket reduced before the norm and clipping
+    ddp.finish();  // every bucket reduced before the norm and clipping
     const LossSum ls = reduce(r.loss);
     const double loss = ls.sum / static_cast<double>(ls.count);
     if (mp.low_precision()) mp.inject_test_overflow(step + 1);

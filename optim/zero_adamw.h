@@ -1,12 +1,13 @@
 // ZeroAdamW: AdamW with its state sharded over the data-parallel group (ZeRO stage 1).
 //
-// Works on GradBuckets in reduce-scatter mode: each bucket is split into dp equal parts and DP
-// rank r owns part r of every bucket (one contiguous range of the bucket's flat space per
-// bucket: per-bucket collectives are what lets the reduction overlap the backward). A rank keeps
-// AdamW moments only for what it owns, so optimizer memory per rank is about 1/dp of plain
-// AdamW. The parameters are re-bound into one flat buffer per bucket (same layout as the
-// gradients), so after each rank updates its part an all-gather per bucket gives every rank the
-// whole new parameters. Updates use the same adamw_update kernel and constants as AdamW.
+// Works on a sharded DataParallel (parallel/data_parallel.h): its buckets reduce-scatter, each
+// bucket split into dp equal parts, and DP rank r owns part r of every bucket (one contiguous
+// range of the bucket's flat space per bucket: per-bucket collectives are what lets the
+// reduction overlap the backward). A rank keeps AdamW moments only for what it owns, so
+// optimizer memory per rank is about 1/dp of plain AdamW. The DataParallel holds the parameters
+// in one flat buffer per bucket (same layout as the gradients); after each rank updates its part
+// it all-gathers them, giving every rank the whole new parameters. Updates use the same
+// adamw_update kernel and constants as AdamW.
 //
 // Mixed precision (compute bf16 or f16): the flat parameter buffer holds the compute dtype and
 // a rank keeps f32 masters only for its shard (MemCategory::MasterWeights), beside its shard of
@@ -24,17 +25,17 @@
 
 #include "core/context.h"
 #include "optim/optim_config.h"
-#include "parallel/grad_buckets.h"
+#include "parallel/data_parallel.h"
 
 namespace braid {
 
 class ZeroAdamW {
  public:
-  // buckets: reduce-scatter mode, built over the model's parameters on the DP communicator.
-  // compute: the dtype the parameters compute in; bf16/f16 converts the bucketed (trainable)
-  // parameters' f32 values to it and keeps this rank's shard of them as f32 masters. Build it
-  // before MixedPrecision, which then leaves these parameters alone (MixedPrecision::use_zero).
-  ZeroAdamW(ExecContext& ctx, GradBuckets& buckets, const OptimConfig& cfg,
+  // dp: sharded, built over the model's parameters. compute: the dtype the parameters compute
+  // in; bf16/f16 converts the bucketed (trainable) parameters' f32 values to it (in the
+  // DataParallel's buffers) and keeps this rank's shard of them as f32 masters. Build it before
+  // MixedPrecision, which then leaves these parameters alone (MixedPrecision::use_zero).
+  ZeroAdamW(ExecContext& ctx, DataParallel& dp, const OptimConfig& cfg,
             DType compute = DType::F32);
 
   // L2 norm of the reduced gradient over every rank's shards (after buckets.finish()); the
@@ -52,7 +53,8 @@ class ZeroAdamW {
   int64_t steps_taken() const { return t_; }
   DType compute_dtype() const { return compute_; }
   bool low_precision() const { return compute_ != DType::F32; }
-  GradBuckets& buckets() const { return buckets_; }
+  const GradBuckets& buckets() const { return buckets_; }
+  DataParallel& data_parallel() const { return dp_; }
   // Multiplies this rank's reduced gradient shards by s (fp16: taking the loss scale out).
   void scale_grads(float s);
 
@@ -85,15 +87,14 @@ class ZeroAdamW {
     bool decay;
   };
   struct Shard {
-    Tensor values;  // (bucket numel,) the bucket's parameters (compute dtype), Weights
     Tensor master;  // (shard numel,) f32 masters, MasterWeights; mixed precision only
     Tensor m, v;    // (shard numel,) MemCategory::OptimizerState
-    Tensor send;    // (shard numel,) all-gather input (compute dtype), Communication
   };
   // What the update writes for segment s: the f32 master, or (f32) the values themselves.
   Tensor update_target(const Segment& s);
   ExecContext& ctx_;
-  GradBuckets& buckets_;
+  DataParallel& dp_;
+  const GradBuckets& buckets_;
   OptimConfig cfg_;
   DType compute_;
   std::vector<Shard> shards_;
