@@ -4,10 +4,6 @@
 // finish() while the others have started during the backward.
 #include <gtest/gtest.h>
 
-#include <map>
-#include <string>
-#include <vector>
-
 #include "core/error.h"
 #include "core/models/transformer.h"
 #include "model_test_util.h"
@@ -17,17 +13,9 @@
 namespace braid {
 namespace {
 
+using model_test::grads_of;
 using model_test::tiny;
 using model_test::tokens_of;
-
-std::map<std::string, std::vector<float>> grads_of(const Transformer& m) {
-  std::map<std::string, std::vector<float>> g;
-  for (Parameter* p : m.parameters()) {
-    const Tensor& t = p->grad_if_any();
-    if (t.defined()) g[p->name].assign(t.f32(), t.f32() + t.numel());
-  }
-  return g;
-}
 
 void two_micro_batches(ExecContext& ctx, Transformer& m, DataParallel* dp, int vocab) {
   for (int i = 0; i < 2; ++i) {
