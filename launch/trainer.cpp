@@ -28,7 +28,6 @@
 #include "launch/lora_adapter.h"
 #include "launch/memory_report.h"
 #include "launch/metrics.h"
-#include "launch/mixed_precision.h"
 #include "launch/model_io.h"
 #include "launch/model_passes.h"
 #include "launch/peak_cache.h"
@@ -38,8 +37,8 @@
 #include "launch/signals.h"
 #include "launch/train_checkpoint.h"
 #include "launch/train_log.h"
+#include "launch/train_optimizer.h"
 #include "optim/adamw.h"
-#include "optim/zero_adamw.h"
 #include "parallel/chrome_trace.h"
 #include "parallel/data_parallel.h"
 #include "parallel/scalar_reduce.h"
@@ -205,18 +204,12 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
   // Buckets bind the gradients first, so the f32 masters below share the bucket views.
   std::unique_ptr<DataParallel> data_parallel = make_data_parallel(ctx, model, dims.dp(), cfg);
   DataParallel& ddp = *data_parallel;
-  // ZeRO-1 first: with bf16/fp16 it converts the trainable weights and keeps f32 masters of
-  // its shard only, and MixedPrecision leaves those to it.
-  std::unique_ptr<ZeroAdamW> opt_zero;
-  if (ddp.sharded())
-    opt_zero = std::make_unique<ZeroAdamW>(ctx, ddp, cfg.optim,
-                                           precision_dtype(cfg.train.precision));
-  // train.precision: bf16/fp16 compute weights, f32 masters for the optimizer (fp32: as is).
-  MixedPrecision mp(ctx, model.parameters(), cfg.train);
-  if (opt_zero) mp.use_zero(*opt_zero);
-  std::unique_ptr<AdamW> opt_plain;
-  if (!opt_zero) opt_plain = std::make_unique<AdamW>(ctx, mp.optimizer_params(), cfg.optim);
-  const ParallelLayout layout{dims.world_size(), dp, tp, pp, opt_zero ? 1 : 0};
+  // AdamW or ZeRO-1's sharded AdamW, inside MixedPrecision for bf16/fp16 (16-bit weights from here).
+  const std::unique_ptr<Optimizer> opt_owner =
+      make_optimizer(ctx, cfg, model.parameters(), ddp, {&dims.tp(), &dims.pp()});
+  Optimizer& opt = *opt_owner;
+  const OverflowTestHook overflow_test(cfg.train);
+  const ParallelLayout layout{dims.world_size(), dp, tp, pp, opt.sharded() ? 1 : 0};
   rank_log.line(fmt::format("rank {} of {} ({}), coordinates dp {} tp {} pp {}, ZeRO {}, {} "
                             "parameters held",
                             dims.rank(), layout.ranks, dims.str(), dp_rank, model.tp_rank(),
@@ -226,17 +219,14 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
   // ---- resume: optimizer state and counters ----
   int64_t start_step = 0;
   if (ck) {
-    if (ck->state.contains("loss_scaler")) mp.restore(ck->state.at("loss_scaler"));
+    if (ck->state.contains("loss_scaler")) opt.restore_loss_scaler(ck->state.at("loss_scaler"));
     if (!ck->optimizer.names().empty()) {
       auto get = [&](const std::string& n) {
         check_tensor_matches(ck->optimizer, n, model.whole_shape(n), DType::F32);
         return model.local_part(n, ck->optimizer.get(n));
       };
       const int64_t steps = ck->state.value("optimizer_steps", ck->step);
-      if (opt_zero)
-        opt_zero->load_state(get, steps);
-      else
-        opt_plain->load_state(get, steps);
+      opt.load_state(get, steps);
       start_step = ck->step;
     }
     const std::string msg = fmt::format("resumed from {} (step {})", *resume_from, ck->step);
@@ -294,7 +284,8 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
                 format_si(peak_choice.flops_per_s, "FLOP/s").c_str(),
                 layout.ranks > 1 ? fmt::format(" x {} ranks", layout.ranks).c_str() : "",
                 peak_choice.source.c_str());
-  if (lead && mp.low_precision()) std::printf("%s\n", mp.describe(ctx.gemm()).c_str());
+  if (const std::string d = opt.describe(ctx.gemm()); lead && !d.empty())
+    std::printf("%s\n", d.c_str());
   std::fflush(stdout);
 
   std::optional<MetricsLog> metrics;
@@ -345,7 +336,7 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
     for (Batch& b : micro) b = loader.next();
     ddp.begin_step(accum);
     const PipelineStepResult r = model.step(
-        micro, mp.scaling() ? grad_scale * mp.loss_scale() : grad_scale,
+        micro, grad_scale * opt.loss_scale(),
         [&](MicroBatch& mb, int m) {
           // By the global micro-batch index, so every layout draws the same masks.
           mb.dropout_seed = micro_batch_dropout_seed(cfg.data.seed, step, m * dp + dp_rank);
@@ -355,12 +346,12 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
     ddp.finish();  // every bucket reduced before the norm and clipping
     const LossSum ls = reduce(r.loss);
     const double loss = ls.sum / static_cast<double>(ls.count);
-    if (mp.low_precision()) mp.inject_test_overflow(step + 1);
-    double norm = opt_zero ? opt_zero->grad_norm(comms.tp, comms.pp) : model.grad_norm();
+    overflow_test.after_backward(step + 1, opt, ddp);
+    double norm = opt.grad_norm();
     // fp16: an overflowing step is skipped (the scale backs off); else gradients are unscaled.
-    const bool skipped = mp.check_overflow(loss, &norm, step + 1, [&](const std::string& m) {
+    const bool skipped = opt.skip_step(loss, &norm, step + 1, [&](const std::string& m) {
       say(m);
-      record("loss_scale", {{"step", step + 1}, {"message", m}, {"scale", mp.loss_scale()}});
+      record("loss_scale", {{"step", step + 1}, {"message", m}, {"scale", opt.loss_scale()}});
     });
     if (!skipped && (!std::isfinite(loss) || !std::isfinite(norm))) {
       record("diverged", {{"step", step + 1}, {"step_loss", loss}, {"grad_norm", norm}});
@@ -371,14 +362,9 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
           last_checkpoint.empty() ? "the start (no checkpoint yet)" : last_checkpoint);
     }
     const float lr = lr_at(cfg.optim, step, total);
-    if (skipped) {
-      // nothing: the step is skipped
-    } else if (opt_zero) {
-      opt_zero->clip(norm, cfg.optim.grad_clip);
-      opt_zero->step(lr);
-    } else {
-      clip_grad_norm(ctx, model.parameters(), norm, cfg.optim.grad_clip);
-      mp.step(*opt_plain, lr);
+    if (!skipped) {
+      opt.clip(norm, cfg.optim.grad_clip);
+      opt.step(lr);
     }
     const double dt = seconds_since(t0);
     const KernelTimes dk = ctx.profiler().times() - k0;
@@ -433,9 +419,9 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
       if (pp > 1) fields["bubble"] = bubble;
       record("train", std::move(fields));
       window_time = window_loss = 0.0;
-      if (mp.scaling()) {
+      if (opt.scales_loss()) {
         record("loss_scale",
-               {{"step", done}, {"scale", mp.loss_scale()}, {"skipped_steps", window_skipped}});
+               {{"step", done}, {"scale", opt.loss_scale()}, {"skipped_steps", window_skipped}});
       }
       window_steps = window_loss_steps = window_skipped = 0;
       window_kernels = KernelTimes{};
@@ -460,10 +446,9 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
     if (due) {
       maybe_fail(dist, done, /*saving=*/true);
       const auto t_save = std::chrono::steady_clock::now();
-      const int64_t opt_steps = opt_zero ? opt_zero->steps_taken() : opt_plain->steps_taken();
-      const nlohmann::json manifest_state = checkpoint_state(cfg, done, opt_steps, mp, layout);
-      last_checkpoint = write_checkpoint(ckpt, done, model, mp, opt_plain.get(), opt_zero.get(),
-                                         manifest_state, world, lead, dp_rank);
+      const nlohmann::json manifest_state = checkpoint_state(cfg, done, opt, layout);
+      last_checkpoint =
+          write_checkpoint(ckpt, done, model, opt, manifest_state, *world, lead, dp_rank);
       if (lead && cfg.lora.enabled())  // the adapters alone, PEFT layout, beside the checkpoints
         save_lora_adapter(ctx, cfg, model.whole(), last_checkpoint, run_dir / "adapter");
       world->barrier().wait();  // the checkpoint is complete for every rank

@@ -12,8 +12,9 @@
 
 namespace braid {
 
-ZeroAdamW::ZeroAdamW(ExecContext& ctx, DataParallel& dp, const OptimConfig& cfg, DType compute)
-    : ctx_(ctx), dp_(dp), buckets_(dp.buckets()), cfg_(cfg), compute_(compute) {
+ZeroAdamW::ZeroAdamW(ExecContext& ctx, DataParallel& dp, const OptimConfig& cfg, DType compute,
+                     const ModelGroups& groups)
+    : ctx_(ctx), dp_(dp), buckets_(dp.buckets()), cfg_(cfg), compute_(compute), groups_(groups) {
   cfg_.validate();
   BRAID_CHECK(dp.sharded(), "ZeroAdamW needs a sharded DataParallel (ZeRO-1 on two or more ranks)");
   BRAID_CHECK(compute == DType::F32 || compute == DType::BF16 || compute == DType::F16,
@@ -50,16 +51,17 @@ Tensor ZeroAdamW::update_target(const Segment& s) {
   return dp_.param_shard(s.bucket).slice0(s.shard_begin, s.shard_begin + s.numel);
 }
 
-double ZeroAdamW::grad_norm() {
+double ZeroAdamW::dp_grad_norm() {
   KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
   double sq = 0.0;
   for (size_t b = 0; b < shards_.size(); ++b) sq += sum_squares(ctx_, buckets_.shard(b));
   return std::sqrt(all_sum_doubles(buckets_.comm(), {sq})[0]);
 }
 
-double ZeroAdamW::grad_norm(Communicator* tp, Communicator* pp) {
+double ZeroAdamW::grad_norm() {
+  Communicator *tp = groups_.tp, *pp = groups_.pp;
   const bool split_tp = tp && tp->size() > 1, split_pp = pp && pp->size() > 1;
-  if (!split_tp && !split_pp) return grad_norm();
+  if (!split_tp && !split_pp) return dp_grad_norm();
   KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
   double sharded = 0.0, replicated = 0.0;
   for (const Segment& s : segments_) {
@@ -117,6 +119,31 @@ void ZeroAdamW::step(float lr) {
     }
   }
   dp_.gather_parameters();
+}
+
+std::vector<Tensor> ZeroAdamW::grads() const {
+  std::vector<Tensor> out;
+  for (size_t b = 0; b < shards_.size(); ++b) out.push_back(buckets_.shard(b));
+  return out;
+}
+
+std::optional<NamedTensors> ZeroAdamW::checkpoint_masters(bool writer) {
+  if (!low_precision()) return std::nullopt;
+  NamedTensors all = gather_masters();  // collective: every rank, writer or not
+  if (!writer) all.clear();
+  return all;
+}
+
+NamedTensors ZeroAdamW::state_tensors(nlohmann::json* pieces) const {
+  BRAID_CHECK(pieces, "ZeroAdamW::state_tensors: the pieces' records need somewhere to go");
+  return shard_state(*pieces);
+}
+
+std::string ZeroAdamW::describe(const GemmPlan& /*plan*/) const {
+  if (!low_precision()) return "";
+  return fmt::format(
+      "ZeRO-1: f32 masters and moments sharded over {} DP ranks, {} weights all-gathered",
+      dp_.size(), dtype_name(compute_));
 }
 
 void ZeroAdamW::scale_grads(float s) {
