@@ -1,4 +1,4 @@
-// The trainer's checkpoints: manifest state, per-layout writers, LoRA adapter files.
+// The trainer's checkpoints: manifest state, per-layout writers, LoRA adapter files, the hook.
 #include "launch/train_checkpoint.h"
 
 #include "core/models/lora.h"
@@ -7,6 +7,8 @@
 #include "launch/config_json.h"
 #include "launch/lora_adapter.h"
 #include "launch/model_io.h"
+#include "launch/train_log.h"
+#include "launch/train_run.h"
 #include "parallel/scalar_reduce.h"
 
 namespace braid {
@@ -111,6 +113,53 @@ void save_lora_adapter(ExecContext& ctx, const RunConfig& cfg, Transformer* whol
   apply_lora(gathered, cfg.lora, cfg.model.seed);
   load_weights(gathered, CheckpointManager::load(checkpoint).model);
   save_peft_adapter(gathered, cfg.lora, cfg.lora.init_from, dir);
+}
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+CheckpointHook::CheckpointHook(TrainRun& run, TrainSummary& summary)
+    : run_(run),
+      summary_(summary),
+      last_(run.resume_from.value_or("")),
+      last_time_(std::chrono::steady_clock::now()) {}
+
+void CheckpointHook::on_step_end(StepInfo& s) {
+  const int64_t done = s.step;
+  int stop_signal = run_.stop->requested();
+  bool due = checkpoint_due(run_.cfg.checkpoint, done, run_.cfg.train.steps,
+                            seconds_since(last_time_) / 60.0, stop_signal != 0);
+  {
+    // Ranks' clocks and signal arrival differ: agree, so all save and stop at the same step.
+    const std::vector<int> agreed = all_max_ints(run_.dims.world(), {due ? 1 : 0, stop_signal});
+    due = agreed[0] != 0;
+    stop_signal = agreed[1];
+  }
+  if (due) {
+    maybe_fail(run_.dist, done, /*saving=*/true);
+    const auto t_save = std::chrono::steady_clock::now();
+    const nlohmann::json manifest_state = checkpoint_state(run_.cfg, done, *run_.opt, run_.layout);
+    last_ = write_checkpoint(run_.ckpt, done, *run_.model, *run_.opt, manifest_state,
+                             run_.dims.world(), run_.dims.lead(), run_.dims.coord().dp);
+    if (run_.dims.lead() && run_.cfg.lora.enabled())  // the adapters alone, PEFT layout
+      save_lora_adapter(*run_.ctx, run_.cfg, run_.model->whole(), last_, run_.run_dir / "adapter");
+    run_.dims.world().barrier().wait();  // the checkpoint is complete for every rank
+    last_time_ = std::chrono::steady_clock::now();
+    run_.log.record("checkpoint",
+                    {{"step", done}, {"path", last_}, {"save_s", seconds_since(t_save)}});
+    run_.log.say(fmt::format("checkpoint: {}", last_));
+  }
+  if (stop_signal == 0) return;
+  summary_.stopped_by = StopSignals::name(stop_signal);
+  run_.log.record("stop", {{"step", done}, {"signal", summary_.stopped_by}, {"checkpoint", last_}});
+  run_.log.say(fmt::format(
+      "stopped by {} after step {}/{}; checkpoint: {}\nrun the same command again to continue "
+      "(checkpoint.resume: auto)",
+      summary_.stopped_by, done, run_.cfg.train.steps, last_));
+  s.stop = true;
 }
 
 }  // namespace braid

@@ -1,7 +1,8 @@
 // The trainer's checkpoints: what the manifest records, who writes which files in each
-// layout, and the LoRA adapter files beside them.
+// layout, the LoRA adapter files beside them, and the step hook that saves (and stops).
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -12,6 +13,7 @@
 #include "launch/rank_model.h"
 #include "launch/run_record.h"
 #include "launch/train_config.h"
+#include "launch/train_hooks.h"
 #include "optim/optimizer.h"
 #include "parallel/communicator.h"
 
@@ -39,5 +41,24 @@ std::string write_checkpoint(CheckpointManager& ckpt, int64_t step, const RankMo
 // whole model with the same LoRA wrapping, and written from there.
 void save_lora_adapter(ExecContext& ctx, const RunConfig& cfg, Transformer* whole,
                        const std::string& checkpoint, const std::filesystem::path& dir);
+
+// Saves a checkpoint when checkpoint_due says so (every checkpoint.interval steps, every
+// checkpoint.interval_minutes, at the end, on a stop signal), the ranks first agreeing (max)
+// on whether it is due and on a signal, since their clocks and signals differ; then the LoRA
+// adapter files. On a signal it ends the run after the checkpoint (StepInfo::stop) and writes
+// summary.stopped_by. Collective over the world.
+class CheckpointHook final : public TrainHook {
+ public:
+  CheckpointHook(TrainRun& run, TrainSummary& summary);
+  void on_step_end(StepInfo& s) override;
+  // The newest checkpoint this run can go back to ("" when none yet).
+  const std::string& last() const { return last_; }
+
+ private:
+  TrainRun& run_;
+  TrainSummary& summary_;
+  std::string last_;
+  std::chrono::steady_clock::time_point last_time_;
+};
 
 }  // namespace braid

@@ -1,5 +1,6 @@
-// Trainer: the single-process training loop (data -> model -> AdamW), evaluation,
-// checkpoints, metrics and the sample at the end.
+// Trainer: the training loop of one rank in any layout (data -> model -> data-parallel
+// reduction -> optimizer), with its step hooks: metrics, evaluation, checkpoints, the timeline
+// and the sample at the end.
 #pragma once
 
 #include <string>
