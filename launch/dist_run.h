@@ -31,8 +31,8 @@ void maybe_fail(const DistRun& d, int64_t step, bool saving = false);
 
 // `braid train`: a plain run (no launcher, one process) trains on self groups (and reads no
 // failure hook); under mpirun/srun it creates the World (parallel.init_timeout_s), resolves the
-// mesh, builds the communicators and trains on the (dp, tp, pp) mesh. Any error on a rank ends the whole job with
-// "braid train: rank N: error: ...".
+// mesh, builds the communicators and trains on the (dp, tp, pp) mesh. Any error on a rank ends the
+// whole job with "braid train: rank N: error: ...".
 void run_train(const RunConfig& cfg, const std::string& config_path);
 
 }  // namespace braid

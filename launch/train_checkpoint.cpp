@@ -89,7 +89,8 @@ std::string write_checkpoint(CheckpointManager& ckpt, int64_t step, const RankMo
     }
     files.push_back(std::move(file));
   } else if (dp_rank == 0) {
-    files = model.checkpoint_files(checkpoint_weights(opt, model, true), opt.state_tensors(nullptr));
+    files =
+        model.checkpoint_files(checkpoint_weights(opt, model, true), opt.state_tensors(nullptr));
   }
   if (lead) ckpt.begin_save(step);
   world.barrier().wait();  // the staging directory exists

@@ -23,11 +23,11 @@ struct StepInfo {
   double loss = 0;       // the global batch's mean loss (an fp16 overflow's may be inf/NaN)
   double grad_norm = 0;  // after unscaling, before clipping
   float lr = 0;
-  bool skipped = false;  // fp16 overflow: no update
-  double seconds = 0;    // wall time of the step
-  KernelTimes kernels;   // kernel-group times within it
+  bool skipped = false;         // fp16 overflow: no update
+  double seconds = 0;           // wall time of the step
+  KernelTimes kernels;          // kernel-group times within it
   PipelineStepResult pipeline;  // this stage's part: busy time and makespan
-  bool stop = false;     // set by a hook: the run ends after this step
+  bool stop = false;            // set by a hook: the run ends after this step
 };
 
 class TrainHook {

@@ -172,9 +172,8 @@ void MetricsHook::end_window(const StepInfo& s) {
       "step {:>6}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} tok/s | {} | MFU {} | "
       "mem {:.0f} MiB (act {:.0f}){} | ETA {}",
       done, total, mean_loss, s.lr, s.grad_norm, tok_s, format_si(flops, "FLOP/s"),
-      run_.dims.lead() ? fmt::format("{:.1f}%", 100.0 * flops / peak) : std::string("n/a"),
-      mem_mib, act_mib, pipeline ? " | bubble " + bubble_str(bubble) : std::string(),
-      format_duration(eta)));
+      run_.dims.lead() ? fmt::format("{:.1f}%", 100.0 * flops / peak) : std::string("n/a"), mem_mib,
+      act_mib, pipeline ? " | bubble " + bubble_str(bubble) : std::string(), format_duration(eta)));
   nlohmann::json fields = {
       {"step", done},
       {"loss", mean_loss},
@@ -193,9 +192,9 @@ void MetricsHook::end_window(const StepInfo& s) {
   if (pipeline) fields["bubble"] = bubble;
   run_.log.record("train", std::move(fields));
   if (run_.opt->scales_loss())
-    run_.log.record("loss_scale", {{"step", done},
-                                   {"scale", run_.opt->loss_scale()},
-                                   {"skipped_steps", window_skipped_}});
+    run_.log.record(
+        "loss_scale",
+        {{"step", done}, {"scale", run_.opt->loss_scale()}, {"skipped_steps", window_skipped_}});
   window_time_ = window_loss_ = window_busy_ = window_makespan_ = 0.0;
   window_steps_ = window_loss_steps_ = window_skipped_ = 0;
   window_kernels_ = KernelTimes{};

@@ -56,8 +56,7 @@ class RunLog {
   // This rank's log file (logs/rank-N.log), for a multi-rank run (rank >= 0).
   void open_rank_log(const std::filesystem::path& run_dir, int rank);
   // metrics.jsonl and TensorBoard (launch/metrics.h): the lead rank, once the header is out.
-  void open_metrics(const std::filesystem::path& run_dir, int64_t total_steps,
-                    int64_t resume_step);
+  void open_metrics(const std::filesystem::path& run_dir, int64_t total_steps, int64_t resume_step);
   bool has_metrics() const { return metrics_.has_value(); }
 
   // A line on stdout (lead) and in the rank log.

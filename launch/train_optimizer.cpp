@@ -20,8 +20,8 @@ DType precision_dtype(const std::string& precision) {
 }
 
 std::unique_ptr<Optimizer> make_optimizer(ExecContext& ctx, const RunConfig& cfg,
-                                          const std::vector<Parameter*>& params,
-                                          DataParallel& dp, const ModelGroups& groups) {
+                                          const std::vector<Parameter*>& params, DataParallel& dp,
+                                          const ModelGroups& groups) {
   const DType dt = precision_dtype(cfg.train.precision);
   // ZeRO-1 first: with bf16/fp16 it converts the trainable weights and keeps f32 masters of
   // its shard only, and MixedPrecision leaves those to it.

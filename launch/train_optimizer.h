@@ -23,8 +23,8 @@ DType precision_dtype(const std::string& precision);
 // starts from; dp: built over them (a sharded one makes this ZeRO-1); groups: what the model is
 // split over besides data parallelism. With bf16/fp16 the parameters' values become 16-bit here.
 std::unique_ptr<Optimizer> make_optimizer(ExecContext& ctx, const RunConfig& cfg,
-                                          const std::vector<Parameter*>& params,
-                                          DataParallel& dp, const ModelGroups& groups);
+                                          const std::vector<Parameter*>& params, DataParallel& dp,
+                                          const ModelGroups& groups);
 
 // BRAID_TEST_OVERFLOW_AT_STEP=N (a test hook, bf16/fp16 runs only): after step N's backward,
 // one gradient is set to inf, as an fp16 overflow would leave it. With ZeRO-1 an inf in one

@@ -1,9 +1,8 @@
 // TrainRun: data checks, run directory, resume, model, data parallelism, optimizer, header.
 #include "launch/train_run.h"
 
-#include <omp.h>
-
 #include <fmt/ranges.h>
+#include <omp.h>
 
 #include "core/kernels/gemm.h"
 #include "data/file_util.h"
@@ -72,9 +71,9 @@ TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
   ctx = make_cpu_context(cfg.data.seed);
   // Weights in every layout come from whole tensors: run.init_from's before the split, a
   // resumed checkpoint's cut to each rank's part.
-  model = std::make_unique<RankModel>(*ctx, cfg, RankModelComms{&dims.tp(), &dims.pp(), dims.embedding()},
-                                      init_base.get(), cfg.run.init_from,
-                                      ck ? &ck->model : nullptr, lead);
+  model = std::make_unique<RankModel>(
+      *ctx, cfg, RankModelComms{&dims.tp(), &dims.pp(), dims.embedding()}, init_base.get(),
+      cfg.run.init_from, ck ? &ck->model : nullptr, lead);
   init_base.reset();
   // Buckets bind the gradients first, so the f32 masters of the optimizer share the bucket
   // views; AdamW or ZeRO-1's sharded AdamW, in MixedPrecision for bf16/fp16 (16-bit weights
@@ -82,12 +81,13 @@ TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
   data_parallel = make_data_parallel(*ctx, *model, dims.dp(), cfg);
   opt = make_optimizer(*ctx, cfg, model->parameters(), *data_parallel, {&dims.tp(), &dims.pp()});
   overflow_test.emplace(cfg.train);
-  layout = ParallelLayout{dims.world_size(), dp, dims.tp_size(), dims.pp_size(),
-                          opt->sharded() ? 1 : 0};
-  log.rank_line(fmt::format("rank {} of {} ({}), coordinates dp {} tp {} pp {}, ZeRO {}, {} "
-                            "parameters held",
-                            dims.rank(), layout.ranks, dims.str(), dims.coord().dp,
-                            model->tp_rank(), model->stage(), layout.zero, model->local_numel()));
+  layout =
+      ParallelLayout{dims.world_size(), dp, dims.tp_size(), dims.pp_size(), opt->sharded() ? 1 : 0};
+  log.rank_line(
+      fmt::format("rank {} of {} ({}), coordinates dp {} tp {} pp {}, ZeRO {}, {} "
+                  "parameters held",
+                  dims.rank(), layout.ranks, dims.str(), dims.coord().dp, model->tp_rank(),
+                  model->stage(), layout.zero, model->local_numel()));
   stop.emplace();
   if (ck) {
     resume(*ck);
@@ -104,8 +104,8 @@ TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
     if (!tok_path.empty())
       fs::copy_file(tok_path, run_dir / kTokenizerFile, fs::copy_options::overwrite_existing);
   }
-  tokens_per_step = static_cast<double>(cfg.data.micro_batch) * cfg.data.seq_len *
-                    cfg.data.grad_accum * dp;
+  tokens_per_step =
+      static_cast<double>(cfg.data.micro_batch) * cfg.data.seq_len * cfg.data.grad_accum * dp;
   flops_per_step = cfg.model.flops_per_token(cfg.data.seq_len) * tokens_per_step;
   grad_scale = static_cast<float>(1.0 / tokens_per_step);
   // The MFU peak (a 2 s probe unless cached) only where MFU is reported: one rank's peak,
@@ -159,8 +159,10 @@ std::optional<LoadedCheckpoint> TrainRun::load_resume_checkpoint() {
   ck.emplace(CheckpointManager::load(*resume_from));
   if (ck->state.contains("model")) {
     const std::string diff = model_difference(ck->state.at("model"), cfg.model);
-    BRAID_USER_CHECK(diff.empty(), "cannot resume from {}: {}; the checkpoint was written for a "
-                     "different model config", *resume_from, diff);
+    BRAID_USER_CHECK(diff.empty(),
+                     "cannot resume from {}: {}; the checkpoint was written for a "
+                     "different model config",
+                     *resume_from, diff);
   }
   return ck;
 }
@@ -218,9 +220,8 @@ void TrainRun::print_header(const PeakChoice& peak) const {
 
 LossSum TrainRun::global_loss(LossSum mine) const {
   const bool counts = model->stage() == model->stages() - 1 && model->tp_rank() == 0;
-  const std::vector<double> g =
-      all_sum_doubles(dims.world(), {counts ? mine.sum : 0.0,
-                                     counts ? static_cast<double>(mine.count) : 0.0});
+  const std::vector<double> g = all_sum_doubles(
+      dims.world(), {counts ? mine.sum : 0.0, counts ? static_cast<double>(mine.count) : 0.0});
   return {g[0], static_cast<int64_t>(g[1])};
 }
 

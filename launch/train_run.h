@@ -17,10 +17,10 @@
 #include "data/loader.h"
 #include "launch/checkpoint.h"
 #include "launch/dist_run.h"
+#include "launch/peak_cache.h"
 #include "launch/rank_model.h"
 #include "launch/run_lock.h"
 #include "launch/run_record.h"
-#include "launch/peak_cache.h"
 #include "launch/signals.h"
 #include "launch/train_config.h"
 #include "launch/train_log.h"
@@ -67,7 +67,7 @@ class TrainRun {
 
   // The global batch: dp x grad_accum x micro_batch sequences of data.seq_len.
   double tokens_per_step = 0, flops_per_step = 0;
-  float grad_scale = 0;  // 1 / tokens_per_step: every rank's loss gradient scale
+  float grad_scale = 0;         // 1 / tokens_per_step: every rank's loss gradient scale
   double peak_flops_per_s = 0;  // the MFU denominator, all ranks together
   std::unique_ptr<Loader> loader;
   std::vector<Batch> micro;  // this DP rank's micro-batches of the step in progress

@@ -33,14 +33,14 @@ StepInfo train_step(TrainRun& run, int64_t step, const std::string& last_checkpo
   run.model->zero_grad();
   for (Batch& b : run.micro) b = run.loader->next();
   dp.begin_step(cfg.data.grad_accum);
-  s.pipeline = run.model->step(run.micro, run.grad_scale * opt.loss_scale(),
-                               [&](MicroBatch& mb, int m) {
-                                 // By the global micro-batch index: every layout draws the
-                                 // same dropout masks.
-                                 mb.dropout_seed = micro_batch_dropout_seed(
-                                     cfg.data.seed, step, m * run.dims.dp_size() + run.dims.coord().dp);
-                                 dp.attach(mb);  // buckets start as their gradients are final
-                               });
+  s.pipeline =
+      run.model->step(run.micro, run.grad_scale * opt.loss_scale(), [&](MicroBatch& mb, int m) {
+        // By the global micro-batch index: every layout draws the
+        // same dropout masks.
+        mb.dropout_seed = micro_batch_dropout_seed(cfg.data.seed, step,
+                                                   m * run.dims.dp_size() + run.dims.coord().dp);
+        dp.attach(mb);  // buckets start as their gradients are final
+      });
   dp.finish();  // every bucket reduced before the norm and clipping
   const LossSum ls = run.global_loss(s.pipeline.loss);
   s.loss = ls.sum / static_cast<double>(ls.count);
@@ -52,7 +52,8 @@ StepInfo train_step(TrainRun& run, int64_t step, const std::string& last_checkpo
     run.log.record("loss_scale", {{"step", s.step}, {"message", m}, {"scale", opt.loss_scale()}});
   });
   if (!s.skipped && (!std::isfinite(s.loss) || !std::isfinite(s.grad_norm))) {
-    run.log.record("diverged", {{"step", s.step}, {"step_loss", s.loss}, {"grad_norm", s.grad_norm}});
+    run.log.record("diverged",
+                   {{"step", s.step}, {"step_loss", s.loss}, {"grad_norm", s.grad_norm}});
     user_error(
         "training diverged at step {}: loss {}, gradient norm {}; no checkpoint was written for "
         "it. Lower optim.lr or raise optim.warmup_steps, then resume from {}",

@@ -37,8 +37,8 @@ class ZeroAdamW final : public Optimizer {
   // DataParallel's buffers) and keeps this rank's shard of them as f32 masters. Build it before
   // MixedPrecision, which then leaves these parameters alone (MixedPrecision::use_zero).
   // groups: the model-parallel groups the model is split over (for grad_norm).
-  ZeroAdamW(ExecContext& ctx, DataParallel& dp, const OptimConfig& cfg,
-            DType compute = DType::F32, const ModelGroups& groups = {});
+  ZeroAdamW(ExecContext& ctx, DataParallel& dp, const OptimConfig& cfg, DType compute = DType::F32,
+            const ModelGroups& groups = {});
 
   // L2 norm of the reduced gradient over every rank's shards (after DataParallel::finish()),
   // and over the model-parallel groups when the model is split: split parameters summed over

@@ -32,8 +32,9 @@ ParallelDims::ParallelDims(Communicator& world, const MeshComms& comms, bool seq
       embedding_(comms.embedding) {
   BRAID_CHECK(dp_ && tp_ && pp_, "ParallelDims: the mesh {} lacks a dp, tp or pp group",
               mesh_.str());
-  BRAID_CHECK(world.size() == mesh_.world_size(), "ParallelDims: the mesh {} has {} ranks, the world {}",
-              mesh_.str(), mesh_.world_size(), world.size());
+  BRAID_CHECK(world.size() == mesh_.world_size(),
+              "ParallelDims: the mesh {} has {} ranks, the world {}", mesh_.str(),
+              mesh_.world_size(), world.size());
 }
 
 std::string ParallelDims::str() const {

@@ -17,8 +17,8 @@ void SelfCommunicator::check_pair(const Tensor& in, const Tensor& out, const cha
   check_tensor(out, op, "out");
   BRAID_CHECK(in.dtype() == out.dtype() && in.numel() == out.numel(),
               "{} on group '{}' (one member): in is {}[{}] but out is {}[{}]; a group of one "
-              "needs the same element type and count", op, name(), dtype_name(in.dtype()),
-              in.numel(), dtype_name(out.dtype()), out.numel());
+              "needs the same element type and count",
+              op, name(), dtype_name(in.dtype()), in.numel(), dtype_name(out.dtype()), out.numel());
 }
 
 Work SelfCommunicator::all_reduce(Tensor t, ReduceOp op) {

@@ -184,7 +184,8 @@ struct TwoParams {
   std::vector<Parameter*> ptrs() { return {&a, &b}; }
   void set_grads(int step, float scale) {
     for (Parameter* p : ptrs()) {
-      p->grad().copy_from(kernel_test::random_tensor(p->value.shape(), 10 * step + p->value.ndim()));
+      p->grad().copy_from(
+          kernel_test::random_tensor(p->value.shape(), 10 * step + p->value.ndim()));
       scale_inplace_host(p->grad(), scale);
     }
   }
@@ -241,7 +242,8 @@ TEST(MixedPrecision, Fp16SkipsOverflowsAndUnscalesTheRest) {
   const double scaled = norm;
   EXPECT_FALSE(mp->skip_step(2.5, &norm, 1, say));
   EXPECT_EQ(norm, scaled / 1024.0);
-  for (int64_t i = 0; i < a0.numel(); ++i) EXPECT_EQ(ps.a.grad().f32()[i], a0.f32()[i] * (1.0f / 1024.0f));
+  for (int64_t i = 0; i < a0.numel(); ++i)
+    EXPECT_EQ(ps.a.grad().f32()[i], a0.f32()[i] * (1.0f / 1024.0f));
   // An inf loss: skipped, the scale backs off, the gradients stay as they were.
   const Tensor a1 = ps.a.grad().clone();
   norm = 1.0;

@@ -19,8 +19,12 @@ namespace {
 
 // Values whose bits an arithmetic identity could change: signed zero, NaN, denormal, large.
 Tensor tricky_f32() {
-  const std::vector<float> v = {-0.0f, 1.5f, std::numeric_limits<float>::quiet_NaN(),
-                                std::numeric_limits<float>::denorm_min(), -3.0e38f, 1e-7f};
+  const std::vector<float> v = {-0.0f,
+                                1.5f,
+                                std::numeric_limits<float>::quiet_NaN(),
+                                std::numeric_limits<float>::denorm_min(),
+                                -3.0e38f,
+                                1e-7f};
   Tensor t = Tensor::empty({static_cast<int64_t>(v.size())}, DType::F32);
   std::memcpy(t.raw(), v.data(), v.size() * sizeof(float));
   return t;
