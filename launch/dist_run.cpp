@@ -1,4 +1,4 @@
-// run_train: the single-process path or World + mesh + data-parallel training.
+// run_train: self groups for one process, or World + mesh groups.
 #include "launch/dist_run.h"
 
 #include "launch/trainer.h"
@@ -16,7 +16,10 @@ void run_train(const RunConfig& cfg, const std::string& config_path, const Fault
                      "process; start it with mpirun -np N (see docs/guide.md), or set "
                      "parallel.dp=auto",
                      pc.dp, pc.tp, pc.pp, (dp == 0 ? 1 : dp) * pc.tp * pc.pp);
-    train(cfg, config_path, nullptr, faults);
+    DistRun d;
+    d.dims = ParallelDims::single(pc.sequence_parallel);
+    d.faults = faults;
+    train(cfg, config_path, d);
     return;
   }
   WorldOptions wo;
@@ -25,15 +28,11 @@ void run_train(const RunConfig& cfg, const std::string& config_path, const Fault
   World world(nullptr, nullptr, wo);
   try {
     DistRun d;
-    d.world = &world;
-    d.mesh = Mesh::resolve(pc.dp_degree(), pc.tp, pc.pp, world.size());
-    const MeshComms comms = world.build_mesh(d.mesh);
-    d.coord = comms.coord;
-    d.dp = comms.dp;
-    d.tp = comms.tp;
-    d.pp = comms.pp;
-    d.embedding = comms.embedding;
-    train(cfg, config_path, &d, faults);
+    const MeshComms comms =
+        world.build_mesh(Mesh::resolve(pc.dp_degree(), pc.tp, pc.pp, world.size()));
+    d.dims = ParallelDims(world.world(), comms, pc.sequence_parallel);
+    d.faults = faults;
+    train(cfg, config_path, d);
   } catch (const std::exception& e) {
     // The others may be inside a collective with this rank: end the whole job now, naming
     // the rank, instead of leaving them to the timeout.

@@ -1,7 +1,7 @@
 // RankModel: this rank's chunks, the tensor-parallel pass, the pipeline step and checkpoints.
 #include "launch/rank_model.h"
 
-#include "launch/mixed_precision.h"
+#include "launch/train_optimizer.h"
 #include "launch/model_passes.h"
 #include "parallel/stage_split.h"
 #include "parallel/tensor_parallel.h"
@@ -140,11 +140,6 @@ PipelineStepResult RankModel::step(const std::vector<Batch>& micro, float grad_s
 
 LossSum RankModel::evaluate(const Batch& b) {
   return executor_->evaluate(b.tokens, b.targets, b.tokens.dim(0), b.tokens.dim(1));
-}
-
-double RankModel::grad_norm() {
-  KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
-  return model_parallel_grad_norm(ctx_, params_, tp_, pp_);
 }
 
 const Parameter* RankModel::owner(const std::string& name) const {

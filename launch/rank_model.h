@@ -69,8 +69,6 @@ class RankModel {
                           const std::function<void(MicroBatch&, int)>& prepare);
   // Evaluation of one batch; the loss on the last stage, zero elsewhere. Collective over tp, pp.
   LossSum evaluate(const Batch& b);
-  // The L2 norm of every trainable gradient of the whole model (collective over tp and pp).
-  double grad_norm();
 
   // The checkpoint files this (tp rank, stage) writes: the weights and optimizer state it owns
   // (split tensors as its shard; replicated ones by tensor-parallel rank 0 only), with their

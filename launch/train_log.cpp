@@ -1,13 +1,18 @@
-// Training-loop records: kernel splits, memory, rank logs, resume checks.
+// Training-loop records: kernel splits, memory, rank logs, the run log, the metrics hook,
+// resume checks.
 #include "launch/train_log.h"
 
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 
-#include "launch/config_json.h"
 #include "data/file_util.h"
+#include "launch/config_json.h"
 #include "launch/metrics.h"
+#include "launch/train_run.h"
+#include "parallel/scalar_reduce.h"
 
 namespace braid {
 
@@ -86,6 +91,127 @@ RankLog::RankLog(const fs::path& run_dir, int rank) {
 
 void RankLog::line(const std::string& s) {
   if (out_.is_open()) out_ << fmt::format("[{:.3f}] {}", unix_time_now(), s) << std::endl;
+}
+
+void RunLog::open_rank_log(const fs::path& run_dir, int rank) { rank_.emplace(run_dir, rank); }
+
+void RunLog::open_metrics(const fs::path& run_dir, int64_t total_steps, int64_t resume_step) {
+  metrics_.emplace(run_dir.string(), total_steps, resume_step);
+}
+
+void RunLog::say(const std::string& line) {
+  if (metrics_) metrics_->print(line);
+  rank_line(line);
+}
+
+void RunLog::record(const std::string& event, nlohmann::json fields) {
+  if (metrics_) metrics_->record(event, std::move(fields));
+}
+
+void RunLog::rank_line(const std::string& line) {
+  if (rank_) rank_->line(line);
+}
+
+void RunLog::progress(int64_t step, double loss) {
+  if (metrics_) metrics_->progress(step, loss);
+}
+
+namespace {
+
+// "12.5/3.1%": every stage's bubble, in stage order.
+std::string bubble_str(const std::vector<double>& b) {
+  std::string s;
+  for (double x : b) s += fmt::format("{}{:.1f}", s.empty() ? "" : "/", 100.0 * x);
+  return s + "%";
+}
+
+}  // namespace
+
+MetricsHook::MetricsHook(TrainRun& run) : run_(run), memory_(run.ctx->allocator()) {}
+
+void MetricsHook::on_step_end(StepInfo& s) {
+  window_kernels_ += s.kernels;
+  train_kernels_ += s.kernels;
+  window_time_ += s.seconds;
+  train_time_ += s.seconds;
+  window_busy_ += s.pipeline.busy_s;
+  window_makespan_ += s.pipeline.makespan_s;
+  window_loss_ += s.skipped ? 0.0 : s.loss;  // an overflowed loss would poison the window mean
+  ++window_steps_;
+  if (!s.skipped) ++window_loss_steps_;
+  window_skipped_ += s.skipped ? 1 : 0;
+  run_.log.progress(s.step, s.loss);
+  if (s.step % run_.cfg.train.log_interval == 0 || s.step == run_.cfg.train.steps) end_window(s);
+}
+
+void MetricsHook::end_window(const StepInfo& s) {
+  const int64_t done = s.step, total = run_.cfg.train.steps;
+  const double step_s = window_time_ / window_steps_;
+  const double mean_loss = window_loss_steps_ > 0 ? window_loss_ / window_loss_steps_ : NAN;
+  const double tok_s = run_.tokens_per_step / step_s;
+  const double flops = run_.flops_per_step / step_s;
+  const double peak = run_.peak_flops_per_s;
+  const double eta = step_s * static_cast<double>(total - done);
+  const MemoryStats window_mem = memory_.end_window();  // this window's peaks
+  const double mem_mib = static_cast<double>(window_mem.peak_total) / 1048576.0;
+  const double act_mib =
+      static_cast<double>(window_mem.peak_bytes[static_cast<int>(MemCategory::Activations)]) /
+      1048576.0;
+  // Every stage's bubble (1 - busy / makespan over the window), in stage order. Collective
+  // over the pipeline group, so every stage reaches it at the same step.
+  const int stages = run_.dims.pp_size(), stage = run_.dims.coord().pp;
+  std::vector<double> v(static_cast<size_t>(2 * stages), 0.0);
+  v[static_cast<size_t>(2 * stage)] = window_busy_;
+  v[static_cast<size_t>(2 * stage + 1)] = window_makespan_;
+  v = all_sum_doubles(run_.dims.pp(), v);
+  std::vector<double> bubble;
+  for (int i = 0; i < stages; ++i)
+    bubble.push_back(v[2 * i + 1] > 0 ? 1.0 - v[2 * i] / v[2 * i + 1] : 0.0);
+  const bool pipeline = stages > 1;
+  run_.log.say(fmt::format(
+      "step {:>6}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} tok/s | {} | MFU {} | "
+      "mem {:.0f} MiB (act {:.0f}){} | ETA {}",
+      done, total, mean_loss, s.lr, s.grad_norm, tok_s, format_si(flops, "FLOP/s"),
+      run_.dims.lead() ? fmt::format("{:.1f}%", 100.0 * flops / peak) : std::string("n/a"), mem_mib,
+      act_mib, pipeline ? " | bubble " + bubble_str(bubble) : std::string(), format_duration(eta)));
+  nlohmann::json fields = {
+      {"step", done},
+      {"loss", mean_loss},
+      {"lr", s.lr},
+      {"grad_norm", s.grad_norm},
+      {"tokens_per_s", tok_s},
+      {"flops_per_s", flops},
+      {"mfu", flops / peak},
+      {"peak_tensor_mib", mem_mib},
+      {"peak_memory_mib", peaks_mib_json(window_mem)},
+      {"peak_rss_mib", peak_rss_mib()},
+      {"memory_mib", memory_by_category_mib(run_.ctx->allocator().stats())},
+      {"step_s", step_s},
+      {"step_loss", s.loss},
+      {"kernel_s", kernel_seconds_json(window_kernels_, window_time_, window_steps_)}};
+  if (pipeline) fields["bubble"] = bubble;
+  run_.log.record("train", std::move(fields));
+  if (run_.opt->scales_loss())
+    run_.log.record(
+        "loss_scale",
+        {{"step", done}, {"scale", run_.opt->loss_scale()}, {"skipped_steps", window_skipped_}});
+  window_time_ = window_loss_ = window_busy_ = window_makespan_ = 0.0;
+  window_steps_ = window_loss_steps_ = window_skipped_ = 0;
+  window_kernels_ = KernelTimes{};
+}
+
+void MetricsHook::on_train_end(const TrainSummary& summary) {
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - run_.started).count();
+  run_.log.record(
+      "end", {{"step", summary.final_step},
+              {"train_seconds", train_time_},
+              {"wall_seconds", wall_s},
+              {"kernel_s", kernel_seconds_json(train_kernels_, train_time_, summary.steps_done)}});
+  if (summary.steps_done > 0) {
+    run_.log.say(time_split_line(train_kernels_, train_time_, summary.steps_done));
+    run_.log.say("peak memory by category: " + memory_peaks_line(memory_.run_peaks()));
+  }
 }
 
 }  // namespace braid

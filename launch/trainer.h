@@ -1,10 +1,10 @@
-// Trainer: the single-process training loop (data -> model -> AdamW), evaluation,
-// checkpoints, metrics and the sample at the end.
+// Trainer: the training loop of one rank in any layout (data -> model -> data-parallel
+// reduction -> optimizer), with its step hooks: metrics, evaluation, checkpoints, the timeline
+// and the sample at the end.
 #pragma once
 
 #include <string>
 
-#include "launch/fault_points.h"
 #include "launch/train_config.h"
 
 namespace braid {
@@ -21,10 +21,8 @@ struct TrainSummary {
 struct DistRun;
 
 // Runs training as configured. config_path names the YAML file (for messages and relative
-// paths); cfg is already resolved and validated. dist: this rank's place in a data-parallel
-// job (launch/dist_run.h); nullptr for one process. faults: what `--test-fault` asked for (empty
-// otherwise; launch/fault_points.h).
-TrainSummary train(const RunConfig& cfg, const std::string& config_path,
-                   const DistRun* dist = nullptr, const FaultPoints& faults = {});
+// paths); cfg is already resolved and validated. dist: this rank's place in the job
+// (launch/dist_run.h; self groups for one process).
+TrainSummary train(const RunConfig& cfg, const std::string& config_path, const DistRun& dist);
 
 }  // namespace braid

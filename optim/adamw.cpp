@@ -5,11 +5,13 @@
 
 #include "core/kernels/elementwise.h"
 #include "core/profile.h"
+#include "parallel/tensor_parallel.h"
 
 namespace braid {
 
-AdamW::AdamW(ExecContext& ctx, std::vector<Parameter*> params, const OptimConfig& cfg)
-    : ctx_(ctx), cfg_(cfg) {
+AdamW::AdamW(ExecContext& ctx, std::vector<Parameter*> params, const OptimConfig& cfg,
+             const ModelGroups& groups)
+    : ctx_(ctx), groups_(groups), cfg_(cfg) {
   cfg_.validate();
   for (Parameter* p : params) {
     if (!p->trainable) continue;  // frozen parameters have no optimizer state
@@ -17,7 +19,25 @@ AdamW::AdamW(ExecContext& ctx, std::vector<Parameter*> params, const OptimConfig
            ctx.zeros(p->value.shape(), DType::F32, MemCategory::OptimizerState), false};
     s.decay = decays(*p);
     slots_.push_back(std::move(s));
+    trainable_.push_back(p);
   }
+}
+
+double AdamW::grad_norm() {
+  KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
+  return model_parallel_grad_norm(ctx_, trainable_, groups_.tp, groups_.pp);
+}
+
+void AdamW::scale_grads(float s) {
+  for (Slot& slot : slots_) scale_inplace(ctx_, slot.p->grad(), s);
+}
+
+void AdamW::clip(double norm, float max_norm) { clip_grad_norm(ctx_, trainable_, norm, max_norm); }
+
+std::vector<Tensor> AdamW::grads() const {
+  std::vector<Tensor> out;
+  for (const Slot& s : slots_) out.push_back(s.p->grad());
+  return out;
 }
 
 bool AdamW::decays(const Parameter& p) const { return adamw_decays(p, cfg_); }
@@ -47,6 +67,8 @@ std::vector<std::pair<std::string, Tensor>> AdamW::state_tensors() const {
   }
   return out;
 }
+
+NamedTensors AdamW::state_tensors(nlohmann::json* /*pieces*/) const { return state_tensors(); }
 
 void AdamW::load_state(const std::function<Tensor(const std::string&)>& get, int64_t steps_taken) {
   for (Slot& s : slots_) {

@@ -1,4 +1,5 @@
-// AdamW with decoupled weight decay over a model's trainable parameters.
+// AdamW with decoupled weight decay over a model's trainable parameters: an Optimizer
+// (optim/optimizer.h) whose whole state lives on every data-parallel rank.
 #pragma once
 
 #include <functional>
@@ -10,26 +11,38 @@
 #include "core/kernels/optimizer.h"
 #include "core/parameter.h"
 #include "optim/optim_config.h"
+#include "optim/optimizer.h"
 
 namespace braid {
 
-class AdamW {
+class AdamW : public Optimizer {
  public:
   // Moments are allocated on ctx (MemCategory::OptimizerState); step() runs its kernels there.
-  AdamW(ExecContext& ctx, std::vector<Parameter*> params, const OptimConfig& cfg);
+  // groups: what the parameters are split over besides data parallelism (for grad_norm).
+  AdamW(ExecContext& ctx, std::vector<Parameter*> params, const OptimConfig& cfg,
+        const ModelGroups& groups = {});
+
+  // model_parallel_grad_norm over the trainable parameters (parallel/tensor_parallel.h).
+  double grad_norm() override;
+  void scale_grads(float s) override;
+  void clip(double norm, float max_norm) override;  // clip_grad_norm
+  std::vector<Tensor> grads() const override;
 
   // One update with learning rate lr from each parameter's .grad:
   //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2
   //   p -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)  +  lr * wd * p   (decaying only)
-  void step(float lr);
-  int64_t steps_taken() const { return t_; }
+  void step(float lr) override;
+  int64_t steps_taken() const override { return t_; }
   // Whether weight decay applies: not for 1-D tensors, nor names matching cfg.no_decay.
   bool decays(const Parameter& p) const;
 
   // Checkpoint state: "<param>.exp_avg" and "<param>.exp_avg_sq" for each trainable parameter.
   std::vector<std::pair<std::string, Tensor>> state_tensors() const;
+  // The same for a checkpoint (whole tensors: *pieces is left alone).
+  NamedTensors state_tensors(nlohmann::json* pieces) const override;
   // Restores moments and the step count; get(name) returns the saved tensor (throws if absent).
-  void load_state(const std::function<Tensor(const std::string&)>& get, int64_t steps_taken);
+  void load_state(const std::function<Tensor(const std::string&)>& get,
+                  int64_t steps_taken) override;
 
  private:
   struct Slot {
@@ -39,6 +52,8 @@ class AdamW {
   };
   ExecContext& ctx_;
   std::vector<Slot> slots_;
+  std::vector<Parameter*> trainable_;  // the slots' parameters
+  ModelGroups groups_;
   OptimConfig cfg_;
   int64_t t_ = 0;
 };

@@ -2,7 +2,7 @@
 #include "optim/master_weights.h"
 
 #include "core/kernels/elementwise.h"
-#include "optim/adamw.h"
+#include "optim/optimizer.h"
 
 namespace braid {
 
@@ -69,7 +69,7 @@ void MasterWeights::load(const std::function<Tensor(const std::string&)>& get) {
   refresh();
 }
 
-void MasterWeights::step(AdamW& opt, float lr) {
+void MasterWeights::step(Optimizer& opt, float lr) {
   bind_grads();
   opt.step(lr);
   refresh();

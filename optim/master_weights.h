@@ -13,7 +13,7 @@
 
 namespace braid {
 
-class AdamW;
+class Optimizer;
 
 class MasterWeights {
  public:
@@ -38,7 +38,7 @@ class MasterWeights {
   void load(const std::function<Tensor(const std::string&)>& get);
   // One optimizer step on the masters, then refresh(). Rebinds the gradients first, so a
   // gradient rebound on the model (a data-parallel bucket) is the one the step reads.
-  void step(AdamW& opt, float lr);
+  void step(Optimizer& opt, float lr);
   // Writes every master into its model parameter's low-precision value (round to nearest
   // even); after a step and after loading masters from a checkpoint.
   void refresh();

@@ -44,7 +44,9 @@ void convert_into(const Tensor& src, Tensor& dst) {
 
 GradBuckets::GradBuckets(ExecContext& ctx, const std::vector<Parameter*>& params,
                          Communicator& comm, const GradBucketOptions& options)
-    : comm_(comm), options_(options) {
+    : comm_(comm),
+      options_(options),
+      convert_(options.comm_dtype != DType::F32 && comm.size() > 1) {
   BRAID_CHECK(options.bucket_bytes > 0 && options.first_bucket_bytes > 0,
               "bucket sizes {} / {} bytes", options.bucket_bytes, options.first_bucket_bytes);
   BRAID_CHECK(options.comm_dtype != DType::I32, "gradients cannot be reduced in i32");
@@ -75,14 +77,13 @@ GradBuckets::GradBuckets(ExecContext& ctx, const std::vector<Parameter*>& params
     b.flat = ctx.zeros({b.numel}, DType::F32, MemCategory::Grads);
     for (const Slot& s : b.slots)
       s.param->bind_grad(b.flat.slice0(s.offset, s.offset + s.numel).view(s.param->value.shape()));
-    const bool convert = options.comm_dtype != DType::F32;
     b.comm =
-        convert ? ctx.zeros({b.numel}, options.comm_dtype, MemCategory::Communication) : b.flat;
+        convert_ ? ctx.zeros({b.numel}, options.comm_dtype, MemCategory::Communication) : b.flat;
     if (options.reduce_scatter) {
       const int64_t sn = b.numel / parts;
-      b.shard_comm = ctx.zeros({sn}, options.comm_dtype,
-                               convert ? MemCategory::Communication : MemCategory::Grads);
-      b.shard = convert ? ctx.zeros({sn}, DType::F32, MemCategory::Grads) : b.shard_comm;
+      b.shard_comm = convert_ ? ctx.zeros({sn}, options.comm_dtype, MemCategory::Communication)
+                              : ctx.zeros({sn}, DType::F32, MemCategory::Grads);
+      b.shard = convert_ ? ctx.zeros({sn}, DType::F32, MemCategory::Grads) : b.shard_comm;
     }
   }
 }
@@ -127,7 +128,7 @@ void GradBuckets::start_ready_in_order() {
 }
 
 void GradBuckets::start(Bucket& b) {
-  if (options_.comm_dtype != DType::F32) convert_into(b.flat, b.comm);
+  if (convert_) convert_into(b.flat, b.comm);
   b.work = options_.reduce_scatter ? comm_.reduce_scatter(b.comm, b.shard_comm, options_.op)
                                    : comm_.all_reduce(b.comm, options_.op);
   b.started = true;
@@ -139,7 +140,7 @@ void GradBuckets::finish() {
   while (next_start_ < buckets_.size()) start(buckets_[next_start_++]);
   for (Bucket& b : buckets_) {
     b.work.wait();
-    if (options_.comm_dtype != DType::F32) {
+    if (convert_) {
       if (options_.reduce_scatter)
         convert_into(b.shard_comm, b.shard);
       else

@@ -33,7 +33,8 @@ struct GradBucketOptions {
   int64_t bucket_bytes = int64_t{25} << 20;
   int64_t first_bucket_bytes = int64_t{1} << 20;
   // Element type on the wire: f32 reduces the buffer in place; bf16/f16 convert into a comm
-  // buffer, reduce that, and convert back (halving the bytes, rounding the sum).
+  // buffer, reduce that, and convert back (halving the bytes, rounding the sum). A group of one
+  // sends nothing, so it never rounds: its gradients stay f32 whatever this says.
   DType comm_dtype = DType::F32;
   // Sum when each rank's gradients are already scaled by 1 / (tokens of the global batch);
   // Avg when they are scaled by 1 / (tokens of this rank's share).
@@ -98,6 +99,7 @@ class GradBuckets {
 
   Communicator& comm_;
   GradBucketOptions options_;
+  bool convert_;  // 16-bit on the wire (comm_dtype, and more than one rank)
   std::vector<Bucket> buckets_;
   struct Member {
     size_t bucket;

@@ -1,4 +1,4 @@
-// ZeRO-1 with bf16/f16 compute weights (launch/zero_adamw.h) against unsharded mixed precision
+// ZeRO-1 with bf16/f16 compute weights (optim/zero_adamw.h) against unsharded mixed precision
 // (optim/master_weights.h + AdamW) on the same reduced gradients: the same 16-bit weights
 // after every step, bit for bit, f32 masters and moments of 1/dp per rank, whole masters
 // gathered for checkpoints and loaded back. Runs on 2, 3 and 4 ranks (3: padded buckets).
@@ -8,10 +8,10 @@
 
 #include "core/kernels/elementwise.h"
 #include "core/models/transformer.h"
-#include "launch/zero_adamw.h"
 #include "optim/adamw.h"
 #include "optim/master_weights.h"
-#include "parallel/grad_buckets.h"
+#include "optim/zero_adamw.h"
+#include "parallel/data_parallel.h"
 #include "tests/mpi/mpi_test_util.h"
 #include "tests/unit/kernel_test_util.h"
 #include "tests/unit/model_test_util.h"
@@ -47,13 +47,14 @@ void check(DType compute) {
   ExecContext ctx;
   Transformer model(ctx, cfg);
   model.init_weights();
-  GradBucketOptions o;
-  o.first_bucket_bytes = 512;  // several buckets even for the tiny model
-  o.bucket_bytes = 2048;
-  o.reduce_scatter = true;
-  GradBuckets gb(ctx, model.parameters(), comm, o);
+  DataParallelOptions o;
+  o.buckets.first_bucket_bytes = 512;  // several buckets even for the tiny model
+  o.buckets.bucket_bytes = 2048;
+  o.shard_optimizer = true;
+  DataParallel ddp(ctx, model.parameters(), {}, comm, o);
+  const GradBuckets& gb = ddp.buckets();
   ASSERT_GE(gb.buckets().size(), 3u);
-  ZeroAdamW zero(ctx, gb, oc, compute);
+  ZeroAdamW zero(ctx, ddp, oc, compute);
   for (Parameter* p : model.parameters()) ASSERT_EQ(p->value.dtype(), compute) << p->name;
   // Masters and moments: this rank's shard of each bucket only (the padded bucket / dp), one
   // block per bucket, which the allocator rounds up to 64 bytes below 4 KiB (core/memory.cpp).
@@ -73,7 +74,7 @@ void check(DType compute) {
       params[i]->grad().copy_from(grad_of(*params[i], i, step, rank));
       ref_params[i]->grad().copy_from(grad_of(*params[i], i, step, 0));
     }
-    gb.finish();
+    ddp.finish();
     zero.step(1e-2f);
     mw.step(ref_opt, 1e-2f);
     for (size_t i = 0; i < params.size(); ++i)

@@ -11,6 +11,7 @@
 #include "core/models/transformer.h"
 #include "model_test_util.h"
 #include "parallel/grad_buckets.h"
+#include "parallel/self_communicator.h"
 
 namespace braid {
 namespace {
@@ -281,6 +282,39 @@ TEST(GradBuckets, Bf16AllReduceAndReduceScatterConvertBack) {
   gb2.finish();
   // bf16 rounding of 1/3 (0.333984375) doubled, back in f32.
   EXPECT_FLOAT_EQ(qs.ptrs[0]->grad().f32()[0], 2.0f * bf16_to_float(float_to_bf16(1.0f / 3.0f)));
+}
+
+// A group of one (a one-process run, or dp = 1 under tp/pp) sends nothing, so a 16-bit wire
+// type must not round its gradients: they stay exactly what the backward accumulated.
+TEST(GradBuckets, GroupOfOneKeepsF32GradientsWhateverTheWireType) {
+  ExecContext ctx;
+  SelfCommunicator self("dp");
+  for (bool rs : {false, true}) {
+    Params ps;
+    ps.add(ctx, "a", 5);
+    ps.add(ctx, "b", 6);
+    GradBucketOptions o;
+    o.comm_dtype = DType::BF16;
+    o.reduce_scatter = rs;
+    GradBuckets gb(ctx, ps.ptrs, self, o);
+    gb.begin_step(1);
+    for (int i = 0; i < 5; ++i) ps.ptrs[0]->grad().f32()[i] = 1.0f / (3.0f + static_cast<float>(i));
+    for (int i = 0; i < 6; ++i) ps.ptrs[1]->grad().f32()[i] = 0.1f * static_cast<float>(i + 1);
+    for (Parameter* p : {ps.ptrs[1], ps.ptrs[0]}) gb.grad_ready(*p);
+    gb.finish();
+    ASSERT_EQ(gb.buckets().size(), 1u);
+    EXPECT_EQ(gb.buckets()[0].numel, 11);  // no padding for one part
+    for (int i = 0; i < 5; ++i)
+      EXPECT_EQ(ps.ptrs[0]->grad().f32()[i], 1.0f / (3.0f + static_cast<float>(i))) << rs;
+    if (rs) {
+      // The whole bucket is the shard: b then a, f32.
+      ASSERT_EQ(gb.shard(0).dtype(), DType::F32);
+      EXPECT_EQ(gb.shard_numel(0), 11);
+      for (int i = 0; i < 6; ++i) EXPECT_EQ(gb.shard(0).f32()[i], 0.1f * static_cast<float>(i + 1));
+      for (int i = 0; i < 5; ++i)
+        EXPECT_EQ(gb.shard(0).f32()[6 + i], 1.0f / (3.0f + static_cast<float>(i)));
+    }
+  }
 }
 
 }  // namespace

@@ -1,18 +1,20 @@
-// The fp16 loss scaler's state machine and the f32 master weights of mixed precision (none
-// for frozen parameters).
+// The fp16 loss scaler's state machine, the f32 master weights of mixed precision (none for
+// frozen parameters), and MixedPrecision as an Optimizer around AdamW: the same bits as masters
+// and AdamW driven by hand, fp16 overflow skipping and unscaling, its checkpoint pieces.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
 
 #include "core/error.h"
+#include "core/kernels/elementwise.h"
 #include "core/models/lora.h"
 #include "kernel_test_util.h"
-#include "launch/mixed_precision.h"
 #include "model_test_util.h"
 #include "optim/adamw.h"
 #include "optim/loss_scaler.h"
 #include "optim/master_weights.h"
+#include "optim/mixed_precision.h"
 
 namespace braid {
 namespace {
@@ -142,10 +144,12 @@ TEST(MixedPrecision, LoraBaseGetsNoMasterNorOptimizerState) {
   lc.alpha = 4.0f;
   lc.targets = {"all-linear"};
   ASSERT_GT(apply_lora(model, lc, 1), 0);
-  TrainConfig tc;
-  tc.precision = "bf16";
-  MixedPrecision mp(ctx, model.parameters(), tc);
-  AdamW opt(ctx, mp.optimizer_params(), OptimConfig{});
+  size_t given = 0;  // parameters make_inner was handed
+  MixedPrecision mp(ctx, model.parameters(), DType::BF16, LossScaleConfig{},
+                    [&](std::vector<Parameter*> masters) {
+                      given = masters.size();
+                      return std::make_unique<AdamW>(ctx, masters, OptimConfig{});
+                    });
   int64_t trainable_bytes = 0, frozen = 0;
   for (Parameter* p : model.parameters()) {
     EXPECT_EQ(p->value.dtype(), DType::BF16) << p->name;
@@ -163,10 +167,106 @@ TEST(MixedPrecision, LoraBaseGetsNoMasterNorOptimizerState) {
   const MemoryStats s = ctx.allocator().stats();
   EXPECT_EQ(s.live_bytes[static_cast<int>(MemCategory::MasterWeights)], trainable_bytes);
   EXPECT_EQ(s.live_bytes[static_cast<int>(MemCategory::OptimizerState)], 2 * trainable_bytes);
-  EXPECT_EQ(mp.optimizer_params().size(),
-            static_cast<size_t>(std::ssize(model.parameters()) - frozen));
+  EXPECT_EQ(given, static_cast<size_t>(std::ssize(model.parameters()) - frozen));
+  EXPECT_EQ(mp.state_tensors(nullptr).size(), 2 * given);
   // The checkpoint still names every parameter (frozen ones widened from bf16).
-  EXPECT_EQ(mp.checkpoint_weights().size(), model.parameters().size());
+  const std::optional<NamedTensors> w = mp.checkpoint_masters(true);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->size(), model.parameters().size());
+  EXPECT_FALSE(mp.scales_loss());  // bf16: no loss scale
+  EXPECT_EQ(mp.loss_scale(), 1.0f);
+}
+
+// Two parameters with a fixed gradient, f32 values: for the wrapper and the reference.
+struct TwoParams {
+  Parameter a{"a.weight", kernel_test::random_tensor({8, 8}, 3).clone(MemCategory::Weights)};
+  Parameter b{"b.bias", kernel_test::random_tensor({8}, 4).clone(MemCategory::Weights)};
+  std::vector<Parameter*> ptrs() { return {&a, &b}; }
+  void set_grads(int step, float scale) {
+    for (Parameter* p : ptrs()) {
+      p->grad().copy_from(
+          kernel_test::random_tensor(p->value.shape(), 10 * step + p->value.ndim()));
+      scale_inplace_host(p->grad(), scale);
+    }
+  }
+  static void scale_inplace_host(Tensor& t, float s) {
+    for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] *= s;
+  }
+};
+
+std::unique_ptr<MixedPrecision> wrap(ExecContext& ctx, TwoParams& ps, DType dt,
+                                     const LossScaleConfig& lc = {}) {
+  return std::make_unique<MixedPrecision>(ctx, ps.ptrs(), dt, lc, [&](std::vector<Parameter*> m) {
+    return std::make_unique<AdamW>(ctx, m, OptimConfig{});
+  });
+}
+
+TEST(MixedPrecision, StepsLikeMastersAndAdamWByHand) {
+  ExecContext ctx;
+  TwoParams ps, ref;
+  std::unique_ptr<MixedPrecision> mp = wrap(ctx, ps, DType::BF16);
+  MasterWeights mw(ctx, ref.ptrs(), DType::BF16);
+  AdamW ref_opt(ctx, mw.params(), OptimConfig{});
+  for (int step = 1; step <= 3; ++step) {
+    ps.set_grads(step, 1.0f);
+    ref.set_grads(step, 1.0f);
+    const double norm = mp->grad_norm();
+    EXPECT_EQ(norm, global_grad_norm(ctx, mw.params()));
+    EXPECT_FALSE(mp->skip_step(1.0, nullptr, step, [](const std::string&) {}));
+    mp->clip(norm, 0.5f);
+    mp->step(1e-2f);
+    clip_grad_norm(ctx, mw.params(), norm, 0.5f);
+    mw.step(ref_opt, 1e-2f);
+    EXPECT_TRUE(kernel_test::bitwise_equal(ps.a.value, ref.a.value)) << step;
+    EXPECT_TRUE(kernel_test::bitwise_equal(ps.b.value, ref.b.value)) << step;
+  }
+  EXPECT_EQ(mp->steps_taken(), 3);
+  EXPECT_EQ(mp->grads().size(), 2u);
+}
+
+TEST(MixedPrecision, Fp16SkipsOverflowsAndUnscalesTheRest) {
+  ExecContext ctx;
+  TwoParams ps;
+  LossScaleConfig lc;
+  lc.initial = 1024.0f;
+  lc.hysteresis = 1;
+  std::unique_ptr<MixedPrecision> mp = wrap(ctx, ps, DType::F16, lc);
+  ASSERT_TRUE(mp->scales_loss());
+  EXPECT_EQ(mp->loss_scale(), 1024.0f);
+  std::vector<std::string> said;
+  auto say = [&](const std::string& m) { said.push_back(m); };
+  // A good step: the gradients and the norm lose the scale.
+  ps.set_grads(1, 1024.0f);
+  const Tensor a0 = ps.a.grad().clone();
+  double norm = mp->grad_norm();
+  const double scaled = norm;
+  EXPECT_FALSE(mp->skip_step(2.5, &norm, 1, say));
+  EXPECT_EQ(norm, scaled / 1024.0);
+  for (int64_t i = 0; i < a0.numel(); ++i)
+    EXPECT_EQ(ps.a.grad().f32()[i], a0.f32()[i] * (1.0f / 1024.0f));
+  // An inf loss: skipped, the scale backs off, the gradients stay as they were.
+  const Tensor a1 = ps.a.grad().clone();
+  norm = 1.0;
+  EXPECT_TRUE(mp->skip_step(INFINITY, &norm, 2, say));
+  EXPECT_EQ(mp->loss_scale(), 512.0f);
+  EXPECT_TRUE(kernel_test::bitwise_equal(ps.a.grad(), a1));
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_NE(said[0].find("step 2: fp16 overflow"), std::string::npos) << said[0];
+  // The scaler's state survives a checkpoint.
+  TwoParams ps2;
+  std::unique_ptr<MixedPrecision> other = wrap(ctx, ps2, DType::F16, lc);
+  other->restore_loss_scaler(mp->loss_scaler_state());
+  EXPECT_EQ(other->loss_scale(), 512.0f);
+  EXPECT_EQ(other->loss_scaler_state(), mp->loss_scaler_state());
+}
+
+TEST(MixedPrecision, RefusesConvertedParametersNoOptimizerKeeps) {
+  ExecContext ctx;
+  TwoParams ps;
+  Tensor low = ctx.empty(ps.a.value.shape(), DType::BF16, MemCategory::Weights);
+  cast(ctx, low, ps.a.value);
+  ps.a.value = low;  // as if converted by a ZeroAdamW, but the inner one is a plain AdamW
+  EXPECT_THROW(wrap(ctx, ps, DType::BF16), Error);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // ZeroAdamW: sharded moments, shard updates and the parameter all-gather.
-#include "launch/zero_adamw.h"
+#include "optim/zero_adamw.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,21 +12,20 @@
 
 namespace braid {
 
-ZeroAdamW::ZeroAdamW(ExecContext& ctx, GradBuckets& buckets, const OptimConfig& cfg, DType compute)
-    : ctx_(ctx), buckets_(buckets), cfg_(cfg), compute_(compute) {
+ZeroAdamW::ZeroAdamW(ExecContext& ctx, DataParallel& dp, const OptimConfig& cfg, DType compute,
+                     const ModelGroups& groups)
+    : ctx_(ctx), dp_(dp), buckets_(dp.buckets()), cfg_(cfg), compute_(compute), groups_(groups) {
   cfg_.validate();
-  BRAID_CHECK(buckets.options().reduce_scatter, "ZeroAdamW needs reduce-scatter buckets");
+  BRAID_CHECK(dp.sharded(), "ZeroAdamW needs a sharded DataParallel (ZeRO-1 on two or more ranks)");
   BRAID_CHECK(compute == DType::F32 || compute == DType::BF16 || compute == DType::F16,
               "ZeroAdamW: compute dtype {} is not f32, bf16 or f16", dtype_name(compute));
   const bool mixed = low_precision();
-  const auto& bs = buckets.buckets();
+  const auto& bs = buckets_.buckets();
   for (size_t b = 0; b < bs.size(); ++b) {
-    const int64_t s0 = buckets.shard_begin(b), sn = buckets.shard_numel(b);
-    Shard sh{ctx.zeros({bs[b].numel}, compute, MemCategory::Weights),
-             mixed ? ctx.zeros({sn}, DType::F32, MemCategory::MasterWeights) : Tensor(),
+    const int64_t s0 = buckets_.shard_begin(b), sn = buckets_.shard_numel(b);
+    Shard sh{mixed ? ctx.zeros({sn}, DType::F32, MemCategory::MasterWeights) : Tensor(),
              ctx.zeros({sn}, DType::F32, MemCategory::OptimizerState),
-             ctx.zeros({sn}, DType::F32, MemCategory::OptimizerState),
-             ctx.zeros({sn}, compute, MemCategory::Communication)};
+             ctx.zeros({sn}, DType::F32, MemCategory::OptimizerState)};
     for (const GradBuckets::Slot& s : bs[b].slots) {
       BRAID_CHECK(!mixed || s.param->value.dtype() == DType::F32,
                   "ZeroAdamW: {} is {}, expected f32 values to convert", s.param->name,
@@ -35,38 +34,34 @@ ZeroAdamW::ZeroAdamW(ExecContext& ctx, GradBuckets& buckets, const OptimConfig& 
       if (mixed && lo < hi)  // this rank's part of the parameter, kept exact
         sh.master.slice0(lo - s0, hi - s0)
             .copy_from(s.param->value.view({s.numel}).slice0(lo - s.offset, hi - s.offset));
-      // Re-bind the parameter into the bucket's flat parameter buffer (its old storage goes).
-      Tensor view = sh.values.slice0(s.offset, s.offset + s.numel).view(s.param->value.shape());
-      if (mixed)
-        cast(ctx, view, s.param->value);
-      else
-        view.copy_from(s.param->value);
-      s.param->value = view;
       if (lo < hi)
         segments_.push_back(
             {s.param, b, lo - s.offset, lo - s0, hi - lo, adamw_decays(*s.param, cfg_)});
     }
     shards_.push_back(std::move(sh));
   }
+  // The parameters move into the buckets' flat buffers, in the compute dtype (their f32
+  // values go, the masters above kept this rank's part).
+  dp.bind_parameters(ctx, compute);
 }
 
 Tensor ZeroAdamW::update_target(const Segment& s) {
-  Shard& sh = shards_[s.bucket];
-  if (low_precision()) return sh.master.slice0(s.shard_begin, s.shard_begin + s.numel);
-  const int64_t at = buckets_.shard_begin(s.bucket) + s.shard_begin;
-  return sh.values.slice0(at, at + s.numel);
+  if (low_precision())
+    return shards_[s.bucket].master.slice0(s.shard_begin, s.shard_begin + s.numel);
+  return dp_.param_shard(s.bucket).slice0(s.shard_begin, s.shard_begin + s.numel);
 }
 
-double ZeroAdamW::grad_norm() {
+double ZeroAdamW::dp_grad_norm() {
   KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
   double sq = 0.0;
   for (size_t b = 0; b < shards_.size(); ++b) sq += sum_squares(ctx_, buckets_.shard(b));
   return std::sqrt(all_sum_doubles(buckets_.comm(), {sq})[0]);
 }
 
-double ZeroAdamW::grad_norm(Communicator* tp, Communicator* pp) {
+double ZeroAdamW::grad_norm() {
+  Communicator *tp = groups_.tp, *pp = groups_.pp;
   const bool split_tp = tp && tp->size() > 1, split_pp = pp && pp->size() > 1;
-  if (!split_tp && !split_pp) return grad_norm();
+  if (!split_tp && !split_pp) return dp_grad_norm();
   KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
   double sharded = 0.0, replicated = 0.0;
   for (const Segment& s : segments_) {
@@ -109,18 +104,40 @@ void ZeroAdamW::step(float lr) {
       adamw_update(ctx_, w, m, v, g, k);
     }
   }
-  // Every rank's new part to every rank: issue all, then wait (the sends may overlap).
-  std::vector<Work> works;
-  for (size_t b = 0; b < shards_.size(); ++b) {
-    Shard& sh = shards_[b];
-    const int64_t s0 = buckets_.shard_begin(b);
-    if (low_precision())
-      cast(ctx_, sh.send, sh.master);  // round once, here; the gather moves 16-bit values
-    else
-      sh.send.copy_from(sh.values.slice0(s0, s0 + sh.send.numel()));
-    works.push_back(buckets_.comm().all_gather(sh.send, sh.values));
+  // bf16/f16: round the new masters once, here, into this rank's shard of the weights; then
+  // every rank's new part to every rank (the gather moves compute-dtype values).
+  if (low_precision()) {
+    for (size_t b = 0; b < shards_.size(); ++b) {
+      Tensor w = dp_.param_shard(b);
+      cast(ctx_, w, shards_[b].master);
+    }
   }
-  for (Work& w : works) w.wait();
+  dp_.gather_parameters();
+}
+
+std::vector<Tensor> ZeroAdamW::grads() const {
+  std::vector<Tensor> out;
+  for (size_t b = 0; b < shards_.size(); ++b) out.push_back(buckets_.shard(b));
+  return out;
+}
+
+std::optional<NamedTensors> ZeroAdamW::checkpoint_masters(bool writer) {
+  if (!low_precision()) return std::nullopt;
+  NamedTensors all = gather_masters();  // collective: every rank, writer or not
+  if (!writer) all.clear();
+  return all;
+}
+
+NamedTensors ZeroAdamW::state_tensors(nlohmann::json* pieces) const {
+  BRAID_CHECK(pieces, "ZeroAdamW::state_tensors: the pieces' records need somewhere to go");
+  return shard_state(*pieces);
+}
+
+std::string ZeroAdamW::describe(const GemmPlan& /*plan*/) const {
+  if (!low_precision()) return "";
+  return fmt::format(
+      "ZeRO-1: f32 masters and moments sharded over {} DP ranks, {} weights all-gathered",
+      dp_.size(), dtype_name(compute_));
 }
 
 void ZeroAdamW::scale_grads(float s) {

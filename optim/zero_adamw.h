@@ -1,15 +1,13 @@
-// ZeroAdamW: AdamW with its state sharded over the data-parallel group (ZeRO stage 1). It joins
-// the optimizer (optim/) to the gradient buckets and communicators (parallel/), which are layers
-// side by side, so it lives in launch/, the layer that composes them.
+// ZeroAdamW: AdamW with its state sharded over the data-parallel group (ZeRO stage 1).
 //
-// Works on GradBuckets in reduce-scatter mode: each bucket is split into dp equal parts and DP
-// rank r owns part r of every bucket (one contiguous range of the bucket's flat space per
-// bucket: per-bucket collectives are what lets the reduction overlap the backward). A rank keeps
-// AdamW moments only for what it owns, so optimizer memory per rank is about 1/dp of plain
-// AdamW. The parameters are re-bound into one flat buffer per bucket (same layout as the
-// gradients), so after each rank updates its part an all-gather per bucket gives every rank the
-// whole new parameters. Updates use the same adamw_update kernel and constants
-// (adamw_step_constants) as AdamW.
+// Works on a sharded DataParallel (parallel/data_parallel.h): its buckets reduce-scatter, each
+// bucket split into dp equal parts, and DP rank r owns part r of every bucket (one contiguous
+// range of the bucket's flat space per bucket: per-bucket collectives are what lets the
+// reduction overlap the backward). A rank keeps AdamW moments only for what it owns, so
+// optimizer memory per rank is about 1/dp of plain AdamW. The DataParallel holds the parameters
+// in one flat buffer per bucket (same layout as the gradients); after each rank updates its part
+// it all-gathers them, giving every rank the whole new parameters. Updates use the same
+// adamw_update kernel and constants as AdamW.
 //
 // Mixed precision (compute bf16 or f16): the flat parameter buffer holds the compute dtype and
 // a rank keeps f32 masters only for its shard (MemCategory::MasterWeights), beside its shard of
@@ -27,37 +25,48 @@
 
 #include "core/context.h"
 #include "optim/optim_config.h"
-#include "parallel/grad_buckets.h"
+#include "optim/optimizer.h"
+#include "parallel/data_parallel.h"
 
 namespace braid {
 
-class ZeroAdamW {
+class ZeroAdamW final : public Optimizer {
  public:
-  // buckets: reduce-scatter mode, built over the model's parameters on the DP communicator.
-  // compute: the dtype the parameters compute in; bf16/f16 converts the bucketed (trainable)
-  // parameters' f32 values to it and keeps this rank's shard of them as f32 masters. Build it
-  // before MixedPrecision, which then leaves these parameters alone (MixedPrecision::use_zero).
-  ZeroAdamW(ExecContext& ctx, GradBuckets& buckets, const OptimConfig& cfg,
-            DType compute = DType::F32);
+  // dp: sharded, built over the model's parameters. compute: the dtype the parameters compute
+  // in; bf16/f16 converts the bucketed (trainable) parameters' f32 values to it (in the
+  // DataParallel's buffers) and keeps this rank's shard of them as f32 masters. Build it before
+  // MixedPrecision, which then leaves these parameters alone (MixedPrecision::use_zero).
+  // groups: the model-parallel groups the model is split over (for grad_norm).
+  ZeroAdamW(ExecContext& ctx, DataParallel& dp, const OptimConfig& cfg, DType compute = DType::F32,
+            const ModelGroups& groups = {});
 
-  // L2 norm of the reduced gradient over every rank's shards (after buckets.finish()); the
-  // same double on every rank. Collective.
-  double grad_norm();
-  // The same over the model-parallel groups too (tensor and pipeline parallelism; either may be
-  // null): split parameters summed over tp (a part several ranks share counted once),
-  // replicated ones once, pipeline replicas (the tied head's copy) skipped, stages summed over
-  // pp; model_parallel_grad_norm's rules on the reduced shards. Collective over dp, tp and pp.
-  double grad_norm(Communicator* tp, Communicator* pp);
+  // L2 norm of the reduced gradient over every rank's shards (after DataParallel::finish()),
+  // and over the model-parallel groups when the model is split: split parameters summed over
+  // tp (a part several ranks share counted once), replicated ones once, pipeline replicas (the
+  // tied head's copy) skipped, stages summed over pp; model_parallel_grad_norm's rules on the
+  // reduced shards. The same double on every rank. Collective over dp, tp and pp.
+  double grad_norm() override;
   // Scales this rank's reduced shards so the global norm is at most max_norm (as clip_grad_norm).
-  void clip(double norm, float max_norm);
+  void clip(double norm, float max_norm) override;
   // Updates this rank's shards, then all-gathers the parameters. Collective.
-  void step(float lr);
-  int64_t steps_taken() const { return t_; }
+  void step(float lr) override;
+  int64_t steps_taken() const override { return t_; }
+  // This rank's reduced gradient shards, one per bucket.
+  std::vector<Tensor> grads() const override;
   DType compute_dtype() const { return compute_; }
   bool low_precision() const { return compute_ != DType::F32; }
-  GradBuckets& buckets() const { return buckets_; }
+  const GradBuckets& buckets() const { return buckets_; }
+  DataParallel& data_parallel() const { return dp_; }
   // Multiplies this rank's reduced gradient shards by s (fp16: taking the loss scale out).
-  void scale_grads(float s);
+  void scale_grads(float s) override;
+
+  bool sharded() const override { return true; }
+  // Mixed precision: gather_masters() (collective), for the writer; f32: nullopt.
+  std::optional<NamedTensors> checkpoint_masters(bool writer) override;
+  // shard_state(*pieces).
+  NamedTensors state_tensors(nlohmann::json* pieces) const override;
+  // Mixed precision: "ZeRO-1: f32 masters and moments sharded over N DP ranks, ..."; f32: "".
+  std::string describe(const GemmPlan& plan) const override;
 
   // The whole moments as "<param>.exp_avg" / "<param>.exp_avg_sq" (AdamW's checkpoint names
   // and shapes, so a checkpoint loads into any DP size with or without ZeRO). Collective.
@@ -68,7 +77,8 @@ class ZeroAdamW {
   // where the piece goes. No communication.
   std::vector<std::pair<std::string, Tensor>> shard_state(nlohmann::json& records) const;
   // Takes this rank's shard of each whole moment get(name) returns.
-  void load_state(const std::function<Tensor(const std::string&)>& get, int64_t steps_taken);
+  void load_state(const std::function<Tensor(const std::string&)>& get,
+                  int64_t steps_taken) override;
   // Mixed precision: the whole f32 masters by parameter name (what checkpoints save; replicas
   // left out). Collective: an all-gather of the master shards.
   std::vector<std::pair<std::string, Tensor>> gather_masters();
@@ -88,17 +98,18 @@ class ZeroAdamW {
     bool decay;
   };
   struct Shard {
-    Tensor values;  // (bucket numel,) the bucket's parameters (compute dtype), Weights
     Tensor master;  // (shard numel,) f32 masters, MasterWeights; mixed precision only
     Tensor m, v;    // (shard numel,) MemCategory::OptimizerState
-    Tensor send;    // (shard numel,) all-gather input (compute dtype), Communication
   };
   // What the update writes for segment s: the f32 master, or (f32) the values themselves.
   Tensor update_target(const Segment& s);
+  double dp_grad_norm();  // over the DP group only
   ExecContext& ctx_;
-  GradBuckets& buckets_;
+  DataParallel& dp_;
+  const GradBuckets& buckets_;
   OptimConfig cfg_;
   DType compute_;
+  ModelGroups groups_;
   std::vector<Shard> shards_;
   std::vector<Segment> segments_;
   int64_t t_ = 0;
