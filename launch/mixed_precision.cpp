@@ -40,13 +40,13 @@ MixedPrecision::MixedPrecision(ExecContext& ctx, std::vector<Parameter*> params,
   if (dt == DType::F16) scaler_.emplace(cfg.loss_scale);
 }
 
-std::string MixedPrecision::describe(const GemmPlan& plan) const {
+std::string MixedPrecision::describe(const ExecContext& ctx) const {
   if (!masters_) return "";
   std::string s = fmt::format(
       "precision {}: weights and activations {}, fp32 master weights, "
       "gradients and optimizer state; {}; {}",
       dtype_name(masters_->compute_dtype()), dtype_name(masters_->compute_dtype()),
-      cpu::convert_isa_description(), gemm_bf16_description(plan));
+      cpu::convert_isa_description(ctx.cpu_isa()), gemm_bf16_description(ctx));
   if (zero_)
     s += fmt::format(
         "; ZeRO-1: f32 masters and moments sharded over {} DP ranks, {} weights "

@@ -43,7 +43,7 @@ class MixedPrecision {
   bool low_precision() const { return masters_ != nullptr; }
   bool scaling() const { return scaler_.has_value(); }
   // One line for the log (dtype, conversion path, bf16 GEMM path); empty for fp32.
-  std::string describe(const GemmPlan& plan) const;
+  std::string describe(const ExecContext& ctx) const;
 
   // What the optimizer updates: the masters, or the model's own parameters (fp32).
   std::vector<Parameter*> optimizer_params();

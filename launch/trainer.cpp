@@ -298,7 +298,7 @@ TrainSummary train(const RunConfig& cfg_in, const std::string& config_path, cons
                 format_si(peak_choice.flops_per_s, "FLOP/s").c_str(),
                 layout.ranks > 1 ? fmt::format(" x {} ranks", layout.ranks).c_str() : "",
                 peak_choice.source.c_str());
-  if (lead && mp.low_precision()) std::printf("%s\n", mp.describe(ctx.gemm()).c_str());
+  if (lead && mp.low_precision()) std::printf("%s\n", mp.describe(ctx).c_str());
   std::fflush(stdout);
 
   std::optional<MetricsLog> metrics;

@@ -132,8 +132,8 @@ int main(int argc, char** argv) {
   const std::unique_ptr<ExecContext> ctx_owner = make_cpu_context();
   ExecContext& ctx = *ctx_owner;
   if (dtype != DType::F32)
-    std::printf("%s\n%s\n", gemm_bf16_description(ctx.gemm()).c_str(),
-                cpu::convert_isa_description().c_str());
+    std::printf("%s\n%s\n", gemm_bf16_description(ctx).c_str(),
+                cpu::convert_isa_description(ctx.cpu_isa()).c_str());
   const double tokens_per_step = static_cast<double>(batch) * T;
   const double model_flops = cfg.flops_per_token(T) * tokens_per_step;
   // fp32 always runs: the baseline of the tokens/s ratio of a 16-bit run.
