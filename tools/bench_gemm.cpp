@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -17,6 +16,7 @@
 #include "core/kernels/cpu/gemm_backends.h"
 #include "core/kernels/gemm.h"
 #include "launch/exec_setup.h"
+#include "tools/bench_cli.h"
 
 namespace {
 
@@ -165,16 +165,13 @@ double omp_loop_ms_after(braid::ExecContext& ctx, const Config& cfg, Buffers& bi
 int main(int argc, char** argv) {
   int reps = 5;
   double min_gflops = 5.0;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
-      reps = std::max(1, std::atoi(argv[++i]));
-    else if (!std::strcmp(argv[i], "--min-gflops") && i + 1 < argc)
-      min_gflops = std::atof(argv[++i]);
-    else {
-      std::fprintf(stderr, "usage: bench_gemm [--reps N] [--min-gflops X]\n");
-      return 2;
-    }
-  }
+  CLI::App app{"bench_gemm: GFLOP/s of each CPU GEMM backend on training shapes", "bench_gemm"};
+  app.option_defaults()->always_capture_default();
+  app.add_option("--reps", reps, "timed calls per shape and backend (median; at least 1)");
+  app.add_option("--min-gflops", min_gflops,
+                 "skip the rest of a backend's shapes once it runs slower than this");
+  if (const std::optional<int> code = braid::bench::parse_args(app, argc, argv)) return *code;
+  reps = std::max(1, reps);
   const std::unique_ptr<braid::ExecContext> ctx_owner = braid::make_cpu_context();
   braid::ExecContext& ctx = *ctx_owner;
   std::printf(
