@@ -1,9 +1,13 @@
-// Helpers for the model tests: tiny configs of both families and seeded token batches.
+// Helpers for the model tests: tiny configs of both families, seeded token batches, and
+// gradient snapshots to compare bit for bit.
 #pragma once
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include "core/model_config.h"
+#include "core/parameter.h"
 #include "core/random.h"
 #include "core/tensor.h"
 
@@ -36,6 +40,18 @@ inline Tensor tokens_of(int64_t B, int64_t T, int vocab, uint64_t seed) {
   Tensor t = Tensor::empty({B, T}, DType::I32);
   random_tokens(t, vocab, seed);
   return t;
+}
+
+// name -> a copy of the gradient, for each parameter of `m` (a model or a stage: anything with
+// parameters()) that has one; frozen parameters are absent.
+template <typename Model>
+std::map<std::string, std::vector<float>> grads_of(const Model& m) {
+  std::map<std::string, std::vector<float>> g;
+  for (const Parameter* p : m.parameters()) {
+    const Tensor& t = p->grad_if_any();
+    if (t.defined()) g[p->name].assign(t.f32(), t.f32() + t.numel());
+  }
+  return g;
 }
 
 }  // namespace braid::model_test

@@ -22,18 +22,9 @@
 namespace braid {
 namespace {
 
+using model_test::grads_of;
 using model_test::tiny;
 using model_test::tokens_of;
-
-// name -> a copy of the gradient.
-std::map<std::string, std::vector<float>> grads_of(const Transformer& m) {
-  std::map<std::string, std::vector<float>> g;
-  for (Parameter* p : m.parameters()) {
-    const Tensor& t = p->grad_if_any();
-    if (t.defined()) g[p->name].assign(t.f32(), t.f32() + t.numel());
-  }
-  return g;
-}
 
 // One micro-batch forward + loss + backward through the stage API on a whole model.
 LossSum step_mb(Transformer& m, MicroBatch& mb, const Tensor& tokens, const Tensor& targets) {
