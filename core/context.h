@@ -1,13 +1,17 @@
 // ExecContext: everything a kernel or module needs to run on one rank's device, passed in
 // explicitly (no process-wide state in core/): the device, a stream (a no-op handle on the
-// CPU, a cudaStream_t with the GPU backend), the allocator, the kernel-group profiler, an RNG
-// and the GEMM plan. launch/ makes one per rank (launch/exec_setup.h); tests make their own.
+// CPU, a cudaStream_t with the GPU backend), the allocator, the kernel-group profiler, an RNG,
+// the CPU instruction-set level the kernels may use, the GEMM plan and the GEMM workspace
+// (widening buffers, oneDNN primitives). launch/ makes one per rank (launch/exec_setup.h);
+// tests make their own.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "core/device.h"
+#include "core/kernels/cpu/cpu_isa.h"
 #include "core/kernels/gemm_plan.h"
 #include "core/memory.h"
 #include "core/profile.h"
@@ -23,9 +27,15 @@ struct Stream {
   void synchronize() const {}
 };
 
+class GemmWorkspace;  // core/kernels/cpu/gemm_workspace.h
+
 struct ExecOptions {
   Device device = Device::cpu();
-  GemmPlan gemm = default_gemm_plan();
+  // The highest instruction set the CPU kernels may use: the machine's own by default; lower
+  // runs the paths an older CPU takes (tests run each). Above the machine's is an error.
+  CpuIsa cpu_isa = cpu_isa_detected();
+  // Unset: default_gemm_plan(GemmBackend::OneDnn, cpu_isa).
+  std::optional<GemmPlan> gemm;
   uint64_t seed = 0;                     // the context's RNG (dropout, sampling)
   std::shared_ptr<Allocator> allocator;  // null: a new CachingHostAllocator for the CPU
 };
@@ -35,6 +45,7 @@ class ExecContext {
   explicit ExecContext(ExecOptions options = {});
   ExecContext(const ExecContext&) = delete;
   ExecContext& operator=(const ExecContext&) = delete;
+  ~ExecContext();
 
   Device device() const { return device_; }
   Stream& stream() { return stream_; }
@@ -42,7 +53,9 @@ class ExecContext {
   const std::shared_ptr<Allocator>& allocator_ptr() const { return allocator_; }
   Profiler& profiler() { return profiler_; }
   Rng& rng() { return rng_; }
+  CpuIsa cpu_isa() const { return cpu_isa_; }
   const GemmPlan& gemm() const { return gemm_; }
+  GemmWorkspace& gemm_workspace() { return *gemm_workspace_; }
 
   // Tensors on this context's device, from its allocator.
   Tensor empty(const Shape& shape, DType dtype = DType::F32,
@@ -56,7 +69,9 @@ class ExecContext {
   std::shared_ptr<Allocator> allocator_;
   Profiler profiler_;
   Rng rng_;
+  CpuIsa cpu_isa_;
   GemmPlan gemm_;
+  std::unique_ptr<GemmWorkspace> gemm_workspace_;
 };
 
 }  // namespace braid

@@ -16,6 +16,7 @@
 #include "core/input_guard.h"
 #include "launch/config_json.h"
 #include "launch/config_schema.h"
+#include "launch/edit_distance.h"
 #include "launch/model_io.h"
 
 namespace braid {

@@ -42,7 +42,4 @@ std::string field_type_name(const FieldPtr& field);
 // True when both pointers hold the same type and equal values (NaN equals NaN).
 bool field_values_equal(const FieldPtr& a, const FieldPtr& b);
 
-// Levenshtein distance, for "did you mean" suggestions.
-size_t edit_distance(std::string_view a, std::string_view b);
-
 }  // namespace braid

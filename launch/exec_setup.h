@@ -1,5 +1,5 @@
 // Building a rank's ExecContext from the process environment: the one place that reads
-// BRAID_GEMM (core/ takes the plan as a value).
+// BRAID_GEMM and BRAID_CPU_ISA (core/ takes the plan and the instruction-set level as values).
 #pragma once
 
 #include <cstdint>
@@ -9,11 +9,16 @@
 
 namespace braid {
 
-// The GEMM plan: oneDNN by default; BRAID_GEMM=onednn|openblas|reference forces a backend
-// (benchmarks, tests). Throws UserError naming the variable for anything else.
+// The CPU instruction-set level: the machine's own, or BRAID_CPU_ISA=scalar|avx2|avx512|
+// avx512_bf16|amx to run the paths of an older CPU. Throws UserError naming the variable for
+// an unknown name or a level above this CPU's.
+CpuIsa cpu_isa_from_env();
+
+// The GEMM plan at that level: oneDNN by default; BRAID_GEMM=onednn|openblas|reference forces
+// a backend (benchmarks, tests). Throws UserError naming the variable for anything else.
 GemmPlan gemm_plan_from_env();
 
-// A CPU context with the environment's GEMM plan and a fresh caching allocator.
+// A CPU context with the environment's level and GEMM plan and a fresh caching allocator.
 std::unique_ptr<ExecContext> make_cpu_context(uint64_t seed = 0);
 
 }  // namespace braid

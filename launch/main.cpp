@@ -16,25 +16,10 @@
 #include "core/error.h"
 #include "launch/calibrate/calibrate.h"
 #include "launch/commands.h"
+#include "launch/edit_distance.h"
 #include "launch/plan/plan_command.h"
 
 namespace {
-
-// Edit distance over bytes: subcommand names are short ASCII words.
-size_t distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
 
 // "unknown command 'trian'; did you mean 'train'?" for a first argument that names no
 // subcommand; nullopt when it is one (or an option).
@@ -46,7 +31,7 @@ std::optional<std::string> unknown_command(CLI::App& app, int argc, char** argv)
   for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
     if (sub->get_name() == typed) return std::nullopt;
     names += (names.empty() ? "" : ", ") + sub->get_name();
-    const size_t d = distance(typed, sub->get_name());
+    const size_t d = braid::edit_distance(typed, sub->get_name());
     if (d < best_d) best_d = d, best = sub->get_name();
   }
   std::string msg = "unknown command '" + typed + "'";

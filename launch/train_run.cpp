@@ -214,7 +214,7 @@ void TrainRun::print_header(const PeakChoice& peak) const {
               format_si(peak.flops_per_s, "FLOP/s").c_str(),
               layout.ranks > 1 ? fmt::format(" x {} ranks", layout.ranks).c_str() : "",
               peak.source.c_str());
-  if (const std::string d = opt->describe(ctx->gemm()); !d.empty()) std::printf("%s\n", d.c_str());
+  if (const std::string d = opt->describe(*ctx); !d.empty()) std::printf("%s\n", d.c_str());
   std::fflush(stdout);
 }
 

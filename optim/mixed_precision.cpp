@@ -35,13 +35,13 @@ MixedPrecision::MixedPrecision(ExecContext& ctx, std::vector<Parameter*> params,
 
 void MixedPrecision::step(float lr) { masters_->step(*inner_, lr); }
 
-std::string MixedPrecision::describe(const GemmPlan& plan) const {
+std::string MixedPrecision::describe(const ExecContext& ctx) const {
   std::string s = fmt::format(
       "precision {}: weights and activations {}, fp32 master weights, "
       "gradients and optimizer state; {}; {}",
-      dtype_name(compute_dtype()), dtype_name(compute_dtype()), cpu::convert_isa_description(),
-      gemm_bf16_description(plan));
-  if (const std::string in = inner_->describe(plan); !in.empty()) s += "; " + in;
+      dtype_name(compute_dtype()), dtype_name(compute_dtype()), cpu::convert_isa_description(ctx.cpu_isa()),
+      gemm_bf16_description(ctx));
+  if (const std::string in = inner_->describe(ctx); !in.empty()) s += "; " + in;
   if (scaler_) s += fmt::format("; dynamic loss scale from {}", scaler_->scale());
   return s;
 }

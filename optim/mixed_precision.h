@@ -71,7 +71,7 @@ class MixedPrecision final : public Optimizer {
     inner_->load_state(get, steps_taken);
   }
   // Dtype, conversion path, bf16 GEMM path, the inner optimizer's line, the loss scale.
-  std::string describe(const GemmPlan& plan) const override;
+  std::string describe(const ExecContext& ctx) const override;
 
  private:
   ExecContext& ctx_;

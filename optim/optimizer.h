@@ -24,7 +24,7 @@
 namespace braid {
 
 class Communicator;
-struct GemmPlan;
+class ExecContext;
 
 // (name, tensor) lists as checkpoints store them.
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
@@ -94,8 +94,8 @@ class Optimizer {
                           int64_t steps_taken) = 0;
 
   // One line for the log about precision and sharding; empty when there is nothing to say.
-  virtual std::string describe(const GemmPlan& plan) const {
-    (void)plan;
+  virtual std::string describe(const ExecContext& ctx) const {
+    (void)ctx;
     return "";
   }
 };

@@ -133,7 +133,7 @@ NamedTensors ZeroAdamW::state_tensors(nlohmann::json* pieces) const {
   return shard_state(*pieces);
 }
 
-std::string ZeroAdamW::describe(const GemmPlan& /*plan*/) const {
+std::string ZeroAdamW::describe(const ExecContext& /*ctx*/) const {
   if (!low_precision()) return "";
   return fmt::format(
       "ZeRO-1: f32 masters and moments sharded over {} DP ranks, {} weights all-gathered",

@@ -66,7 +66,7 @@ class ZeroAdamW final : public Optimizer {
   // shard_state(*pieces).
   NamedTensors state_tensors(nlohmann::json* pieces) const override;
   // Mixed precision: "ZeRO-1: f32 masters and moments sharded over N DP ranks, ..."; f32: "".
-  std::string describe(const GemmPlan& plan) const override;
+  std::string describe(const ExecContext& ctx) const override;
 
   // The whole moments as "<param>.exp_avg" / "<param>.exp_avg_sq" (AdamW's checkpoint names
   // and shapes, so a checkpoint loads into any DP size with or without ZeRO). Collective.

@@ -7,15 +7,16 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "launch/exec_setup.h"
 #include "core/kernels/cpu/gemm_backends.h"
 #include "core/kernels/gemm.h"
+#include "launch/exec_setup.h"
+#include "tools/bench_cli.h"
 
 namespace {
 
@@ -84,14 +85,15 @@ void fill(Buffers& buf, size_t na, size_t nb, size_t nc) {
   for (size_t i = 0; i < nb; ++i) buf.b16[i] = braid::float_to_bf16(buf.b[i]);
 }
 
-void run_once(const Config& cfg, bool ta, bool tb, int64_t M, int64_t N, int64_t K, Buffers& buf) {
+void run_once(braid::ExecContext& ctx, const Config& cfg, bool ta, bool tb, int64_t M, int64_t N,
+              int64_t K, Buffers& buf) {
   const int64_t lda = ta ? M : K, ldb = tb ? K : N;
   if (cfg.bf16)
-    braid::gemm_bf16_with(cfg.backend, cfg.mode, ta, tb, M, N, K, 1.0f, buf.a16.data(), lda,
+    braid::gemm_bf16_with(ctx, cfg.backend, cfg.mode, ta, tb, M, N, K, 1.0f, buf.a16.data(), lda,
                           buf.b16.data(), ldb, 0.0f, buf.c.data(), N);
   else
-    braid::gemm_f32_with(cfg.backend, ta, tb, M, N, K, 1.0f, buf.a.data(), lda, buf.b.data(), ldb,
-                         0.0f, buf.c.data(), N);
+    braid::gemm_f32_with(ctx, cfg.backend, ta, tb, M, N, K, 1.0f, buf.a.data(), lda, buf.b.data(),
+                         ldb, 0.0f, buf.c.data(), N);
 }
 
 double seconds_since(clock_type::time_point t0) {
@@ -99,15 +101,16 @@ double seconds_since(clock_type::time_point t0) {
 }
 
 // Median seconds per call after one warm-up; slow configs get fewer repetitions.
-double time_gemm(const Config& cfg, const Shape& s, Buffers& buf, int reps) {
+double time_gemm(braid::ExecContext& ctx, const Config& cfg, const Shape& s, Buffers& buf,
+                 int reps) {
   auto t0 = clock_type::now();
-  run_once(cfg, s.ta, s.tb, s.M, s.N, s.K, buf);
+  run_once(ctx, cfg, s.ta, s.tb, s.M, s.N, s.K, buf);
   const double warm = seconds_since(t0);
   if (warm > 2.0) return warm;
   std::vector<double> t;
   for (int r = 0; r < reps; ++r) {
     t0 = clock_type::now();
-    run_once(cfg, s.ta, s.tb, s.M, s.N, s.K, buf);
+    run_once(ctx, cfg, s.ta, s.tb, s.M, s.N, s.K, buf);
     t.push_back(seconds_since(t0));
   }
   std::sort(t.begin(), t.end());
@@ -123,7 +126,8 @@ int process_threads() {
 }
 
 // Every OpenMP thread calls the GEMM on its own small block, like the attention kernel does.
-double in_region_gflops(const Config& cfg, int64_t M, int64_t N, int64_t K, int calls) {
+double in_region_gflops(braid::ExecContext& ctx, const Config& cfg, int64_t M, int64_t N, int64_t K,
+                        int calls) {
   const int nthr = omp_get_max_threads();
   std::vector<Buffers> bufs(static_cast<size_t>(nthr));
   for (Buffers& b : bufs) fill(b, M * K, K * N, M * N);
@@ -131,7 +135,7 @@ double in_region_gflops(const Config& cfg, int64_t M, int64_t N, int64_t K, int 
 #pragma omp parallel num_threads(nthr)
     {
       Buffers& b = bufs[static_cast<size_t>(omp_get_thread_num())];
-      for (int i = 0; i < n; ++i) run_once(cfg, false, false, M, N, K, b);
+      for (int i = 0; i < n; ++i) run_once(ctx, cfg, false, false, M, N, K, b);
     }
   };
   region(2);
@@ -141,11 +145,11 @@ double in_region_gflops(const Config& cfg, int64_t M, int64_t N, int64_t K, int 
 }
 
 // A memory-bound OpenMP loop right after a big GEMM: shows library threads still spinning.
-double omp_loop_ms_after(const Config& cfg, Buffers& big) {
+double omp_loop_ms_after(braid::ExecContext& ctx, const Config& cfg, Buffers& big) {
   std::vector<float> x(1 << 23, 1.0f);
   double best = 1e30;
   for (int r = 0; r < 3; ++r) {
-    run_once(cfg, false, false, 1024, 1024, 1024, big);
+    run_once(ctx, cfg, false, false, 1024, 1024, 1024, big);
     const auto t0 = clock_type::now();
     for (int pass = 0; pass < 4; ++pass) {
 #pragma omp parallel for schedule(static)
@@ -161,20 +165,21 @@ double omp_loop_ms_after(const Config& cfg, Buffers& big) {
 int main(int argc, char** argv) {
   int reps = 5;
   double min_gflops = 5.0;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
-      reps = std::max(1, std::atoi(argv[++i]));
-    else if (!std::strcmp(argv[i], "--min-gflops") && i + 1 < argc)
-      min_gflops = std::atof(argv[++i]);
-    else {
-      std::fprintf(stderr, "usage: bench_gemm [--reps N] [--min-gflops X]\n");
-      return 2;
-    }
-  }
-  std::printf("# threads %d, oneDNN native bf16 ISA: %s, default plan: %s (bf16 %s)\n",
-              omp_get_max_threads(), braid::onednn_has_native_bf16() ? "yes" : "no",
-              braid::gemm_backend_name(braid::gemm_plan_from_env()).c_str(),
-              braid::gemm_plan_from_env().bf16_mode == Bf16Mode::Native ? "native" : "widen");
+  CLI::App app{"bench_gemm: GFLOP/s of each CPU GEMM backend on training shapes", "bench_gemm"};
+  app.option_defaults()->always_capture_default();
+  app.add_option("--reps", reps, "timed calls per shape and backend (median; at least 1)");
+  app.add_option("--min-gflops", min_gflops,
+                 "skip the rest of a backend's shapes once it runs slower than this");
+  if (const std::optional<int> code = braid::bench::parse_args(app, argc, argv)) return *code;
+  reps = std::max(1, reps);
+  const std::unique_ptr<braid::ExecContext> ctx_owner = braid::make_cpu_context();
+  braid::ExecContext& ctx = *ctx_owner;
+  std::printf(
+      "# threads %d, instruction set %s, oneDNN native bf16 ISA: %s, default plan: %s "
+      "(bf16 %s)\n",
+      omp_get_max_threads(), std::string(braid::cpu_isa_name(ctx.cpu_isa())).c_str(),
+      braid::onednn_has_native_bf16() ? "yes" : "no", braid::gemm_backend_name(ctx.gemm()).c_str(),
+      ctx.gemm().bf16_mode == Bf16Mode::Native ? "native" : "widen");
 
   const std::vector<Config> configs = {{GemmBackend::OneDnn, false, Bf16Mode::Native},
                                        {GemmBackend::OpenBlas, false, Bf16Mode::Native},
@@ -203,7 +208,7 @@ int main(int argc, char** argv) {
     const Shape& s = shapes[si];
     for (size_t ci = 0; ci < active.size(); ++ci) {
       if (!complete[ci]) continue;
-      const double sec = time_gemm(active[ci], s, buf, reps);
+      const double sec = time_gemm(ctx, active[ci], s, buf, reps);
       gflops[ci][si] = 2.0 * s.M * s.N * s.K / sec / 1e9;
       if (!s.peak) total[ci] += sec;
       // Emulated kernels can be orders of magnitude slower; don't spend minutes on them.
@@ -251,7 +256,7 @@ int main(int argc, char** argv) {
                                {GemmBackend::OpenBlas, true, Bf16Mode::Widen}};
   for (const Config& cfg : small_cfgs) {
     for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{256, 256, 64}, {256, 64, 256}}) {
-      const double gf = in_region_gflops(cfg, M, N, K, 200);
+      const double gf = in_region_gflops(ctx, cfg, M, N, K, 200);
       std::printf("| %s | %s | %ldx%ldx%ld | %.1f | %d |\n", cfg.label().c_str(),
                   cfg.bf16 ? "bf16" : "f32", (long)M, (long)N, (long)K, gf, process_threads());
     }
@@ -259,8 +264,8 @@ int main(int argc, char** argv) {
 
   std::printf("\nOpenMP loop (4 x 32 MiB passes) right after a 1024^3 f32 GEMM:\n");
   for (const Config& cfg : {configs[0], configs[1]})
-    std::printf("  after %-10s %.2f ms\n", cfg.label().c_str(), omp_loop_ms_after(cfg, buf));
+    std::printf("  after %-10s %.2f ms\n", cfg.label().c_str(), omp_loop_ms_after(ctx, cfg, buf));
   std::printf("\nmeasure_gemm_peak_f32(1.0): %.1f GFLOP/s\n",
-              braid::measure_gemm_peak_f32(*braid::make_cpu_context(), 1.0) / 1e9);
+              braid::measure_gemm_peak_f32(ctx, 1.0) / 1e9);
   return 0;
 }

@@ -25,6 +25,7 @@
 #include "launch/exec_setup.h"
 #include "optim/adamw.h"
 #include "optim/master_weights.h"
+#include "tools/bench_cli.h"
 
 using namespace braid;
 
@@ -131,41 +132,21 @@ int main(int argc, char** argv) {
   std::string part = "both", precision = "fp32";
   LoraConfig lora;
   lora.rank = 8;
-  lora.targets = {"q", "v"};
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i];
-    const char* v = argv[i + 1];
-    if (k == "--part")
-      part = v;
-    else if (k == "--family")
-      cfg.family = v;
-    else if (k == "--vocab")
-      cfg.vocab_size = std::atoi(v);
-    else if (k == "--ctx")
-      cfg.context_length = std::atoi(v);
-    else if (k == "--layers")
-      cfg.n_layer = std::atoi(v);
-    else if (k == "--width")
-      cfg.n_embd = std::atoi(v);
-    else if (k == "--heads")
-      cfg.n_head = std::atoi(v);
-    else if (k == "--batch")
-      batch = std::atoi(v);
-    else if (k == "--rounds")
-      rounds = std::atoi(v);
-    else if (k == "--precision")
-      precision = v;
-    else if (k == "--rank")
-      lora.rank = std::atoi(v);
-    else if (k == "--targets") {
-      lora.targets.clear();
-      std::stringstream ss(v);
-      for (std::string t; std::getline(ss, t, ',');) lora.targets.push_back(t);
-    } else {
-      std::fprintf(stderr, "unknown option %s\n", k.c_str());
-      return 2;
-    }
-  }
+  std::string targets = "q,v";
+  CLI::App app{"bench_memsave: memory and step time of activation checkpointing and LoRA",
+               "bench_memsave"};
+  app.option_defaults()->always_capture_default();
+  app.add_option("--part", part, "ckpt, lora or both");
+  bench::add_model_options(app, cfg);
+  app.add_option("--batch", batch, "sequences per step");
+  app.add_option("--rounds", rounds, "interleaved rounds (medians over them)");
+  app.add_option("--precision", precision, "fp32 or bf16");
+  app.add_option("--rank", lora.rank, "LoRA rank");
+  app.add_option("--targets", targets, "LoRA targets, comma-separated");
+  if (const std::optional<int> code = bench::parse_args(app, argc, argv)) return *code;
+  lora.targets.clear();
+  std::stringstream ss(targets);
+  for (std::string t; std::getline(ss, t, ',');) lora.targets.push_back(t);
   if (precision != "fp32" && precision != "bf16") {
     std::fprintf(stderr, "--precision is '%s'; expected fp32 or bf16\n", precision.c_str());
     return 2;

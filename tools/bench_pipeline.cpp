@@ -12,7 +12,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -20,6 +19,7 @@
 #include "parallel/pipeline_executor.h"
 #include "parallel/tensor_parallel.h"
 #include "parallel/world.h"
+#include "tools/bench_cli.h"
 
 namespace {
 using namespace braid;
@@ -207,29 +207,29 @@ void bench_tp(World& w, int steps) {
 int main(int argc, char** argv) {
   braid::World world(&argc, &argv);
   try {
-    const std::string mode = argc > 1 ? argv[1] : "";
+    std::string mode, trace_path, schedule = "1f1b";
     int steps = 5;
     TraceRequest tr;
-    for (int i = 2; i + 1 < argc; ++i) {
-      if (std::strcmp(argv[i], "--steps") == 0) steps = std::atoi(argv[i + 1]);
-      if (std::strcmp(argv[i], "--trace") == 0) tr.path = argv[i + 1];
-      if (std::strcmp(argv[i], "--m") == 0) tr.m = std::atoi(argv[i + 1]);
-      if (std::strcmp(argv[i], "--vocab") == 0) tr.vocab = std::atoi(argv[i + 1]);
-      if (std::strcmp(argv[i], "--schedule") == 0)
-        BRAID_USER_CHECK(parse_schedule_kind(argv[i + 1], &tr.kind),
-                         "--schedule {}: expected gpipe, 1f1b, interleaved-1f1b or zb-h1",
-                         argv[i + 1]);
-    }
-    if (mode == "pipeline") {
+    CLI::App app{"bench_pipeline: pipeline bubbles and activation peaks, or tp step time",
+                 "bench_pipeline"};
+    app.option_defaults()->always_capture_default();
+    app.add_option("mode", mode, "pipeline (pp = ranks) or tp (tp = ranks, 1 or 2)")
+        ->required()
+        ->check(CLI::IsMember({"pipeline", "tp"}));
+    app.add_option("--steps", steps, "timed steps after one warm-up step");
+    app.add_option("--vocab", tr.vocab, "the model's vocabulary (0: the benchmark model's)");
+    app.add_option("--trace", trace_path, "pipeline: write this run's timeline (Chrome trace)");
+    app.add_option("--schedule", schedule,
+                   "the traced schedule: gpipe, 1f1b, interleaved-1f1b or zb-h1");
+    app.add_option("--m", tr.m, "the traced run's micro-batches");
+    if (const std::optional<int> code = bench::parse_args(app, argc, argv)) return *code;
+    BRAID_USER_CHECK(parse_schedule_kind(schedule, &tr.kind),
+                     "--schedule {}: expected gpipe, 1f1b, interleaved-1f1b or zb-h1", schedule);
+    if (!trace_path.empty()) tr.path = trace_path.c_str();
+    if (mode == "pipeline")
       bench_pipeline(world, steps, tr);
-    } else if (mode == "tp") {
+    else
       bench_tp(world, steps);
-    } else {
-      std::fprintf(stderr,
-                   "usage: bench_pipeline pipeline|tp [--steps N] [--vocab V] [--trace out.json "
-                   "--schedule 1f1b --m 8] (under mpirun)\n");
-      return 2;
-    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_pipeline: %s\n", e.what());
     return 1;

@@ -22,6 +22,7 @@
 #include "launch/exec_setup.h"
 #include "optim/adamw.h"
 #include "optim/master_weights.h"
+#include "tools/bench_cli.h"
 
 using namespace braid;
 
@@ -88,34 +89,14 @@ int main(int argc, char** argv) {
   int batch = 8, steps = 6, warmup = 2;
   std::string precision = "fp32";
   DType dtype = DType::F32;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i];
-    const char* v = argv[i + 1];
-    if (k == "--family")
-      cfg.family = v;
-    else if (k == "--vocab")
-      cfg.vocab_size = std::atoi(v);
-    else if (k == "--ctx")
-      cfg.context_length = std::atoi(v);
-    else if (k == "--layers")
-      cfg.n_layer = std::atoi(v);
-    else if (k == "--width")
-      cfg.n_embd = std::atoi(v);
-    else if (k == "--heads")
-      cfg.n_head = std::atoi(v);
-    else if (k == "--batch")
-      batch = std::atoi(v);
-    else if (k == "--steps")
-      steps = std::atoi(v);
-    else if (k == "--warmup")
-      warmup = std::atoi(v);
-    else if (k == "--precision")
-      precision = v;
-    else {
-      std::fprintf(stderr, "unknown option %s\n", k.c_str());
-      return 2;
-    }
-  }
+  CLI::App app{"bench_train: tokens/s, MFU and peak memory of a training step", "bench_train"};
+  app.option_defaults()->always_capture_default();
+  bench::add_model_options(app, cfg);
+  app.add_option("--batch", batch, "sequences per step");
+  app.add_option("--steps", steps, "timed steps");
+  app.add_option("--warmup", warmup, "untimed steps first");
+  app.add_option("--precision", precision, "fp32, bf16 or fp16");
+  if (const std::optional<int> code = bench::parse_args(app, argc, argv)) return *code;
   if (!parse_dtype(precision, &dtype) || dtype == DType::I32) {
     std::fprintf(stderr, "--precision %s: expected fp32, bf16 or fp16\n", precision.c_str());
     return 2;
@@ -132,8 +113,8 @@ int main(int argc, char** argv) {
   const std::unique_ptr<ExecContext> ctx_owner = make_cpu_context();
   ExecContext& ctx = *ctx_owner;
   if (dtype != DType::F32)
-    std::printf("%s\n%s\n", gemm_bf16_description(ctx.gemm()).c_str(),
-                cpu::convert_isa_description().c_str());
+    std::printf("%s\n%s\n", gemm_bf16_description(ctx).c_str(),
+                cpu::convert_isa_description(ctx.cpu_isa()).c_str());
   const double tokens_per_step = static_cast<double>(batch) * T;
   const double model_flops = cfg.flops_per_token(T) * tokens_per_step;
   // fp32 always runs: the baseline of the tokens/s ratio of a 16-bit run.

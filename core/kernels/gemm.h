@@ -31,9 +31,9 @@ void gemm_f16(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N
               float alpha, const f16* A, int64_t lda, const f16* B, int64_t ldb, float beta,
               float* C, int64_t ldc);
 
-// "native (oneDNN bf16 matmul)" or "widened to f32 (...)": what gemm_bf16 does under a plan,
-// for the training log.
-std::string gemm_bf16_description(const GemmPlan& plan);
+// "native (oneDNN bf16 matmul)" or "widened to f32 (why)": what gemm_bf16 does under the
+// context's plan and instruction-set level, for the training log.
+std::string gemm_bf16_description(const ExecContext& ctx);
 
 // Which implementation a plan runs ("onednn", "openblas", "reference"), for logs.
 std::string gemm_backend_name(const GemmPlan& plan);

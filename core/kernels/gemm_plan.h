@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/kernels/cpu/cpu_isa.h"
+
 namespace braid {
 
 // The CPU libraries braid can run a GEMM on. Reference is plain loops: slow, always correct.
@@ -27,9 +29,11 @@ struct GemmPlan {
   Bf16Mode bf16_mode = Bf16Mode::Widen;
 };
 
-// The plan for `backend` on this CPU: native bf16 only where the library has bf16 dot
-// instructions to run it on (AVX512_BF16 or AMX), else widening. Measured choice of oneDNN as
-// the default: docs/benchmarks.md.
-GemmPlan default_gemm_plan(GemmBackend backend = GemmBackend::OneDnn);
+// The plan for `backend` at instruction-set level `isa`: native bf16 where the level has bf16
+// dot products (AVX512_BF16 or AMX) and the library has a bf16 kernel to run on them
+// (native_bf16_available: oneDNN's bf16 matmul at its effective ISA, OpenBLAS's sbgemm), else
+// widening; the reference loops are native everywhere. Measured choice of oneDNN as the default
+// backend: docs/benchmarks.md.
+GemmPlan default_gemm_plan(GemmBackend backend, CpuIsa isa);
 
 }  // namespace braid

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,9 @@ inline ExecContext& test_ctx() {
   static ExecContext ctx;
   return ctx;
 }
+
+// gtest prints a CpuIsa parameter by its name ("avx2").
+inline void PrintTo(CpuIsa isa, std::ostream* os) { *os << cpu_isa_name(isa); }
 }  // namespace braid
 
 namespace braid::kernel_test {
@@ -41,6 +46,28 @@ class Rng {
  private:
   uint64_t s_;
 };
+
+// A test run once per instruction-set level (INSTANTIATE_TEST_SUITE_P(Prefix, Suite,
+// ::testing::ValuesIn(kAllCpuIsas), cpu_isa_test_name)): a level this CPU lacks skips naming
+// the missing feature; the others get ctx(), a fresh context at that level.
+class AtCpuIsa : public ::testing::TestWithParam<CpuIsa> {
+ protected:
+  void SetUp() override {
+    if (!cpu_isa_supported(GetParam())) GTEST_SKIP() << cpu_isa_missing(GetParam());
+    ExecOptions o;
+    o.cpu_isa = GetParam();
+    ctx_ = std::make_unique<ExecContext>(o);
+  }
+  ExecContext& ctx() { return *ctx_; }
+
+ private:
+  std::unique_ptr<ExecContext> ctx_;
+};
+
+// Names a CpuIsa-parameterised test by its level: Suite.Test/avx512_bf16.
+inline std::string cpu_isa_test_name(const ::testing::TestParamInfo<CpuIsa>& info) {
+  return std::string(cpu_isa_name(info.param));
+}
 
 inline Tensor random_tensor(const Shape& shape, uint64_t seed, double lo = -1.0, double hi = 1.0) {
   Rng rng(seed);

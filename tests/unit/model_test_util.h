@@ -1,5 +1,5 @@
-// Helpers for the model tests: tiny configs of both families, seeded token batches, and a
-// model's gradients by name.
+// Helpers for the model tests: tiny configs of both families, seeded token batches, and
+// gradient snapshots to compare bit for bit.
 #pragma once
 
 #include <map>
@@ -8,6 +8,7 @@
 
 #include "core/model_config.h"
 #include "core/models/transformer.h"
+#include "core/parameter.h"
 #include "core/random.h"
 #include "core/tensor.h"
 
@@ -42,10 +43,12 @@ inline Tensor tokens_of(int64_t B, int64_t T, int vocab, uint64_t seed) {
   return t;
 }
 
-// Every parameter's gradient (those that have one), by name.
-inline std::map<std::string, std::vector<float>> grads_of(const Transformer& m) {
+// name -> a copy of the gradient, for each parameter of `m` (a model or a stage: anything with
+// parameters()) that has one; frozen parameters are absent.
+template <typename Model>
+std::map<std::string, std::vector<float>> grads_of(const Model& m) {
   std::map<std::string, std::vector<float>> g;
-  for (Parameter* p : m.parameters()) {
+  for (const Parameter* p : m.parameters()) {
     const Tensor& t = p->grad_if_any();
     if (t.defined()) g[p->name].assign(t.f32(), t.f32() + t.numel());
   }

@@ -12,17 +12,9 @@
 namespace braid {
 namespace {
 
+using model_test::grads_of;
 using model_test::tiny;
 using model_test::tokens_of;
-
-std::map<std::string, std::vector<float>> grads_of(const Transformer& m) {
-  std::map<std::string, std::vector<float>> g;
-  for (Parameter* p : m.parameters()) {
-    const Tensor& t = p->grad_if_any();
-    if (t.defined()) g[p->name].assign(t.f32(), t.f32() + t.numel());
-  }
-  return g;
-}
 
 struct Mode {
   std::string family, mode;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <thread>
 
@@ -14,24 +15,16 @@
 #include "core/models/generate.h"
 #include "core/models/transformer.h"
 #include "kernel_test_util.h"
+#include "launch/exec_setup.h"
 #include "model_test_util.h"
 #include "optim/adamw.h"
 
 namespace braid {
 namespace {
 
+using model_test::grads_of;
 using model_test::tiny;
 using model_test::tokens_of;
-
-// name -> a copy of the gradient.
-std::map<std::string, std::vector<float>> grads_of(const Transformer& m) {
-  std::map<std::string, std::vector<float>> g;
-  for (Parameter* p : m.parameters()) {
-    const Tensor& t = p->grad_if_any();
-    if (t.defined()) g[p->name].assign(t.f32(), t.f32() + t.numel());
-  }
-  return g;
-}
 
 // One micro-batch forward + loss + backward through the stage API on a whole model.
 LossSum step_mb(Transformer& m, MicroBatch& mb, const Tensor& tokens, const Tensor& targets) {
@@ -81,6 +74,69 @@ TEST(Contract, TwoContextsInOneProcessDoNotInterfere) {
   EXPECT_GT(ca.profiler().times().total(), 0.0);
   EXPECT_EQ(unused.profiler().times().total(), 0.0);
   EXPECT_NE(ca.allocator().stats().peak_total, cb.allocator().stats().peak_total);
+}
+
+// A context runs at most the CPU's own instruction-set level (the default); asking for more
+// fails, naming the missing feature.
+TEST(Contract, ContextRunsAtMostTheCpusInstructionSet) {
+  ExecContext dflt;
+  EXPECT_EQ(dflt.cpu_isa(), cpu_isa_detected());
+  ExecOptions low;
+  low.cpu_isa = CpuIsa::Scalar;
+  EXPECT_EQ(ExecContext(low).cpu_isa(), CpuIsa::Scalar);
+  if (cpu_isa_detected() == CpuIsa::Amx) GTEST_SKIP() << "this CPU runs every level";
+  ExecOptions o;
+  o.cpu_isa = static_cast<CpuIsa>(static_cast<int>(cpu_isa_detected()) + 1);
+  kernel_test::expect_error_with(
+      [&] { ExecContext c(o); },
+      {"cpu_isa", std::string(cpu_isa_name(o.cpu_isa)), "this CPU has no"});
+}
+
+// Sets an environment variable for one scope, restoring what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_.empty())
+      ::unsetenv(name_);
+    else
+      ::setenv(name_, old_.c_str(), 1);
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+};
+
+// BRAID_CPU_ISA (read by launch/, never by core) caps the level of the contexts launch makes
+// and the GEMM plan with it; bad values are user errors naming the variable.
+TEST(Contract, BraidCpuIsaCapsTheLaunchContext) {
+  {
+    ScopedEnv env("BRAID_CPU_ISA", "scalar");
+    EXPECT_EQ(cpu_isa_from_env(), CpuIsa::Scalar);
+    const std::unique_ptr<ExecContext> ctx = make_cpu_context();
+    EXPECT_EQ(ctx->cpu_isa(), CpuIsa::Scalar);
+    EXPECT_EQ(ctx->gemm().bf16_mode, Bf16Mode::Widen);  // no bf16 dot products at scalar
+  }
+  // cpu_isa_from_env() with BRAID_CPU_ISA=value throws a UserError saying every piece.
+  auto expect_refused = [](const char* value, std::initializer_list<const char*> pieces) {
+    ScopedEnv env("BRAID_CPU_ISA", value);
+    try {
+      cpu_isa_from_env();
+      ADD_FAILURE() << "BRAID_CPU_ISA=" << value << " was accepted";
+    } catch (const UserError& e) {
+      const std::string msg = e.what();
+      for (const char* piece : pieces) EXPECT_NE(msg.find(piece), std::string::npos) << msg;
+    }
+  };
+  expect_refused("avx512bf16", {"BRAID_CPU_ISA", "'avx512bf16'", "avx512_bf16", "scalar"});
+  if (cpu_isa_detected() != CpuIsa::Amx)
+    expect_refused("amx", {"BRAID_CPU_ISA", "this CPU has no"});
+  ScopedEnv unset("BRAID_CPU_ISA", "");
+  EXPECT_EQ(cpu_isa_from_env(), cpu_isa_detected());
 }
 
 // An allocator that hands out host memory but says it is device memory: how a test reaches the

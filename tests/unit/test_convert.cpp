@@ -1,5 +1,6 @@
-// The run-time chosen bf16/f16 conversion paths against the scalar definition in core/dtype.h:
-// every path this CPU supports is run; the AVX-512 BF16 one is skipped (saying so) elsewhere.
+// The bf16/f16 conversion paths against the scalar definition in core/dtype.h: every path this
+// CPU supports is run, and a context at every instruction-set level it has converts through
+// that level's path; what the CPU lacks is skipped, naming the missing feature.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "core/kernels/cpu/convert.h"
+#include "core/kernels/elementwise.h"
 #include "kernel_test_util.h"
 
 namespace braid {
@@ -84,44 +86,75 @@ TEST(Convert, ScalarRoundsToNearestEven) {
   EXPECT_EQ(f16_to_float(float_to_f16(65504.0f)), 65504.0f);
 }
 
-TEST(Convert, Avx2PathMatchesScalarBitForBit) {
-  if (!cpu::convert_isa_supported(ConvertIsa::Avx2)) GTEST_SKIP() << "this CPU has no AVX2/F16C";
-  expect_matches_scalar(ConvertIsa::Avx2, DType::BF16, false);
-  expect_matches_scalar(ConvertIsa::Avx2, DType::F16, false);
+// One vector path per test, skipped where the CPU lacks its instructions.
+class ConvertPath : public ::testing::TestWithParam<ConvertIsa> {};
+
+TEST_P(ConvertPath, MatchesScalar) {
+  const ConvertIsa isa = GetParam();
+  if (!cpu::convert_isa_supported(isa))
+    GTEST_SKIP() << "the " << cpu::convert_isa_name(isa)
+                 << " path is not tested here: " << cpu_isa_missing(cpu::convert_isa_level(isa));
+  // AVX2 is bit-identical to scalar; VCVTNEPS2BF16 flushes subnormal inputs to zero, and
+  // everything else must agree.
+  expect_matches_scalar(isa, DType::BF16, isa == ConvertIsa::Avx512Bf16);
+  expect_matches_scalar(isa, DType::F16, false);
 }
 
-TEST(Convert, Avx512Bf16PathMatchesScalar) {
-  if (!cpu::convert_isa_supported(ConvertIsa::Avx512Bf16))
-    GTEST_SKIP() << "this CPU has no AVX512_BF16: the native conversion path is not tested here";
-  // VCVTNEPS2BF16 flushes subnormal inputs to zero; everything else must agree.
-  expect_matches_scalar(ConvertIsa::Avx512Bf16, DType::BF16, true);
-  expect_matches_scalar(ConvertIsa::Avx512Bf16, DType::F16, false);
-}
-
-TEST(Convert, BestPathIsSupportedAndDescribed) {
-  const ConvertIsa best = cpu::convert_isa_best();
-  EXPECT_TRUE(cpu::convert_isa_supported(best));
-  EXPECT_NE(cpu::convert_isa_description().find(cpu::convert_isa_name(best)), std::string::npos);
-  // The threaded whole-array entry points agree with the scalar path on a large array.
-  const int64_t n = (1 << 16) + 37;
-  std::vector<float> src(n), back(n);
-  for (int64_t i = 0; i < n; ++i) src[i] = static_cast<float>(i % 1000) * 0.37f - 150.0f;
-  std::vector<uint16_t> a(n), b(n);
-  cpu::narrow_from_f32(DType::BF16, src.data(), a.data(), n);
-  cpu::narrow_from_f32(ConvertIsa::Scalar, DType::BF16, src.data(), b.data(), n);
-  EXPECT_EQ(a, b);
-  cpu::widen_to_f32(DType::BF16, a.data(), back.data(), n);
-  for (int64_t i = 0; i < n; i += 997) EXPECT_EQ(back[i], bf16_to_float(bf16{a[i]}));
-}
-
-TEST(Convert, UnsupportedPathIsRefused) {
-  if (cpu::convert_isa_supported(ConvertIsa::Avx512Bf16)) GTEST_SKIP() << "every path runs here";
+TEST_P(ConvertPath, RefusedWhereUnsupported) {
+  const ConvertIsa isa = GetParam();
+  if (cpu::convert_isa_supported(isa))
+    GTEST_SKIP() << "this CPU runs the " << cpu::convert_isa_name(isa) << " path";
   float f = 1.0f;
   uint16_t h;
-  kernel_test::expect_error_with(
-      [&] { cpu::narrow_from_f32(ConvertIsa::Avx512Bf16, DType::BF16, &f, &h, 1); },
-      {"avx512_bf16"});
+  kernel_test::expect_error_with([&] { cpu::narrow_from_f32(isa, DType::BF16, &f, &h, 1); },
+                                 {cpu::convert_isa_name(isa), "this CPU has no"});
 }
+
+INSTANTIATE_TEST_SUITE_P(Convert, ConvertPath,
+                         ::testing::Values(ConvertIsa::Avx2, ConvertIsa::Avx512Bf16),
+                         [](const ::testing::TestParamInfo<ConvertIsa>& info) {
+                           return std::string(cpu::convert_isa_name(info.param));
+                         });
+
+// One instruction-set level per test: a context at that level converts (cast, the threaded
+// whole-array entry points) with exactly that level's path, and says so in its description.
+class ConvertAtLevel : public kernel_test::AtCpuIsa {};
+
+TEST_P(ConvertAtLevel, ContextUsesTheLevelsPath) {
+  const CpuIsa level = GetParam();
+  const ConvertIsa path = cpu::convert_path(level);
+  const ConvertIsa want = level >= CpuIsa::Avx512Bf16 ? ConvertIsa::Avx512Bf16
+                          : level >= CpuIsa::Avx2     ? ConvertIsa::Avx2
+                                                      : ConvertIsa::Scalar;
+  EXPECT_EQ(path, want);
+  EXPECT_NE(cpu::convert_isa_description(level).find(cpu::convert_isa_name(path)),
+            std::string::npos);
+  ExecContext& ctx = this->ctx();
+  // Large enough for several threads' chunks, with the tricky values (subnormals included,
+  // where the paths differ) repeated through it.
+  const std::vector<float> tricky = tricky_values();
+  const int64_t n = (1 << 16) + 37;
+  Tensor src = Tensor::empty({n});
+  for (int64_t i = 0; i < n; ++i)
+    src.f32()[i] = i % 3 == 0 ? tricky[static_cast<size_t>(i / 3) % tricky.size()]
+                              : static_cast<float>(i % 1000) * 0.37f - 150.0f;
+  for (DType t : {DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtype_name(t));
+    Tensor low = Tensor::empty({n}, t), back = Tensor::empty({n});
+    cast(ctx, low, src);
+    std::vector<uint16_t> want_bits(static_cast<size_t>(n));
+    cpu::narrow_from_f32(path, t, src.f32(), want_bits.data(), n);
+    EXPECT_EQ(std::memcmp(low.raw(), want_bits.data(), want_bits.size() * 2), 0)
+        << "cast did not narrow through the " << cpu::convert_isa_name(path) << " path";
+    cast(ctx, back, low);
+    std::vector<float> want_back(static_cast<size_t>(n));
+    cpu::widen_to_f32(path, t, low.raw(), want_back.data(), n);
+    EXPECT_EQ(std::memcmp(back.f32(), want_back.data(), want_back.size() * 4), 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Convert, ConvertAtLevel, ::testing::ValuesIn(kAllCpuIsas),
+                         kernel_test::cpu_isa_test_name);
 
 }  // namespace
 }  // namespace braid

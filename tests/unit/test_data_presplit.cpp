@@ -70,7 +70,11 @@ TEST(DataPreSplit, ChunkStreamWithTheRegexCutsLikeTheWholeText) {
     while (d < chunks.size() && d < want.size() && chunks[d] == want[d]) ++d;
     std::string ctx;
     for (size_t i = d >= 2 ? d - 2 : 0; i < d + 3; ++i)
-      ctx += "[" + (i < chunks.size() ? chunks[i] : "") + "|" + (i < want.size() ? want[i] : "") + "]";
+      ctx.append("[")
+          .append(i < chunks.size() ? chunks[i] : "")
+          .append("|")
+          .append(i < want.size() ? want[i] : "")
+          .append("]");
     ASSERT_EQ(chunks, want) << "first difference at chunk " << d << ": " << ctx;
   }
 }

@@ -1,10 +1,14 @@
-// Tests of gemm_f32 / gemm_bf16 on every CPU backend against a double-precision reference.
+// Tests of gemm_f32 / gemm_bf16 / gemm_f16 on every CPU backend, bf16 mode and instruction-set
+// level this CPU allows, against a double-precision reference; the rest skip naming what is
+// missing.
 #include <gtest/gtest.h>
 #include <omp.h>
 
 #include <cmath>
 #include <limits>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include "core/kernels/cpu/gemm_backends.h"
@@ -126,30 +130,44 @@ TEST(GemmTest, F32EveryBackendTransposeAndScale) {
           const Problem p = make_problem(t & 1, t & 2, c, false);
           std::vector<float> C = initial_c(p, s[1]);
           const std::vector<float> C_init = C;
-          gemm_f32_with(b, p.ta, p.tb, p.M, p.N, p.K, s[0], p.A.data(), p.lda, p.B.data(), p.ldb,
-                        s[1], C.data(), p.ldc);
+          gemm_f32_with(test_ctx(), b, p.ta, p.tb, p.M, p.N, p.K, s[0], p.A.data(), p.lda,
+                        p.B.data(), p.ldb, s[1], C.data(), p.ldc);
           check_result(p, C, C_init, s[0], s[1], describe("f32", b, p, s[0], s[1]));
         }
 }
 
-TEST(GemmTest, Bf16EveryBackendAndModeAgainstRoundedInputs) {
-  for (GemmBackend b : kAllGemmBackends)
-    for (Bf16Mode mode : {Bf16Mode::Native, Bf16Mode::Widen})
-      for (int t = 0; t < 4; ++t)
-        for (const Case& c : kCases)
-          for (const auto& s : kScales) {
-            const Problem p = make_problem(t & 1, t & 2, c, true);
-            std::vector<bf16> A(p.A.size()), B(p.B.size());
-            for (size_t i = 0; i < A.size(); ++i) A[i] = float_to_bf16(p.A[i]);
-            for (size_t i = 0; i < B.size(); ++i) B[i] = float_to_bf16(p.B[i]);
-            std::vector<float> C = initial_c(p, s[1]);
-            const std::vector<float> C_init = C;
-            gemm_bf16_with(b, mode, p.ta, p.tb, p.M, p.N, p.K, s[0], A.data(), p.lda, B.data(),
-                           p.ldb, s[1], C.data(), p.ldc);
-            const char* kind = mode == Bf16Mode::Native ? "bf16-native" : "bf16-widen";
-            check_result(p, C, C_init, s[0], s[1], describe(kind, b, p, s[0], s[1]));
-          }
+// One (backend, bf16 mode) pair per test, so that a native kernel the library lacks here
+// skips by itself, saying why, instead of silently widening.
+class GemmBf16 : public ::testing::TestWithParam<std::tuple<GemmBackend, Bf16Mode>> {};
+
+TEST_P(GemmBf16, AgainstRoundedInputs) {
+  const auto [b, mode] = GetParam();
+  if (mode == Bf16Mode::Native && !native_bf16_available(b))
+    GTEST_SKIP() << "no native bf16 kernel: " << native_bf16_missing(b);
+  for (int t = 0; t < 4; ++t)
+    for (const Case& c : kCases)
+      for (const auto& s : kScales) {
+        const Problem p = make_problem(t & 1, t & 2, c, true);
+        std::vector<bf16> A(p.A.size()), B(p.B.size());
+        for (size_t i = 0; i < A.size(); ++i) A[i] = float_to_bf16(p.A[i]);
+        for (size_t i = 0; i < B.size(); ++i) B[i] = float_to_bf16(p.B[i]);
+        std::vector<float> C = initial_c(p, s[1]);
+        const std::vector<float> C_init = C;
+        gemm_bf16_with(test_ctx(), b, mode, p.ta, p.tb, p.M, p.N, p.K, s[0], A.data(), p.lda,
+                       B.data(), p.ldb, s[1], C.data(), p.ldc);
+        const char* kind = mode == Bf16Mode::Native ? "bf16-native" : "bf16-widen";
+        check_result(p, C, C_init, s[0], s[1], describe(kind, b, p, s[0], s[1]));
+      }
 }
+
+INSTANTIATE_TEST_SUITE_P(GemmBf16, GemmBf16,
+                         ::testing::Combine(::testing::ValuesIn(kAllGemmBackends),
+                                            ::testing::Values(Bf16Mode::Native, Bf16Mode::Widen)),
+                         [](const ::testing::TestParamInfo<GemmBf16::ParamType>& info) {
+                           return std::string(gemm_backend_label(std::get<0>(info.param))) +
+                                  (std::get<1>(info.param) == Bf16Mode::Native ? "_native"
+                                                                               : "_widen");
+                         });
 
 // The plumbing of oneDNN's bf16 matmul (strides, alpha, beta) in f32, which every CPU has.
 TEST(GemmTest, OneDnnMatmulPrimitiveLayoutAndScales) {
@@ -159,10 +177,12 @@ TEST(GemmTest, OneDnnMatmulPrimitiveLayoutAndScales) {
         const Problem p = make_problem(t & 1, t & 2, c, false);
         std::vector<float> C = initial_c(p, s[1]);
         const std::vector<float> C_init = C;
+        GemmScratch scratch;
         for (int rep = 0; rep < 2; ++rep) {  // the second call hits the primitive cache
           C = C_init;
-          gemm_f32_onednn_matmul(p.ta, p.tb, p.M, p.N, p.K, s[0], p.A.data(), p.lda, p.B.data(),
-                                 p.ldb, s[1], C.data(), p.ldc);
+          gemm_f32_onednn_matmul(scratch, p.ta, p.tb, p.M, p.N, p.K, s[0], p.A.data(), p.lda,
+                                 p.B.data(), p.ldb, s[1], C.data(), p.ldc);
+          EXPECT_EQ(onednn_cached_matmuls(scratch), 1u) << "call " << rep;
         }
         check_result(p, C, C_init, s[0], s[1],
                      describe("matmul", GemmBackend::OneDnn, p, s[0], s[1]));
@@ -172,18 +192,23 @@ TEST(GemmTest, OneDnnMatmulPrimitiveLayoutAndScales) {
 TEST(GemmTest, ZeroKScalesC) {
   for (GemmBackend b : kAllGemmBackends) {
     std::vector<float> C = {1.0f, 2.0f, std::numeric_limits<float>::quiet_NaN(), 4.0f};
-    gemm_f32_with(b, false, false, 2, 2, 0, 1.0f, nullptr, 1, nullptr, 2, 0.0f, C.data(), 2);
+    gemm_f32_with(test_ctx(), b, false, false, 2, 2, 0, 1.0f, nullptr, 1, nullptr, 2, 0.0f,
+                  C.data(), 2);
     EXPECT_EQ(C, (std::vector<float>{0.0f, 0.0f, 0.0f, 0.0f})) << gemm_backend_label(b);
     C = {1.0f, 2.0f, 3.0f, 4.0f};
-    gemm_f32_with(b, false, false, 2, 2, 0, 1.0f, nullptr, 1, nullptr, 2, 2.0f, C.data(), 2);
+    gemm_f32_with(test_ctx(), b, false, false, 2, 2, 0, 1.0f, nullptr, 1, nullptr, 2, 2.0f,
+                  C.data(), 2);
     EXPECT_EQ(C, (std::vector<float>{2.0f, 4.0f, 6.0f, 8.0f})) << gemm_backend_label(b);
   }
 }
 
-// The attention kernel calls gemm_f32 per block from inside a parallel region.
+// A kernel may call the GEMMs from inside a parallel region: each thread leases its own slot
+// of the context's workspace (widening buffers, oneDNN primitives), never more slots than
+// threads.
 TEST(GemmTest, PublicCallsInsideOmpParallelRegion) {
   const Case c{20, 12, 16};
   const int nthr = 2;
+  ExecContext ctx;
   std::vector<Problem> probs;
   for (int t = 0; t < nthr; ++t) probs.push_back(make_problem(t & 1, true, c, true));
   std::vector<std::vector<float>> out32(nthr), out16(nthr);
@@ -197,9 +222,9 @@ TEST(GemmTest, PublicCallsInsideOmpParallelRegion) {
     for (size_t i = 0; i < A.size(); ++i) A[i] = float_to_bf16(p.A[i]);
     for (size_t i = 0; i < B.size(); ++i) B[i] = float_to_bf16(p.B[i]);
     for (int rep = 0; rep < 10; ++rep) {
-      gemm_f32(test_ctx(), p.ta, p.tb, p.M, p.N, p.K, 1.0f, p.A.data(), p.lda, p.B.data(), p.ldb, 0.0f,
+      gemm_f32(ctx, p.ta, p.tb, p.M, p.N, p.K, 1.0f, p.A.data(), p.lda, p.B.data(), p.ldb, 0.0f,
                out32[t].data(), p.ldc);
-      gemm_bf16(test_ctx(), p.ta, p.tb, p.M, p.N, p.K, 1.0f, A.data(), p.lda, B.data(), p.ldb, 0.0f,
+      gemm_bf16(ctx, p.ta, p.tb, p.M, p.N, p.K, 1.0f, A.data(), p.lda, B.data(), p.ldb, 0.0f,
                 out16[t].data(), p.ldc);
     }
   }
@@ -210,24 +235,149 @@ TEST(GemmTest, PublicCallsInsideOmpParallelRegion) {
     check_result(probs[t], out16[t], init, 1.0f, 0.0f,
                  "bf16 in region, thread " + std::to_string(t));
   }
+  EXPECT_GE(ctx.gemm_workspace().slots(), 1u);
+  EXPECT_LE(ctx.gemm_workspace().slots(), static_cast<size_t>(nthr));
 }
 
-TEST(GemmTest, BackendNamesAndPlan) {
+// The workspace is the context's: GEMMs on one context leave another's untouched, and two
+// contexts used from two threads at once give the same bits as each alone.
+TEST(GemmTest, WorkspaceBelongsToItsContext) {
+  const Problem p = make_problem(false, true, Case{33, 40, 150}, true);
+  std::vector<bf16> A(p.A.size()), B(p.B.size());
+  std::vector<f16> A16(p.A.size()), B16(p.B.size());
+  for (size_t i = 0; i < A.size(); ++i) A[i] = float_to_bf16(p.A[i]);
+  for (size_t i = 0; i < B.size(); ++i) B[i] = float_to_bf16(p.B[i]);
+  for (size_t i = 0; i < A.size(); ++i) A16[i] = float_to_f16(p.A[i]);
+  for (size_t i = 0; i < B.size(); ++i) B16[i] = float_to_f16(p.B[i]);
+  // Every path that keeps something in the workspace, one at a time: widened bf16, native
+  // bf16 (oneDNN's primitives) where this CPU has it, and f16 (always widened).
+  enum class Path { Bf16Widen, Bf16Native, F16 };
+  std::vector<Path> paths = {Path::Bf16Widen, Path::F16};
+  if (native_bf16_available(GemmBackend::OneDnn)) paths.push_back(Path::Bf16Native);
+  for (Path path : paths) {
+    SCOPED_TRACE(path == Path::Bf16Widen ? "bf16 widen"
+                 : path == Path::F16     ? "f16"
+                                         : "bf16 native");
+    ExecOptions o;
+    o.gemm = GemmPlan{GemmBackend::OneDnn,
+                      path == Path::Bf16Native ? Bf16Mode::Native : Bf16Mode::Widen};
+    auto run = [&](ExecContext& ctx, std::vector<float>& C) {
+      C = initial_c(p, 0.0f);
+      for (int rep = 0; rep < 20; ++rep) {
+        if (path == Path::F16)
+          gemm_f16(ctx, p.ta, p.tb, p.M, p.N, p.K, 1.0f, A16.data(), p.lda, B16.data(), p.ldb, 0.0f,
+                   C.data(), p.ldc);
+        else
+          gemm_bf16(ctx, p.ta, p.tb, p.M, p.N, p.K, 1.0f, A.data(), p.lda, B.data(), p.ldb, 0.0f,
+                    C.data(), p.ldc);
+      }
+    };
+    ExecContext alone(o), a(o), b(o), unused(o);
+    std::vector<float> want, got_a, got_b;
+    run(alone, want);
+    EXPECT_EQ(alone.gemm_workspace().slots(), 1u);  // sequential calls reuse one slot
+    std::thread ta([&] { run(a, got_a); });
+    std::thread tb([&] { run(b, got_b); });
+    ta.join();
+    tb.join();
+    EXPECT_EQ(got_a, want);  // bit for bit, although both ran at the same time
+    EXPECT_EQ(got_b, want);
+    EXPECT_EQ(a.gemm_workspace().slots(), 1u);
+    EXPECT_EQ(b.gemm_workspace().slots(), 1u);
+    EXPECT_EQ(unused.gemm_workspace().slots(), 0u);
+  }
+}
+
+TEST(GemmTest, BackendNames) {
   GemmBackend b = GemmBackend::Reference;
   EXPECT_TRUE(parse_gemm_backend("openblas", &b));
   EXPECT_EQ(b, GemmBackend::OpenBlas);
   EXPECT_FALSE(parse_gemm_backend("mkl", &b));
   for (GemmBackend backend : kAllGemmBackends) {
-    const GemmPlan plan = default_gemm_plan(backend);
     GemmBackend running{};
+    const GemmPlan plan = default_gemm_plan(backend, cpu_isa_detected());
     EXPECT_TRUE(parse_gemm_backend(gemm_backend_name(plan), &running)) << gemm_backend_name(plan);
     EXPECT_EQ(running, backend);
-    // Native bf16 is planned only where the library has it (else gemm_bf16 would widen anyway).
-    if (plan.bf16_mode == Bf16Mode::Native) {
-      EXPECT_TRUE(native_bf16_available(running));
+  }
+}
+
+// The default plan at every level this CPU has: native bf16 exactly where the level has bf16
+// dot products and that backend has a bf16 kernel of its own (each backend asked about itself:
+// an AVX512_BF16/AMX CPU whose OpenBLAS lacks sbgemm must plan widening for OpenBLAS).
+TEST(GemmTest, DefaultPlanAtEveryLevel) {
+  for (CpuIsa isa : kAllCpuIsas) {
+    if (!cpu_isa_supported(isa)) continue;  // GemmAtLevel says which levels skip, and why
+    for (GemmBackend backend : kAllGemmBackends) {
+      const GemmPlan plan = default_gemm_plan(backend, isa);
+      SCOPED_TRACE(std::string(gemm_backend_label(backend)) + " at " +
+                   std::string(cpu_isa_name(isa)));
+      EXPECT_EQ(plan.backend, backend);
+      bool want_native = true;
+      if (backend != GemmBackend::Reference) {
+        want_native = isa >= CpuIsa::Avx512Bf16 && native_bf16_available(backend);
+        if (backend == GemmBackend::OneDnn) want_native = want_native && onednn_has_native_bf16();
+      }
+      EXPECT_EQ(plan.bf16_mode == Bf16Mode::Native, want_native);
+      // Native is planned only where the library has it (else gemm_bf16 would widen anyway).
+      if (plan.bf16_mode == Bf16Mode::Native) {
+        EXPECT_TRUE(native_bf16_available(backend)) << native_bf16_missing(backend);
+      }
     }
   }
 }
+
+// One instruction-set level per test: a context at that level runs its default plan's bf16
+// path (native or widened) and its f16 widening (the conversion path of the level) correctly.
+class GemmAtLevel : public kernel_test::AtCpuIsa {};
+
+TEST_P(GemmAtLevel, DefaultPlanRunsBf16AndF16) {
+  const CpuIsa isa = GetParam();
+  ExecContext& ctx = this->ctx();
+  EXPECT_EQ(ctx.cpu_isa(), isa);
+  EXPECT_EQ(ctx.gemm().bf16_mode, default_gemm_plan(GemmBackend::OneDnn, isa).bf16_mode);
+  // The log line says which bf16 GEMM runs and, when widened, why.
+  const std::string desc = gemm_bf16_description(ctx);
+  if (ctx.gemm().bf16_mode == Bf16Mode::Native) {
+    EXPECT_NE(desc.find("native (onednn"), std::string::npos) << desc;
+  } else {
+    EXPECT_NE(desc.find("widened"), std::string::npos) << desc;
+    // The first reason that holds: the library's own kernel missing (oneDNN's effective ISA
+    // may be capped by ONEDNN_MAX_CPU_ISA), then the CPU, then the context's cap.
+    std::string why;
+    if (!native_bf16_available(GemmBackend::OneDnn))
+      why = native_bf16_missing(GemmBackend::OneDnn);
+    else if (isa < CpuIsa::Avx512Bf16)
+      why = isa == cpu_isa_detected() ? std::string("this CPU has no")
+                                      : "capped at " + std::string(cpu_isa_name(isa));
+    if (!why.empty()) {
+      EXPECT_NE(desc.find(why), std::string::npos) << desc;
+    }
+  }
+  for (int t = 0; t < 4; ++t)
+    for (const Case& c : kCases) {
+      Problem p = make_problem(t & 1, t & 2, c, true);
+      std::vector<bf16> A(p.A.size()), B(p.B.size());
+      for (size_t i = 0; i < A.size(); ++i) A[i] = float_to_bf16(p.A[i]);
+      for (size_t i = 0; i < B.size(); ++i) B[i] = float_to_bf16(p.B[i]);
+      std::vector<float> C = initial_c(p, 1.0f);
+      const std::vector<float> C_init = C;
+      gemm_bf16(ctx, p.ta, p.tb, p.M, p.N, p.K, 0.5f, A.data(), p.lda, B.data(), p.ldb, 1.0f,
+                C.data(), p.ldc);
+      check_result(p, C, C_init, 0.5f, 1.0f, describe("bf16", GemmBackend::OneDnn, p, 0.5f, 1.0f));
+      // f16: values rounded to f16 (bf16-rounded values in [-1, 1) are exact in f16 but for
+      // the smallest magnitudes, so round again through f16).
+      std::vector<f16> A16(p.A.size()), B16(p.B.size());
+      for (size_t i = 0; i < A16.size(); ++i) p.A[i] = f16_to_float(A16[i] = float_to_f16(p.A[i]));
+      for (size_t i = 0; i < B16.size(); ++i) p.B[i] = f16_to_float(B16[i] = float_to_f16(p.B[i]));
+      C = C_init;
+      gemm_f16(ctx, p.ta, p.tb, p.M, p.N, p.K, 0.5f, A16.data(), p.lda, B16.data(), p.ldb, 1.0f,
+               C.data(), p.ldc);
+      check_result(p, C, C_init, 0.5f, 1.0f, describe("f16", GemmBackend::OneDnn, p, 0.5f, 1.0f));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(GemmAtLevel, GemmAtLevel, ::testing::ValuesIn(kAllCpuIsas),
+                         kernel_test::cpu_isa_test_name);
 
 TEST(GemmTest, MeasurePeakIsPositive) {
   const double flops = measure_gemm_peak_f32(test_ctx(), 0.0);

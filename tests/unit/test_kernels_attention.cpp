@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/kernels/attention.h"
@@ -65,7 +66,8 @@ RefResult reference(const Dims& d, const Inputs& in) {
         double m = -1e300;
         for (int64_t j = 0; j < n; ++j) {
           double s = 0;
-          for (int64_t c = 0; c < d.D; ++c) s += double(in.q[qi(d, b, i, h, c)]) * in.k[ki(d, b, j, g, c)];
+          for (int64_t c = 0; c < d.D; ++c)
+            s += double(in.q[qi(d, b, i, h, c)]) * in.k[ki(d, b, j, g, c)];
           p[j] = s * scale;
           m = std::max(m, p[j]);
         }
@@ -97,12 +99,11 @@ RefResult reference(const Dims& d, const Inputs& in) {
   return r;
 }
 
-
 struct Outputs {
   Tensor out, lse, dq, dk, dv;
 };
 
-Outputs run_kernels(const Dims& d, const Inputs& in) {
+Outputs run_kernels(const Dims& d, const Inputs& in, ExecContext& ctx = test_ctx()) {
   const Shape qs{d.B, d.Tq, d.Hq, d.D}, ks{d.B, d.Tk, d.Hkv, d.D};
   Tensor q = Tensor::from_vector(in.q, qs), k = Tensor::from_vector(in.k, ks),
          v = Tensor::from_vector(in.v, ks), dout = Tensor::from_vector(in.dout, qs);
@@ -114,17 +115,17 @@ Outputs run_kernels(const Dims& d, const Inputs& in) {
   o.dq.fill_(NAN);
   o.dk.fill_(NAN);
   o.dv.fill_(NAN);
-  attention_forward(test_ctx(), o.out, o.lse, q, k, v);
-  attention_backward(test_ctx(), o.dq, o.dk, o.dv, dout, q, k, v, o.out, o.lse);
+  attention_forward(ctx, o.out, o.lse, q, k, v);
+  attention_backward(ctx, o.dq, o.dk, o.dv, dout, q, k, v, o.out, o.lse);
   return o;
 }
 
-void check_against_reference(const Dims& d, uint32_t seed) {
+void check_against_reference(ExecContext& ctx, const Dims& d, uint32_t seed) {
   SCOPED_TRACE(testing::Message() << "B=" << d.B << " Tq=" << d.Tq << " Tk=" << d.Tk
                                   << " Hq=" << d.Hq << " Hkv=" << d.Hkv << " D=" << d.D);
   const Inputs in = make_inputs(d, seed);
   const RefResult ref = reference(d, in);
-  const Outputs o = run_kernels(d, in);
+  const Outputs o = run_kernels(d, in, ctx);
   expect_close(o.out, ref.out, 2e-5, 1e-4, "out");
   expect_close(o.lse, ref.lse, 2e-5, 1e-5, "lse");
   expect_close(o.dq, ref.dq, 2e-5, 1e-4, "dq");
@@ -132,20 +133,27 @@ void check_against_reference(const Dims& d, uint32_t seed) {
   expect_close(o.dv, ref.dv, 2e-5, 1e-4, "dv");
 }
 
-TEST(KernelsAttention, MatchesReferenceOnAwkwardShapes) {
+// At every instruction-set level this CPU has (small_gemm tiles and vector rows from Avx2 up,
+// scalar loops below); the levels it lacks skip, naming the feature.
+class KernelsAttentionAt : public kernel_test::AtCpuIsa {};
+
+TEST_P(KernelsAttentionAt, MatchesReferenceOnAwkwardShapes) {
   const Dims shapes[] = {
-      {2, 7, 7, 4, 2, 3},   // GQA, odd T, odd D
-      {1, 1, 1, 1, 1, 5},   // T = 1, one head (a single pair: GEMMs use all threads)
-      {3, 7, 7, 1, 1, 8},   // one head
-      {2, 7, 7, 4, 1, 4},   // all query heads share one kv head
-      {1, 1, 5, 4, 1, 4},   // decode step: Tq = 1 against 5 cached keys
-      {2, 3, 7, 2, 2, 6},   // Tq = 3, Tk = 7
+      {2, 7, 7, 4, 2, 3},       // GQA, odd T, odd D
+      {1, 1, 1, 1, 1, 5},       // T = 1, one head (a single pair: GEMMs use all threads)
+      {3, 7, 7, 1, 1, 8},       // one head
+      {2, 7, 7, 4, 1, 4},       // all query heads share one kv head
+      {1, 1, 5, 4, 1, 4},       // decode step: Tq = 1 against 5 cached keys
+      {2, 3, 7, 2, 2, 6},       // Tq = 3, Tk = 7
       {1, 130, 130, 2, 1, 16},  // several query blocks, ragged last block
       {1, 70, 150, 4, 2, 8},    // Tq < Tk across block boundaries
   };
   uint32_t seed = 11;
-  for (const Dims& d : shapes) check_against_reference(d, seed += 10);
+  for (const Dims& d : shapes) check_against_reference(ctx(), d, seed += 10);
 }
+
+INSTANTIATE_TEST_SUITE_P(KernelsAttention, KernelsAttentionAt, ::testing::ValuesIn(kAllCpuIsas),
+                         kernel_test::cpu_isa_test_name);
 
 TEST(KernelsAttention, BackwardReferenceMatchesFiniteDifferences) {
   // Guards the analytic reference itself: central differences of loss = sum(out * dout).
@@ -212,21 +220,26 @@ TEST(KernelsAttention, RejectsBadArguments) {
   auto t = [](const Shape& s) { return Tensor::zeros(s); };
   Tensor out = t({1, 4, 4, 8}), lse = t({1, 4, 4});
   // Query heads not a multiple of kv heads.
-  EXPECT_THROW(attention_forward(test_ctx(), out, lse, t({1, 4, 4, 8}), t({1, 4, 3, 8}), t({1, 4, 3, 8})),
-               Error);
+  EXPECT_THROW(
+      attention_forward(test_ctx(), out, lse, t({1, 4, 4, 8}), t({1, 4, 3, 8}), t({1, 4, 3, 8})),
+      Error);
   // More queries than keys.
-  EXPECT_THROW(attention_forward(test_ctx(), out, lse, t({1, 4, 4, 8}), t({1, 3, 2, 8}), t({1, 3, 2, 8})),
-               Error);
+  EXPECT_THROW(
+      attention_forward(test_ctx(), out, lse, t({1, 4, 4, 8}), t({1, 3, 2, 8}), t({1, 3, 2, 8})),
+      Error);
   // v shaped unlike k.
-  EXPECT_THROW(attention_forward(test_ctx(), out, lse, t({1, 4, 4, 8}), t({1, 4, 2, 8}), t({1, 4, 2, 4})),
-               Error);
+  EXPECT_THROW(
+      attention_forward(test_ctx(), out, lse, t({1, 4, 4, 8}), t({1, 4, 2, 8}), t({1, 4, 2, 4})),
+      Error);
   // lse of the wrong shape.
   Tensor bad_lse = t({1, 4, 3});
-  EXPECT_THROW(attention_forward(test_ctx(), out, bad_lse, t({1, 4, 4, 8}), t({1, 4, 2, 8}), t({1, 4, 2, 8})),
+  EXPECT_THROW(attention_forward(test_ctx(), out, bad_lse, t({1, 4, 4, 8}), t({1, 4, 2, 8}),
+                                 t({1, 4, 2, 8})),
                Error);
   // Integer inputs.
   Tensor qi32 = Tensor::zeros({1, 4, 4, 8}, DType::I32);
-  EXPECT_THROW(attention_forward(test_ctx(), out, lse, qi32, t({1, 4, 2, 8}), t({1, 4, 2, 8})), Error);
+  EXPECT_THROW(attention_forward(test_ctx(), out, lse, qi32, t({1, 4, 2, 8}), t({1, 4, 2, 8})),
+               Error);
   // dk shaped like q in backward.
   Tensor q = t({1, 4, 4, 8}), k = t({1, 4, 2, 8}), dq = t({1, 4, 4, 8}), dv = t({1, 4, 2, 8});
   Tensor bad_dk = t({1, 4, 4, 8});

@@ -1,14 +1,20 @@
 // CPU building blocks of attention/cross-entropy: small_gemm edge tiles and strided A, the
-// fast exps and softmax rows.
+// fast exps and softmax rows, each at every instruction-set level this CPU has (the rest skip
+// naming the missing feature); and the cpuid probe behind those levels.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <random>
+#include <sstream>
+#include <string>
 #include <vector>
 
+#include "core/kernels/cpu/cpu_isa.h"
 #include "core/kernels/cpu/fast_math.h"
 #include "core/kernels/cpu/small_gemm.h"
 #include "core/kernels/cpu/vec_math.h"
+#include "kernel_test_util.h"
 
 namespace braid::cpu {
 namespace {
@@ -21,7 +27,11 @@ std::vector<float> random_values(size_t n, uint32_t seed) {
   return v;
 }
 
-TEST(KernelsCpuBlocks, SmallGemmMatchesNaiveOnEdgeShapes) {
+// The level a test runs its building block at (unsupported levels skip).
+class KernelsCpuBlocksAt : public kernel_test::AtCpuIsa {};
+
+TEST_P(KernelsCpuBlocksAt, SmallGemmMatchesNaiveOnEdgeShapes) {
+  const CpuIsa isa = GetParam();
   uint32_t seed = 1;
   for (int64_t M : {1, 5, 6, 7, 13})
     for (int64_t N : {1, 8, 9, 16, 23, 33})
@@ -31,17 +41,17 @@ TEST(KernelsCpuBlocks, SmallGemmMatchesNaiveOnEdgeShapes) {
             // A stored (M, K) with row stride K + 3, or (K, M) with row stride M + 2.
             const int64_t a_rs = transposed_a ? 1 : K + 3, a_cs = transposed_a ? M + 2 : 1;
             const int64_t ldb = N + 5, ldc = N + 4;
-            const auto a = random_values(static_cast<size_t>((transposed_a ? K : M) *
-                                                             (transposed_a ? M + 2 : K + 3)) + 1,
-                                         ++seed);
+            const auto a = random_values(
+                static_cast<size_t>((transposed_a ? K : M) * (transposed_a ? M + 2 : K + 3)) + 1,
+                ++seed);
             const auto b = random_values(static_cast<size_t>(K * ldb) + 1, ++seed);
             auto c = random_values(static_cast<size_t>(M * ldc), ++seed);
             const auto c0 = c;
             if (!accumulate)  // without accumulate C must not be read
               for (int64_t i = 0; i < M; ++i)
                 for (int64_t j = 0; j < N; ++j) c[i * ldc + j] = NAN;
-            small_gemm(M, N, K, 0.5f, a.data(), a_rs, a_cs, b.data(), ldb, accumulate, c.data(),
-                       ldc);
+            small_gemm(isa, M, N, K, 0.5f, a.data(), a_rs, a_cs, b.data(), ldb, accumulate,
+                       c.data(), ldc);
             for (int64_t i = 0; i < M; ++i) {
               for (int64_t j = 0; j < N; ++j) {
                 double want = accumulate ? c0[i * ldc + j] : 0.0;
@@ -69,17 +79,18 @@ TEST(KernelsCpuBlocks, ExpApproxIsAccurate) {
 // A diverged run feeds NaN logits to softmax: the result is NaN, and computing it is defined
 // behaviour (the sanitizer build once reported signed overflow in exp_approx's exponent bits).
 // volatile keeps the compiler from folding the NaN path away at compile time.
-TEST(KernelsCpuBlocks, NanInputsStayNanWithoutUndefinedBehaviour) {
+TEST_P(KernelsCpuBlocksAt, NanInputsStayNanWithoutUndefinedBehaviour) {
   volatile float nan_in = NAN;
   EXPECT_TRUE(std::isnan(exp_approx(nan_in)));
   EXPECT_TRUE(std::isnan(exp_f32(nan_in)));
   std::vector<float> row(19, 0.5f);
   row[3] = nan_in;
-  softmax_row(row.data(), static_cast<int64_t>(row.size()), 1.0f);
+  softmax_row(GetParam(), row.data(), static_cast<int64_t>(row.size()), 1.0f);
   EXPECT_TRUE(std::isnan(row[0]));
 }
 
-TEST(KernelsCpuBlocks, SoftmaxRowsMatchDouble) {
+TEST_P(KernelsCpuBlocksAt, SoftmaxRowsMatchDouble) {
+  const CpuIsa isa = GetParam();
   for (int64_t n : {1, 7, 8, 16, 31, 100}) {
     auto s = random_values(static_cast<size_t>(n), static_cast<uint32_t>(n));
     for (auto& x : s) x *= 30.0f;
@@ -87,15 +98,87 @@ TEST(KernelsCpuBlocks, SoftmaxRowsMatchDouble) {
     double m = -1e300, sum = 0;
     for (float x : in) m = std::max(m, double(x));
     for (float x : in) sum += std::exp(x - m);
-    const float lse = softmax_row(s.data(), n, 2.0f);
+    const float lse = softmax_row(isa, s.data(), n, 2.0f);
     EXPECT_NEAR(lse, m + std::log(sum), 1e-5 * std::abs(m) + 1e-6) << n;
     for (int64_t j = 0; j < n; ++j) {
       ASSERT_NEAR(s[j], 2.0 * std::exp(in[j] - m) / sum, 1e-6) << n << " " << j;
       s[j] = in[j];
     }
-    exp_shifted_row(s.data(), n, lse);
+    exp_shifted_row(isa, s.data(), n, lse);
     for (int64_t j = 0; j < n; ++j) ASSERT_NEAR(s[j], std::exp(in[j] - m) / sum, 1e-6);
   }
+}
+
+TEST_P(KernelsCpuBlocksAt, DotAndSoftmaxGradRowsMatchDouble) {
+  const CpuIsa isa = GetParam();
+  for (int64_t n : {1, 7, 8, 16, 31, 100}) {
+    const auto a = random_values(static_cast<size_t>(n), 11), b = random_values(n, 12);
+    double want = 0;
+    for (int64_t j = 0; j < n; ++j) want += double(a[j]) * b[j];
+    EXPECT_NEAR(dot_row(isa, a.data(), b.data(), n), want, 1e-5) << n;
+    auto dp = b;
+    softmax_grad_row(isa, dp.data(), a.data(), n, 0.25f, 3.0f);
+    for (int64_t j = 0; j < n; ++j)
+      ASSERT_NEAR(dp[j], a[j] * (double(b[j]) - 0.25) * 3.0, 1e-6) << n << " " << j;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(KernelsCpuBlocks, KernelsCpuBlocksAt, ::testing::ValuesIn(kAllCpuIsas),
+                         kernel_test::cpu_isa_test_name);
+
+// The cpuid probe against the kernel's view of the CPU (/proc/cpuinfo lists a feature only
+// when the CPU has it and, for AVX and AVX-512, the kernel enabled its registers): each level up
+// to avx512_bf16 is detected exactly when all of its flags, and those of the levels below, are
+// there. AMX also needs the kernel to grant tile data (Linux 5.16+; older kernels list
+// amx_tile all the same), so with the flags present the probe may still refuse it, saying why.
+TEST(KernelsCpuBlocks, DetectedLevelMatchesProcCpuinfo) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "not an x86-64 build: every level above scalar is unavailable";
+#endif
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, flags;
+  while (flags.empty() && std::getline(in, line))
+    if (line.rfind("flags", 0) == 0) flags.append(" ").append(line.substr(line.find(':') + 1)).append(" ");
+  if (flags.empty()) GTEST_SKIP() << "no /proc/cpuinfo flags line to compare the probe with";
+  auto has = [&](const char* f) {
+    return flags.find(std::string(" ") + f + " ") != std::string::npos;
+  };
+  struct Level {
+    CpuIsa isa;
+    std::vector<const char*> flags;
+  };
+  const Level levels[] = {{CpuIsa::Avx2, {"avx2", "fma", "f16c"}},
+                          {CpuIsa::Avx512, {"avx512f", "avx512dq", "avx512bw", "avx512vl"}},
+                          {CpuIsa::Avx512Bf16, {"avx512_bf16"}},
+                          {CpuIsa::Amx, {"amx_bf16", "amx_tile"}}};
+  CpuIsa listed = CpuIsa::Scalar;
+  for (const Level& l : levels) {
+    bool all = true;
+    for (const char* f : l.flags) all = all && has(f);
+    if (!all) break;
+    listed = l.isa;
+  }
+  const CpuIsa detected = cpu_isa_detected();
+  if (listed == CpuIsa::Amx && detected == CpuIsa::Avx512Bf16) {
+    EXPECT_NE(cpu_isa_missing(CpuIsa::Amx).find("enabled by the OS"), std::string::npos);
+  } else {
+    EXPECT_EQ(cpu_isa_name(detected), cpu_isa_name(listed)) << "flags:" << flags;
+  }
+  for (CpuIsa isa : kAllCpuIsas) {
+    EXPECT_EQ(cpu_isa_supported(isa), isa <= detected) << cpu_isa_name(isa);
+    EXPECT_EQ(cpu_isa_missing(isa).empty(), isa <= detected) << cpu_isa_missing(isa);
+  }
+}
+
+TEST(KernelsCpuBlocks, LevelNamesRoundTrip) {
+  for (CpuIsa isa : kAllCpuIsas) {
+    CpuIsa parsed = CpuIsa::Scalar;
+    EXPECT_TRUE(parse_cpu_isa(cpu_isa_name(isa), &parsed)) << cpu_isa_name(isa);
+    EXPECT_EQ(parsed, isa);
+  }
+  CpuIsa parsed = CpuIsa::Scalar;
+  EXPECT_FALSE(parse_cpu_isa("avx512bf16", &parsed));
+  EXPECT_FALSE(parse_cpu_isa("", &parsed));
 }
 
 }  // namespace

@@ -25,14 +25,14 @@ std::vector<float> random_values(int64_t n, uint32_t seed, float amp) {
 
 struct Problem {
   int64_t N, C, V;
-  std::vector<float> x, w;   // x: (N, C); w: (V, C)
+  std::vector<float> x, w;       // x: (N, C); w: (V, C)
   std::vector<int32_t> targets;  // (N)
   float grad_scale;
 };
 
 Problem make_problem(int64_t N, int64_t C, int64_t V, uint32_t seed, float amp = 1.0f) {
-  Problem p{N, C, V, random_values(N * C, seed, amp), random_values(V * C, seed + 1, amp), {},
-            0.37f};
+  Problem p{N,  C,    V, random_values(N * C, seed, amp), random_values(V * C, seed + 1, amp),
+            {}, 0.37f};
   std::mt19937 gen(seed + 2);
   for (int64_t i = 0; i < N; ++i)
     p.targets.push_back(i % 4 == 1 ? -1 : static_cast<int32_t>(gen() % static_cast<uint32_t>(V)));
@@ -71,11 +71,10 @@ Ref reference(const Problem& p) {
   return r;
 }
 
-
 std::vector<float> dw_prefill(const Problem& p) { return random_values(p.V * p.C, 99, 2.0f); }
 
 // Runs forward + backward with dw pre-filled and dx full of NaN; checks all three outputs.
-void check_full(const Problem& p, double atol) {
+void check_full(ExecContext& ctx, const Problem& p, double atol) {
   Tensor x = Tensor::from_vector(p.x, {p.N, p.C}), w = Tensor::from_vector(p.w, {p.V, p.C});
   Tensor targets = Tensor::from_vector_i32(p.targets, {p.N});
   Tensor losses = Tensor::empty({p.N}), dx = Tensor::empty({p.N, p.C});
@@ -83,7 +82,7 @@ void check_full(const Problem& p, double atol) {
   dx.fill_(NAN);  // dx is overwritten, so garbage must not leak through
   const std::vector<float> pre = dw_prefill(p);
   Tensor dw = Tensor::from_vector(pre, {p.V, p.C});
-  lm_head_cross_entropy(test_ctx(), losses, dx, dw, x, w, targets, p.grad_scale);
+  lm_head_cross_entropy(ctx, losses, dx, dw, x, w, targets, p.grad_scale);
 
   Ref r = reference(p);
   for (size_t i = 0; i < pre.size(); ++i) r.dw[i] += pre[i];  // dw accumulates
@@ -92,20 +91,27 @@ void check_full(const Problem& p, double atol) {
   expect_close(dw, r.dw, atol, 1e-4, "dw");
 }
 
-TEST(KernelsCrossEntropy, MatchesReferenceWithIgnoredRowsAndOddVocab) {
-  check_full(make_problem(9, 5, 11, 1), 1e-5);
+// At every instruction-set level this CPU has (the softmax rows are AVX2 from Avx2 up, scalar
+// below); the levels it lacks skip, naming the feature.
+class KernelsCrossEntropyAt : public kernel_test::AtCpuIsa {};
+
+TEST_P(KernelsCrossEntropyAt, MatchesReferenceWithIgnoredRowsAndOddVocab) {
+  check_full(ctx(), make_problem(9, 5, 11, 1), 1e-5);
 }
 
-TEST(KernelsCrossEntropy, MatchesReferenceAcrossChunks) {
+TEST_P(KernelsCrossEntropyAt, MatchesReferenceAcrossChunks) {
   // 600 rows with a tiny vocabulary span two row chunks.
-  check_full(make_problem(600, 7, 16, 2), 2e-5);
+  check_full(ctx(), make_problem(600, 7, 16, 2), 2e-5);
 }
 
-TEST(KernelsCrossEntropy, StableForLargeLogits) {
+TEST_P(KernelsCrossEntropyAt, StableForLargeLogits) {
   // Logits in the hundreds: a naive exp would overflow.
   Problem p = make_problem(6, 8, 13, 3, 6.0f);
-  check_full(p, 2e-3);
+  check_full(ctx(), p, 2e-3);
 }
+
+INSTANTIATE_TEST_SUITE_P(KernelsCrossEntropy, KernelsCrossEntropyAt,
+                         ::testing::ValuesIn(kAllCpuIsas), kernel_test::cpu_isa_test_name);
 
 TEST(KernelsCrossEntropy, ForwardOnlyLeavesDwUntouched) {
   const Problem p = make_problem(10, 6, 11, 4);
@@ -192,7 +198,8 @@ TEST(KernelsCrossEntropy, RejectsBadShapesAndDtypes) {
   Tensor bad_dw = Tensor::zeros({10, 3});
   EXPECT_THROW(lm_head_cross_entropy(test_ctx(), losses, dx, bad_dw, x, w, targets, 1.0f), Error);
   Tensor short_losses = Tensor::zeros({3});
-  EXPECT_THROW(lm_head_cross_entropy(test_ctx(), short_losses, none, none, x, w, targets, 1.0f), Error);
+  EXPECT_THROW(lm_head_cross_entropy(test_ctx(), short_losses, none, none, x, w, targets, 1.0f),
+               Error);
 }
 
 }  // namespace

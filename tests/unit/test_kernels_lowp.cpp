@@ -1,10 +1,13 @@
 // Every dtype-generic kernel with bf16 and f16 storage against its f32 version: inputs hold
 // values the 16-bit type can represent, so the only allowed difference is the rounding of
 // the outputs (per-dtype tolerance); f32 outputs (statistics, parameter gradients) must match.
+// Each test runs once per instruction-set level this CPU has (conversion path, bf16 GEMM plan,
+// vector rows), on a context at that level; the levels it lacks skip, naming the feature.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "core/kernels/activation.h"
 #include "core/kernels/attention.h"
@@ -51,13 +54,16 @@ void expect_same_f32(const Tensor& got, const Tensor& ref, const std::string& wh
   EXPECT_TRUE(bitwise_equal(got, ref)) << what << " differs from the f32 kernel";
 }
 
-TEST(KernelsLowp, LinearForwardBackwardWidenedAndNativeGemm) {
-  // The default plan widens bf16 here; {reference, native} runs gemm_bf16's native code path,
-  // the one an AVX512_BF16/AMX CPU takes with oneDNN.
+class KernelsLowp : public AtCpuIsa {};
+
+TEST_P(KernelsLowp, LinearForwardBackwardWidenedAndNativeGemm) {
+  // The level's default plan (native bf16 from AVX512_BF16 up where oneDNN has it, widening
+  // below); {reference, native} runs gemm_bf16's native code path on every CPU.
   ExecOptions opts;
+  opts.cpu_isa = GetParam();
   opts.gemm = GemmPlan{GemmBackend::Reference, Bf16Mode::Native};
   ExecContext native(opts);
-  for (ExecContext* ctx : {&test_ctx(), &native}) {
+  for (ExecContext* ctx : {&ctx(), &native}) {
     for (DType t : kLow) {
       SCOPED_TRACE(std::string(dtype_name(t)) + (ctx == &native ? " native" : " default"));
       const int64_t N = 6, IN = 33, OUT = 17;
@@ -81,7 +87,7 @@ TEST(KernelsLowp, LinearForwardBackwardWidenedAndNativeGemm) {
   }
 }
 
-TEST(KernelsLowp, LayerNormAndRmsNormKeepF32Statistics) {
+TEST_P(KernelsLowp, LayerNormAndRmsNormKeepF32Statistics) {
   for (DType t : kLow) {
     SCOPED_TRACE(dtype_name(t));
     const int64_t N = 5, C = 24;
@@ -89,96 +95,96 @@ TEST(KernelsLowp, LayerNormAndRmsNormKeepF32Statistics) {
     Tensor dy = rnd({N, C}, 13, t);
     Tensor y = Tensor::empty({N, C}), mean = Tensor::empty({N}), rstd = Tensor::empty({N});
     Tensor ylo = Tensor::empty({N, C}, t), mean2 = Tensor::empty({N}), rstd2 = Tensor::empty({N});
-    layernorm_forward(test_ctx(), y, mean, rstd, x, w, b, 1e-5f);
-    layernorm_forward(test_ctx(), ylo, mean2, rstd2, as(x, t), as(w, t), as(b, t), 1e-5f);
+    layernorm_forward(ctx(), y, mean, rstd, x, w, b, 1e-5f);
+    layernorm_forward(ctx(), ylo, mean2, rstd2, as(x, t), as(w, t), as(b, t), 1e-5f);
     expect_low(ylo, y, t, "ln y");
     expect_same_f32(mean2, mean, "ln mean");
     expect_same_f32(rstd2, rstd, "ln rstd");
     Tensor dx = Tensor::empty({N, C}), dxlo = Tensor::empty({N, C}, t);
     Tensor dw = Tensor::zeros({C}), db = Tensor::zeros({C}), dw2 = Tensor::zeros({C}),
            db2 = Tensor::zeros({C});
-    layernorm_backward(test_ctx(), dx, dw, db, dy, x, w, mean, rstd);
-    layernorm_backward(test_ctx(), dxlo, dw2, db2, as(dy, t), as(x, t), as(w, t), mean2, rstd2);
+    layernorm_backward(ctx(), dx, dw, db, dy, x, w, mean, rstd);
+    layernorm_backward(ctx(), dxlo, dw2, db2, as(dy, t), as(x, t), as(w, t), mean2, rstd2);
     expect_low(dxlo, dx, t, "ln dx");
     expect_same_f32(dw2, dw, "ln dw");
     expect_same_f32(db2, db, "ln db");
 
     Tensor ry = Tensor::empty({N, C}), rylo = Tensor::empty({N, C}, t);
     Tensor rr = Tensor::empty({N}), rr2 = Tensor::empty({N});
-    rmsnorm_forward(test_ctx(), ry, rr, x, w, 1e-6f);
-    rmsnorm_forward(test_ctx(), rylo, rr2, as(x, t), as(w, t), 1e-6f);
+    rmsnorm_forward(ctx(), ry, rr, x, w, 1e-6f);
+    rmsnorm_forward(ctx(), rylo, rr2, as(x, t), as(w, t), 1e-6f);
     expect_low(rylo, ry, t, "rms y");
     expect_same_f32(rr2, rr, "rms rstd");
     Tensor rdx = Tensor::empty({N, C}), rdxlo = Tensor::empty({N, C}, t);
     Tensor rdw = Tensor::zeros({C}), rdw2 = Tensor::zeros({C});
-    rmsnorm_backward(test_ctx(), rdx, rdw, dy, x, w, rr);
-    rmsnorm_backward(test_ctx(), rdxlo, rdw2, as(dy, t), as(x, t), as(w, t), rr2);
+    rmsnorm_backward(ctx(), rdx, rdw, dy, x, w, rr);
+    rmsnorm_backward(ctx(), rdxlo, rdw2, as(dy, t), as(x, t), as(w, t), rr2);
     expect_low(rdxlo, rdx, t, "rms dx");
     expect_same_f32(rdw2, rdw, "rms dw");
     // The saved statistics must be f32: a bf16 rstd is refused, naming it.
     Tensor bad = Tensor::empty({N}, t);
-    expect_error_with([&] { rmsnorm_forward(test_ctx(), rylo, bad, as(x, t), as(w, t), 1e-6f); },
+    expect_error_with([&] { rmsnorm_forward(ctx(), rylo, bad, as(x, t), as(w, t), 1e-6f); },
                       {"rstd"});
   }
 }
 
-TEST(KernelsLowp, EmbeddingForwardAndF32TableGradients) {
+TEST_P(KernelsLowp, EmbeddingForwardAndF32TableGradients) {
   for (DType t : kLow) {
     SCOPED_TRACE(dtype_name(t));
     const int64_t B = 2, T = 5, V = 11, C = 8, P = 9;
     Tensor wte = rnd({V, C}, 20, t), wpe = rnd({P, C}, 21, t);
     Tensor tokens = Tensor::from_vector_i32({1, 3, 5, 3, 0, 10, 2, 2, 7, 1}, {B, T});
     Tensor out = Tensor::empty({B, T, C}), outlo = Tensor::empty({B, T, C}, t);
-    embedding_forward(test_ctx(), out, tokens, wte, wpe, 2);
-    embedding_forward(test_ctx(), outlo, tokens, as(wte, t), as(wpe, t), 2);
+    embedding_forward(ctx(), out, tokens, wte, wpe, 2);
+    embedding_forward(ctx(), outlo, tokens, as(wte, t), as(wpe, t), 2);
     expect_low(outlo, out, t, "embedding out");
     Tensor dout = rnd({B, T, C}, 22, t);
     Tensor dwte = Tensor::zeros({V, C}), dwpe = Tensor::zeros({P, C});
     Tensor dwte2 = Tensor::zeros({V, C}), dwpe2 = Tensor::zeros({P, C});
-    embedding_backward(test_ctx(), dwte, dwpe, dout, tokens, 2);
-    embedding_backward(test_ctx(), dwte2, dwpe2, as(dout, t), tokens, 2);
+    embedding_backward(ctx(), dwte, dwpe, dout, tokens, 2);
+    embedding_backward(ctx(), dwte2, dwpe2, as(dout, t), tokens, 2);
     expect_same_f32(dwte2, dwte, "dwte");
     expect_same_f32(dwpe2, dwpe, "dwpe");
   }
 }
 
-TEST(KernelsLowp, GeluSwigluAndRope) {
+TEST_P(KernelsLowp, GeluSwigluAndRope) {
   for (DType t : kLow) {
     SCOPED_TRACE(dtype_name(t));
     const Shape s = {4, 3, 2, 8};  // also (B, T, H, D) for RoPE
     Tensor x = rnd(s, 30, t, -4, 4), u = rnd(s, 31, t), dy = rnd(s, 32, t);
     Tensor y = Tensor::empty(s), ylo = Tensor::empty(s, t);
-    gelu_forward(test_ctx(), y, x);
-    gelu_forward(test_ctx(), ylo, as(x, t));
+    gelu_forward(ctx(), y, x);
+    gelu_forward(ctx(), ylo, as(x, t));
     expect_low(ylo, y, t, "gelu y");
     Tensor dx = Tensor::empty(s), dxlo = Tensor::empty(s, t);
-    gelu_backward(test_ctx(), dx, dy, x);
-    gelu_backward(test_ctx(), dxlo, as(dy, t), as(x, t));
+    gelu_backward(ctx(), dx, dy, x);
+    gelu_backward(ctx(), dxlo, as(dy, t), as(x, t));
     expect_low(dxlo, dx, t, "gelu dx");
     const Shape s2 = {24, 8};  // SwiGLU takes (N, F)
     Tensor x2 = x.view(s2), u2 = u.view(s2), dy2 = dy.view(s2);
     Tensor y2 = Tensor::empty(s2), ylo2 = Tensor::empty(s2, t);
-    swiglu_forward(test_ctx(), y2, x2, u2);
-    swiglu_forward(test_ctx(), ylo2, as(x2, t), as(u2, t));
+    swiglu_forward(ctx(), y2, x2, u2);
+    swiglu_forward(ctx(), ylo2, as(x2, t), as(u2, t));
     expect_low(ylo2, y2, t, "swiglu y");
     Tensor dg = Tensor::empty(s2), du = Tensor::empty(s2);
     Tensor dglo = Tensor::empty(s2, t), dulo = Tensor::empty(s2, t);
-    swiglu_backward(test_ctx(), dg, du, dy2, x2, u2);
-    swiglu_backward(test_ctx(), dglo, dulo, as(dy2, t), as(x2, t), as(u2, t));
+    swiglu_backward(ctx(), dg, du, dy2, x2, u2);
+    swiglu_backward(ctx(), dglo, dulo, as(dy2, t), as(x2, t), as(u2, t));
     expect_low(dglo, dg, t, "swiglu dgate");
     expect_low(dulo, du, t, "swiglu dup");
     Tensor r = x.clone(), rlo = as(x, t);  // in place
-    rope_forward(test_ctx(), r, 3, 10000.0f);
-    rope_forward(test_ctx(), rlo, 3, 10000.0f);
+    rope_forward(ctx(), r, 3, 10000.0f);
+    rope_forward(ctx(), rlo, 3, 10000.0f);
     expect_low(rlo, r, t, "rope forward");
     Tensor rb = dy.clone(), rblo = as(dy, t);
-    rope_backward(test_ctx(), rb, 3, 10000.0f);
-    rope_backward(test_ctx(), rblo, 3, 10000.0f);
+    rope_backward(ctx(), rb, 3, 10000.0f);
+    rope_backward(ctx(), rblo, 3, 10000.0f);
     expect_low(rblo, rb, t, "rope backward");
   }
 }
 
-TEST(KernelsLowp, AttentionWithF32LogSumExp) {
+TEST_P(KernelsLowp, AttentionWithF32LogSumExp) {
   for (DType t : kLow) {
     SCOPED_TRACE(dtype_name(t));
     const int64_t B = 2, T = 7, Hq = 4, Hkv = 2, D = 8;
@@ -186,8 +192,8 @@ TEST(KernelsLowp, AttentionWithF32LogSumExp) {
            v = rnd({B, T, Hkv, D}, 42, t), dout = rnd({B, T, Hq, D}, 43, t);
     Tensor out = Tensor::empty({B, T, Hq, D}), lse = Tensor::empty({B, Hq, T});
     Tensor outlo = Tensor::empty({B, T, Hq, D}, t), lse2 = Tensor::empty({B, Hq, T});
-    attention_forward(test_ctx(), out, lse, q, k, v);
-    attention_forward(test_ctx(), outlo, lse2, as(q, t), as(k, t), as(v, t));
+    attention_forward(ctx(), out, lse, q, k, v);
+    attention_forward(ctx(), outlo, lse2, as(q, t), as(k, t), as(v, t));
     expect_low(outlo, out, t, "attention out");
     expect_same_f32(lse2, lse, "lse");
     // The backward reads the stored (rounded) output, so the f32 reference does too.
@@ -196,16 +202,16 @@ TEST(KernelsLowp, AttentionWithF32LogSumExp) {
            dv = Tensor::empty(v.shape());
     Tensor dqlo = Tensor::empty(q.shape(), t), dklo = Tensor::empty(k.shape(), t),
            dvlo = Tensor::empty(v.shape(), t);
-    attention_backward(test_ctx(), dq, dk, dv, dout, q, k, v, out_r, lse);
-    attention_backward(test_ctx(), dqlo, dklo, dvlo, as(dout, t), as(q, t), as(k, t), as(v, t),
-                       outlo, lse2);
+    attention_backward(ctx(), dq, dk, dv, dout, q, k, v, out_r, lse);
+    attention_backward(ctx(), dqlo, dklo, dvlo, as(dout, t), as(q, t), as(k, t), as(v, t), outlo,
+                       lse2);
     expect_low(dqlo, dq, t, "dq", 1e-5);
     expect_low(dklo, dk, t, "dk", 1e-5);
     expect_low(dvlo, dv, t, "dv", 1e-5);
   }
 }
 
-TEST(KernelsLowp, LmHeadCrossEntropyF32LossAndWeightGradient) {
+TEST_P(KernelsLowp, LmHeadCrossEntropyF32LossAndWeightGradient) {
   for (DType t : kLow) {
     SCOPED_TRACE(dtype_name(t));
     const int64_t N = 9, C = 16, V = 37;
@@ -214,53 +220,56 @@ TEST(KernelsLowp, LmHeadCrossEntropyF32LossAndWeightGradient) {
     Tensor losses = Tensor::empty({N}), losses2 = Tensor::empty({N});
     Tensor dx = Tensor::empty({N, C}), dxlo = Tensor::empty({N, C}, t);
     Tensor dw = Tensor::zeros({V, C}), dw2 = Tensor::zeros({V, C});
-    lm_head_cross_entropy(test_ctx(), losses, dx, dw, x, w, targets, 0.125f);
-    lm_head_cross_entropy(test_ctx(), losses2, dxlo, dw2, as(x, t), as(w, t), targets, 0.125f);
+    lm_head_cross_entropy(ctx(), losses, dx, dw, x, w, targets, 0.125f);
+    lm_head_cross_entropy(ctx(), losses2, dxlo, dw2, as(x, t), as(w, t), targets, 0.125f);
     expect_same_f32(losses2, losses, "losses");
     expect_low(dxlo, dx, t, "lm head dx");
     expect_same_f32(dw2, dw, "lm head dw");
   }
 }
 
-TEST(KernelsLowp, AddCopiesCastAndNorms) {
+TEST_P(KernelsLowp, AddCopiesCastAndNorms) {
   for (DType t : kLow) {
     SCOPED_TRACE(dtype_name(t));
     const int64_t N = 3, W0 = 4, W1 = 6;
     Tensor a = rnd({N, W0 + W1}, 60, t), b = rnd({N, W0 + W1}, 61, t);
     Tensor y = Tensor::empty(a.shape()), ylo = Tensor::empty(a.shape(), t);
-    add(test_ctx(), y, a, b);
-    add(test_ctx(), ylo, as(a, t), as(b, t));
+    add(ctx(), y, a, b);
+    add(ctx(), ylo, as(a, t), as(b, t));
     expect_low(ylo, y, t, "add");
     Tensor acc = a.clone(), acclo = as(a, t);
-    add_inplace(test_ctx(), acc, b);
-    add_inplace(test_ctx(), acclo, as(b, t));
+    add_inplace(ctx(), acc, b);
+    add_inplace(ctx(), acclo, as(b, t));
     expect_low(acclo, acc, t, "add_inplace");
     Tensor sc = a.clone(), sclo = as(a, t);
-    scale_inplace(test_ctx(), sc, 0.3f);
-    scale_inplace(test_ctx(), sclo, 0.3f);
+    scale_inplace(ctx(), sc, 0.3f);
+    scale_inplace(ctx(), sclo, 0.3f);
     expect_low(sclo, sc, t, "scale_inplace");
-    EXPECT_EQ(sum_squares(test_ctx(), as(a, t)), sum_squares(test_ctx(), a));
+    EXPECT_EQ(sum_squares(ctx(), as(a, t)), sum_squares(ctx(), a));
     // Copies move the 16-bit values bit for bit.
     Tensor src = as(a, t), p0 = Tensor::empty({N, W0}, t), p1 = Tensor::empty({N, W1}, t);
-    split_columns(test_ctx(), {&p0, &p1}, src);
+    split_columns(ctx(), {&p0, &p1}, src);
     Tensor back = Tensor::empty(src.shape(), t);
-    concat_columns(test_ctx(), back, {&p0, &p1});
+    concat_columns(ctx(), back, {&p0, &p1});
     EXPECT_TRUE(bitwise_equal(back, src));
     EXPECT_EQ(p1.to(DType::F32).f32()[0], a.f32()[W0]);
     Tensor cache = Tensor::zeros({5, W0 + W1}, t);
-    copy_rows(test_ctx(), cache, 2, src);
+    copy_rows(ctx(), cache, 2, src);
     EXPECT_TRUE(bitwise_equal(cache.slice0(2, 5), src));
     // cast: f32 -> t rounds like Tensor::to; t -> f32 is exact.
     Tensor wide = random_tensor({N, W0 + W1}, 62), narrow = Tensor::empty(wide.shape(), t);
-    cast(test_ctx(), narrow, wide);
+    cast(ctx(), narrow, wide);
     EXPECT_TRUE(bitwise_equal(narrow, wide.to(t)));
     Tensor again = Tensor::empty(wide.shape());
-    cast(test_ctx(), again, narrow);
+    cast(ctx(), again, narrow);
     EXPECT_TRUE(bitwise_equal(again, narrow.to(DType::F32)));
   }
   Tensor ids = Tensor::from_vector_i32({1, 2}, {2}), y = Tensor::empty({2}, DType::BF16);
-  expect_error_with([&] { gelu_forward(test_ctx(), y, ids); }, {"gelu_forward", "i32"});
+  expect_error_with([&] { gelu_forward(ctx(), y, ids); }, {"gelu_forward", "i32"});
 }
+
+INSTANTIATE_TEST_SUITE_P(KernelsLowp, KernelsLowp, ::testing::ValuesIn(kAllCpuIsas),
+                         kernel_test::cpu_isa_test_name);
 
 }  // namespace
 }  // namespace braid

@@ -70,34 +70,34 @@ void transpose_head(float* kt, const float* k_head, int64_t Tk, int64_t D, int64
 constexpr int64_t kPanel = 6;
 
 // s (rows, *) = alpha * a (rows, D) @ bt (D, *), each panel only up to its visible keys.
-void causal_scores(int64_t rows, int64_t base, int64_t D, float alpha, const float* a, int64_t lda,
-                   const float* bt, int64_t ldbt, float* s, int64_t lds) {
+void causal_scores(CpuIsa isa, int64_t rows, int64_t base, int64_t D, float alpha, const float* a,
+                   int64_t lda, const float* bt, int64_t ldbt, float* s, int64_t lds) {
   for (int64_t r0 = 0; r0 < rows; r0 += kPanel) {
     const int64_t pr = std::min(kPanel, rows - r0);
-    cpu::small_gemm(pr, base + r0 + pr, D, alpha, a + r0 * lda, lda, 1, bt, ldbt, false,
+    cpu::small_gemm(isa, pr, base + r0 + pr, D, alpha, a + r0 * lda, lda, 1, bt, ldbt, false,
                     s + r0 * lds, lds);
   }
 }
 
 // c (rows, D) = p (rows, *) @ x (*, D), each panel summing only over its visible keys.
-void causal_rows_product(int64_t rows, int64_t base, int64_t D, const float* p, int64_t ldp,
-                         const float* x, int64_t ldx, float* c, int64_t ldc) {
+void causal_rows_product(CpuIsa isa, int64_t rows, int64_t base, int64_t D, const float* p,
+                         int64_t ldp, const float* x, int64_t ldx, float* c, int64_t ldc) {
   for (int64_t r0 = 0; r0 < rows; r0 += kPanel) {
     const int64_t pr = std::min(kPanel, rows - r0);
-    cpu::small_gemm(pr, D, base + r0 + pr, 1.0f, p + r0 * ldp, ldp, 1, x, ldx, false, c + r0 * ldc,
-                    ldc);
+    cpu::small_gemm(isa, pr, D, base + r0 + pr, 1.0f, p + r0 * ldp, ldp, 1, x, ldx, false,
+                    c + r0 * ldc, ldc);
   }
 }
 
 // c (base + rows, D) += p^T @ x (rows, D), each key panel summing only over the rows that see
 // it. p must be zero past each row's visible keys.
-void causal_keys_accumulate(int64_t rows, int64_t base, int64_t D, const float* p, int64_t ldp,
-                            const float* x, int64_t ldx, float* c, int64_t ldc) {
+void causal_keys_accumulate(CpuIsa isa, int64_t rows, int64_t base, int64_t D, const float* p,
+                            int64_t ldp, const float* x, int64_t ldx, float* c, int64_t ldc) {
   const int64_t nk = base + rows;
   for (int64_t j0 = 0; j0 < nk; j0 += kPanel) {
     const int64_t pj = std::min(kPanel, nk - j0);
     const int64_t first_row = std::max<int64_t>(0, j0 - base);
-    cpu::small_gemm(pj, D, rows - first_row, 1.0f, p + first_row * ldp + j0, 1, ldp,
+    cpu::small_gemm(isa, pj, D, rows - first_row, 1.0f, p + first_row * ldp + j0, 1, ldp,
                     x + first_row * ldx, ldx, true, c + j0 * ldc, ldc);
   }
 }
@@ -124,6 +124,7 @@ void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor&
   if (out.numel() == 0) return;
 
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.D));
+  const CpuIsa isa = ctx.cpu_isa();
   const float* qp = q.f32();  // q: (B, Tq, Hq, D)
   const float* kp = k.f32();  // k: (B, Tk, Hkv, D)
   const float* vp = v.f32();  // v: (B, Tk, Hkv, D)
@@ -151,14 +152,14 @@ void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor&
         const int64_t rows = std::min(kQueryBlock, d.Tq - i0);
         const int64_t nk = d.offset() + i0 + rows;  // keys visible to the block's last row
         const int64_t base = d.offset() + i0;
-        causal_scores(rows, base, d.D, scale, q_bh + i0 * ldq, ldq, kt, d.Tk, s, nk);
+        causal_scores(isa, rows, base, d.D, scale, q_bh + i0 * ldq, ldq, kt, d.Tk, s, nk);
         for (int64_t r = 0; r < rows; ++r) {
           float* row = s + r * nk;
           const int64_t visible = d.offset() + i0 + r + 1;
-          lse_bh[i0 + r] = cpu::softmax_row(row, visible, 1.0f);
+          lse_bh[i0 + r] = cpu::softmax_row(isa, row, visible, 1.0f);
           std::memset(row + visible, 0, sizeof(float) * static_cast<size_t>(nk - visible));
         }
-        causal_rows_product(rows, base, d.D, s, nk, v_bh, ldk, o_bh + i0 * ldq, ldq);
+        causal_rows_product(isa, rows, base, d.D, s, nk, v_bh, ldk, o_bh + i0 * ldq, ldq);
       }
     }
   }
@@ -197,6 +198,7 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
   }
 
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.D));
+  const CpuIsa isa = ctx.cpu_isa();
   const float* qp = q.f32();        // q: (B, Tq, Hq, D)
   const float* kp = k.f32();        // k: (B, Tk, Hkv, D)
   const float* vp = v.f32();        // v: (B, Tk, Hkv, D)
@@ -246,23 +248,23 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
           const float* do_blk = doutp + q_base + i0 * ldq;
           float* dq_blk = dqp + q_base + i0 * ldq;
           const int64_t base = d.offset() + i0;
-          causal_scores(rows, base, d.D, scale, q_blk, ldq, kt, d.Tk, p, nk);
-          causal_scores(rows, base, d.D, 1.0f, do_blk, ldq, vt, d.Tk, ds, nk);
+          causal_scores(isa, rows, base, d.D, scale, q_blk, ldq, kt, d.Tk, p, nk);
+          causal_scores(isa, rows, base, d.D, 1.0f, do_blk, ldq, vt, d.Tk, ds, nk);
           for (int64_t r = 0; r < rows; ++r) {
             const int64_t visible = d.offset() + i0 + r + 1;
             const size_t masked = static_cast<size_t>(nk - visible);
             float* p_row = p + r * nk;
             float* ds_row = ds + r * nk;
-            cpu::exp_shifted_row(p_row, visible, lse_bh[i0 + r]);
+            cpu::exp_shifted_row(isa, p_row, visible, lse_bh[i0 + r]);
             std::memset(p_row + visible, 0, sizeof(float) * masked);
             // sum_j p_j dp_j equals dout . out for the row, which is cheaper (D, not nk).
-            const float dot = cpu::dot_row(do_blk + r * ldq, o_blk + r * ldq, d.D);
-            cpu::softmax_grad_row(ds_row, p_row, visible, dot, scale);
+            const float dot = cpu::dot_row(isa, do_blk + r * ldq, o_blk + r * ldq, d.D);
+            cpu::softmax_grad_row(isa, ds_row, p_row, visible, dot, scale);
             std::memset(ds_row + visible, 0, sizeof(float) * masked);
           }
-          causal_keys_accumulate(rows, base, d.D, p, nk, do_blk, ldq, dv_b, ldk);
-          causal_rows_product(rows, base, d.D, ds, nk, k_b, ldk, dq_blk, ldq);
-          causal_keys_accumulate(rows, base, d.D, ds, nk, q_blk, ldq, dk_b, ldk);
+          causal_keys_accumulate(isa, rows, base, d.D, p, nk, do_blk, ldq, dv_b, ldk);
+          causal_rows_product(isa, rows, base, d.D, ds, nk, k_b, ldk, dq_blk, ldq);
+          causal_keys_accumulate(isa, rows, base, d.D, ds, nk, q_blk, ldq, dk_b, ldk);
         }
       }
     }

@@ -1,6 +1,6 @@
-// f32 <-> bf16/f16 array conversions: scalar, AVX2 (+F16C) and AVX-512 BF16 paths, the best
-// one picked once per process from cpuid. Each vector path is compiled with a target
-// attribute, so the binary stays runnable on any x86-64 CPU.
+// f32 <-> bf16/f16 array conversions: scalar, AVX2 (+F16C) and AVX-512 BF16 paths, the
+// fastest one the context's instruction-set level allows. Each vector path is compiled with a
+// target attribute, so the binary stays runnable on any x86-64 CPU.
 #include "core/kernels/cpu/convert.h"
 
 #include <omp.h>
@@ -138,24 +138,6 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void narrow_avx5
 
 #endif  // BRAID_X86
 
-bool probe(ConvertIsa isa) {
-  switch (isa) {
-    case ConvertIsa::Scalar:
-      return true;
-#ifdef BRAID_X86
-    case ConvertIsa::Avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-    case ConvertIsa::Avx512Bf16:
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
-#else
-    default:
-      return false;
-#endif
-  }
-  return false;
-}
-
 void check_16bit(DType t, const char* what) {
   BRAID_CHECK(t == DType::BF16 || t == DType::F16 || t == DType::F32,
               "{}: cannot convert {} (only f32, bf16 and f16)", what, dtype_name(t));
@@ -177,40 +159,40 @@ const char* convert_isa_name(ConvertIsa isa) {
   return "?";
 }
 
-bool convert_isa_supported(ConvertIsa isa) {
-  static const bool avx2 = probe(ConvertIsa::Avx2);
-  static const bool avx512 = probe(ConvertIsa::Avx512Bf16);
+CpuIsa convert_isa_level(ConvertIsa isa) {
   switch (isa) {
     case ConvertIsa::Scalar:
-      return true;
+      return CpuIsa::Scalar;
     case ConvertIsa::Avx2:
-      return avx2;
+      return CpuIsa::Avx2;
     case ConvertIsa::Avx512Bf16:
-      return avx512;
+      return CpuIsa::Avx512Bf16;
   }
-  return false;
+  return CpuIsa::Amx;
 }
 
-ConvertIsa convert_isa_best() {
-  static const ConvertIsa best = convert_isa_supported(ConvertIsa::Avx512Bf16)
-                                     ? ConvertIsa::Avx512Bf16
-                                 : convert_isa_supported(ConvertIsa::Avx2) ? ConvertIsa::Avx2
-                                                                           : ConvertIsa::Scalar;
-  return best;
+ConvertIsa convert_path(CpuIsa level) {
+  if (level >= CpuIsa::Avx512Bf16) return ConvertIsa::Avx512Bf16;
+  if (level >= CpuIsa::Avx2) return ConvertIsa::Avx2;
+  return ConvertIsa::Scalar;
 }
 
-std::string convert_isa_description() {
-  const ConvertIsa isa = convert_isa_best();
+std::string convert_isa_description(CpuIsa level) {
+  const ConvertIsa isa = convert_path(level);
   if (isa == ConvertIsa::Avx512Bf16)
     return "bf16/f16 conversions: avx512_bf16 (native VCVTNEPS2BF16)";
-  return fmt::format("bf16/f16 conversions: {} widening path (this CPU has no AVX512_BF16)",
-                     convert_isa_name(isa));
+  if (level == cpu_isa_detected())
+    return fmt::format("bf16/f16 conversions: {} widening path (this CPU has no AVX512_BF16)",
+                       convert_isa_name(isa));
+  return fmt::format(
+      "bf16/f16 conversions: {} widening path (instruction set capped at {}, below AVX512_BF16)",
+      convert_isa_name(isa), cpu_isa_name(level));
 }
 
 void widen_to_f32(ConvertIsa isa, DType t, const void* src, float* dst, int64_t n) {
   check_16bit(t, "widen_to_f32");
-  BRAID_CHECK(convert_isa_supported(isa), "widen_to_f32: this CPU cannot run the {} path",
-              convert_isa_name(isa));
+  BRAID_CHECK(convert_isa_supported(isa), "widen_to_f32: cannot run the {} path: {}",
+              convert_isa_name(isa), cpu_isa_missing(convert_isa_level(isa)));
   if (n <= 0) return;
   if (t == DType::F32) return static_cast<void>(std::memcpy(dst, src, sizeof(float) * n));
 #ifdef BRAID_X86
@@ -222,8 +204,8 @@ void widen_to_f32(ConvertIsa isa, DType t, const void* src, float* dst, int64_t 
 
 void narrow_from_f32(ConvertIsa isa, DType t, const float* src, void* dst, int64_t n) {
   check_16bit(t, "narrow_from_f32");
-  BRAID_CHECK(convert_isa_supported(isa), "narrow_from_f32: this CPU cannot run the {} path",
-              convert_isa_name(isa));
+  BRAID_CHECK(convert_isa_supported(isa), "narrow_from_f32: cannot run the {} path: {}",
+              convert_isa_name(isa), cpu_isa_missing(convert_isa_level(isa)));
   if (n <= 0) return;
   if (t == DType::F32) return static_cast<void>(std::memcpy(dst, src, sizeof(float) * n));
 #ifdef BRAID_X86
@@ -233,8 +215,8 @@ void narrow_from_f32(ConvertIsa isa, DType t, const float* src, void* dst, int64
   narrow_scalar(t, src, dst, n);
 }
 
-void widen_to_f32(DType t, const void* src, float* dst, int64_t n) {
-  const ConvertIsa isa = convert_isa_best();
+void widen_to_f32(const ExecContext& ctx, DType t, const void* src, float* dst, int64_t n) {
+  const ConvertIsa isa = convert_path(ctx.cpu_isa());
   const size_t es = dtype_size(t);
   const int64_t chunks = (n + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) if (chunks > 1 && !omp_in_parallel())
@@ -244,8 +226,8 @@ void widen_to_f32(DType t, const void* src, float* dst, int64_t n) {
   }
 }
 
-void narrow_from_f32(DType t, const float* src, void* dst, int64_t n) {
-  const ConvertIsa isa = convert_isa_best();
+void narrow_from_f32(const ExecContext& ctx, DType t, const float* src, void* dst, int64_t n) {
+  const ConvertIsa isa = convert_path(ctx.cpu_isa());
   const size_t es = dtype_size(t);
   const int64_t chunks = (n + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) if (chunks > 1 && !omp_in_parallel())

@@ -1,11 +1,12 @@
 // Element-wise conversions between f32 and the 16-bit float storage types (bf16, f16), with
-// the instruction set chosen at run time: the kernels' low-precision paths widen and narrow
-// through these.
+// the path chosen by the context's instruction-set level (core/kernels/cpu/cpu_isa.h): the
+// kernels' low-precision paths widen and narrow through these.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "core/context.h"
 #include "core/dtype.h"
 
 namespace braid::cpu {
@@ -18,12 +19,16 @@ enum class ConvertIsa : uint8_t {
 };
 
 const char* convert_isa_name(ConvertIsa isa);  // "scalar", "avx2", "avx512_bf16"
-// Whether this CPU can run `isa` (probed once per process).
-bool convert_isa_supported(ConvertIsa isa);
-// The fastest supported path: what the kernels use.
-ConvertIsa convert_isa_best();
+// The instruction-set level a path needs.
+CpuIsa convert_isa_level(ConvertIsa isa);
+// Whether this CPU can run `isa`.
+inline bool convert_isa_supported(ConvertIsa isa) {
+  return cpu_isa_supported(convert_isa_level(isa));
+}
+// The fastest path level `level` allows: what the kernels of a context at that level use.
+ConvertIsa convert_path(CpuIsa level);
 // One line for the training log: which conversion path and why (e.g. no AVX512_BF16 here).
-std::string convert_isa_description();
+std::string convert_isa_description(CpuIsa level);
 
 // dst[i] = (float)src[i] for n elements of `src_dtype` (f32, bf16 or f16). Runs on the
 // calling thread; `isa` must be supported.
@@ -31,9 +36,10 @@ void widen_to_f32(ConvertIsa isa, DType src_dtype, const void* src, float* dst, 
 // dst[i] = round-to-nearest-even(src[i]) into `dst_dtype` (f32, bf16 or f16).
 void narrow_from_f32(ConvertIsa isa, DType dst_dtype, const float* src, void* dst, int64_t n);
 
-// The same on the best path, split over the OpenMP threads when large and not already inside
-// a parallel region.
-void widen_to_f32(DType src_dtype, const void* src, float* dst, int64_t n);
-void narrow_from_f32(DType dst_dtype, const float* src, void* dst, int64_t n);
+// The same on the path of the context's level, split over the OpenMP threads when large and
+// not already inside a parallel region.
+void widen_to_f32(const ExecContext& ctx, DType src_dtype, const void* src, float* dst, int64_t n);
+void narrow_from_f32(const ExecContext& ctx, DType dst_dtype, const float* src, void* dst,
+                     int64_t n);
 
 }  // namespace braid::cpu

@@ -95,7 +95,7 @@ void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor&
         continue;
       }
       const float target_logit = row[target];
-      lossp[r0 + r] = cpu::softmax_row(row, V, grad_scale) - target_logit;
+      lossp[r0 + r] = cpu::softmax_row(ctx.cpu_isa(), row, V, grad_scale) - target_logit;
       row[target] -= grad_scale;
     }
     if (!backward) continue;

@@ -114,13 +114,13 @@ void cast(ExecContext& ctx, Tensor& dst, const Tensor& src) {
   if (dst.dtype() == src.dtype()) {
     if (n) std::memcpy(dst.raw(), src.raw(), src.nbytes());
   } else if (src.dtype() == DType::F32) {
-    narrow_from_f32(dst.dtype(), src.f32(), dst.raw(), n);
+    narrow_from_f32(ctx, dst.dtype(), src.f32(), dst.raw(), n);
   } else if (dst.dtype() == DType::F32) {
-    widen_to_f32(src.dtype(), src.raw(), dst.f32(), n);
+    widen_to_f32(ctx, src.dtype(), src.raw(), dst.f32(), n);
   } else {  // bf16 <-> f16 through f32
     Tensor tmp = ctx.empty(src.shape(), DType::F32, MemCategory::Workspace);
-    widen_to_f32(src.dtype(), src.raw(), tmp.f32(), n);
-    narrow_from_f32(dst.dtype(), tmp.f32(), dst.raw(), n);
+    widen_to_f32(ctx, src.dtype(), src.raw(), tmp.f32(), n);
+    narrow_from_f32(ctx, dst.dtype(), tmp.f32(), dst.raw(), n);
   }
 }
 

@@ -1,4 +1,5 @@
-// GEMM dispatch for the CPU: routes gemm_f32/gemm_bf16 to the backend of the context's plan.
+// GEMM dispatch for the CPU: routes gemm_f32/gemm_bf16 to the backend of the context's plan,
+// widening 16-bit inputs into the context's GEMM workspace where the plan (or library) says so.
 #include "core/kernels/gemm.h"
 
 #include <omp.h>
@@ -33,16 +34,15 @@ const float* widen(const bf16* src, int64_t rows, int64_t cols, int64_t ld,
   return dst;
 }
 
-// The same for f16, through the run-time chosen conversion path.
-const float* widen(const f16* src, int64_t rows, int64_t cols, int64_t ld,
+// The same for f16, through the conversion path of the context's instruction-set level.
+const float* widen(cpu::ConvertIsa path, const f16* src, int64_t rows, int64_t cols, int64_t ld,
                    std::vector<float>& buf) {
   buf.resize(static_cast<size_t>(rows * cols));
   float* dst = buf.data();
   const bool threaded = !omp_in_parallel() && rows * cols >= (int64_t{1} << 16);
-  const cpu::ConvertIsa isa = cpu::convert_isa_best();
 #pragma omp parallel for schedule(static) if (threaded)
   for (int64_t r = 0; r < rows; ++r)
-    cpu::widen_to_f32(isa, DType::F16, src + r * ld, dst + r * cols, cols);
+    cpu::widen_to_f32(path, DType::F16, src + r * ld, dst + r * cols, cols);
   return dst;
 }
 
@@ -97,20 +97,48 @@ bool native_bf16_available(GemmBackend b) {
   return false;
 }
 
-GemmPlan default_gemm_plan(GemmBackend backend) {
+std::string native_bf16_missing(GemmBackend b) {
+  if (native_bf16_available(b)) return "";
+  switch (b) {
+    case GemmBackend::OneDnn:
+      return fmt::format(
+          "oneDNN has no bf16 matmul at its effective ISA {} (oneDNN 2.6 needs AVX-512; "
+          "ONEDNN_MAX_CPU_ISA may cap it)",
+          onednn_isa_name());
+    case GemmBackend::OpenBlas:
+      return "this OpenBLAS has no cblas_sbgemm (built without BUILD_BFLOAT16)";
+    case GemmBackend::Reference:
+      break;
+  }
+  return "no bf16 kernel";
+}
+
+GemmPlan default_gemm_plan(GemmBackend backend, CpuIsa isa) {
   GemmPlan plan;
   plan.backend = backend;
-  // Native bf16 kernels pay off only with bf16 dot instructions; without them oneDNN 2.6 has
-  // no bf16 matmul at all, and widening to f32 (O(MK + KN) work) in front of sgemm is the
-  // fast path.
-  plan.bf16_mode = (backend == GemmBackend::Reference || onednn_has_native_bf16())
-                       ? Bf16Mode::Native
-                       : Bf16Mode::Widen;
+  // Native bf16 kernels pay off only with bf16 dot instructions, at the context's level and
+  // in the library (oneDNN's effective ISA honours ONEDNN_MAX_CPU_ISA); without them widening
+  // to f32 (O(MK + KN) work) in front of sgemm is the fast path. Each backend is asked about
+  // its own kernel: OpenBLAS's sbgemm is a separate question from oneDNN's ISA.
+  bool native = false;
+  switch (backend) {
+    case GemmBackend::OneDnn:
+      native =
+          isa >= CpuIsa::Avx512Bf16 && onednn_has_native_bf16() && native_bf16_available(backend);
+      break;
+    case GemmBackend::OpenBlas:
+      native = isa >= CpuIsa::Avx512Bf16 && native_bf16_available(backend);
+      break;
+    case GemmBackend::Reference:
+      native = true;  // plain loops either way; native skips the widening copies
+      break;
+  }
+  plan.bf16_mode = native ? Bf16Mode::Native : Bf16Mode::Widen;
   return plan;
 }
 
-void gemm_f32_with(GemmBackend b, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                   float alpha, const float* A, int64_t lda, const float* B, int64_t ldb,
+void gemm_f32_with(ExecContext&, GemmBackend b, bool trans_a, bool trans_b, int64_t M, int64_t N,
+                   int64_t K, float alpha, const float* A, int64_t lda, const float* B, int64_t ldb,
                    float beta, float* C, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) return scale_c(M, N, beta, C, ldc);
@@ -124,22 +152,26 @@ void gemm_f32_with(GemmBackend b, bool trans_a, bool trans_b, int64_t M, int64_t
   }
 }
 
-void gemm_bf16_with(GemmBackend b, Bf16Mode mode, bool trans_a, bool trans_b, int64_t M, int64_t N,
-                    int64_t K, float alpha, const bf16* A, int64_t lda, const bf16* B, int64_t ldb,
-                    float beta, float* C, int64_t ldc) {
+void gemm_bf16_with(ExecContext& ctx, GemmBackend b, Bf16Mode mode, bool trans_a, bool trans_b,
+                    int64_t M, int64_t N, int64_t K, float alpha, const bf16* A, int64_t lda,
+                    const bf16* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) return scale_c(M, N, beta, C, ldc);
   if (mode == Bf16Mode::Widen || !native_bf16_available(b)) {
-    // Per thread, so attention blocks calling from a parallel region never share buffers.
-    thread_local std::vector<float> a_buf, b_buf;
+    // A slot of the context's workspace, so callers inside a parallel region never share one.
+    const GemmWorkspace::Lease scratch = ctx.gemm_workspace().lease();
     const int64_t a_cols = trans_a ? M : K, b_cols = trans_b ? K : N;
-    const float* a = widen(A, trans_a ? K : M, a_cols, lda, a_buf);
-    const float* bw = widen(B, trans_b ? N : K, b_cols, ldb, b_buf);
-    return gemm_f32_with(b, trans_a, trans_b, M, N, K, alpha, a, a_cols, bw, b_cols, beta, C, ldc);
+    const float* a = widen(A, trans_a ? K : M, a_cols, lda, scratch->a_buf);
+    const float* bw = widen(B, trans_b ? N : K, b_cols, ldb, scratch->b_buf);
+    return gemm_f32_with(ctx, b, trans_a, trans_b, M, N, K, alpha, a, a_cols, bw, b_cols, beta, C,
+                         ldc);
   }
   switch (b) {
-    case GemmBackend::OneDnn:
-      return gemm_bf16_onednn(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    case GemmBackend::OneDnn: {
+      const GemmWorkspace::Lease scratch = ctx.gemm_workspace().lease();
+      return gemm_bf16_onednn(*scratch, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                              ldc);
+    }
     case GemmBackend::OpenBlas:
       return gemm_bf16_openblas(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     case GemmBackend::Reference:
@@ -152,7 +184,8 @@ void gemm_f32(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N
               float* C, int64_t ldc) {
   BRAID_CHECK(ctx.device().is_cpu(), "gemm_f32 on {}: no CUDA GEMM yet", ctx.device().str());
   KernelTimer timer(ctx.profiler(), KernelGroup::Gemm);
-  gemm_f32_with(ctx.gemm().backend, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  gemm_f32_with(ctx, ctx.gemm().backend, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                ldc);
 }
 
 void gemm_bf16(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
@@ -161,8 +194,8 @@ void gemm_bf16(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t 
   BRAID_CHECK(ctx.device().is_cpu(), "gemm_bf16 on {}: no CUDA GEMM yet", ctx.device().str());
   KernelTimer timer(ctx.profiler(), KernelGroup::Gemm);
   const GemmPlan& plan = ctx.gemm();
-  gemm_bf16_with(plan.backend, plan.bf16_mode, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb,
-                 beta, C, ldc);
+  gemm_bf16_with(ctx, plan.backend, plan.bf16_mode, trans_a, trans_b, M, N, K, alpha, A, lda, B,
+                 ldb, beta, C, ldc);
 }
 
 void gemm_f16(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
@@ -172,21 +205,33 @@ void gemm_f16(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N
   KernelTimer timer(ctx.profiler(), KernelGroup::Gemm);
   if (M <= 0 || N <= 0) return;
   if (K <= 0) return scale_c(M, N, beta, C, ldc);
-  thread_local std::vector<float> a_buf, b_buf;
+  const GemmWorkspace::Lease scratch = ctx.gemm_workspace().lease();
+  const cpu::ConvertIsa path = cpu::convert_path(ctx.cpu_isa());
   const int64_t a_cols = trans_a ? M : K, b_cols = trans_b ? K : N;
-  const float* a = widen(A, trans_a ? K : M, a_cols, lda, a_buf);
-  const float* bw = widen(B, trans_b ? N : K, b_cols, ldb, b_buf);
-  gemm_f32_with(ctx.gemm().backend, trans_a, trans_b, M, N, K, alpha, a, a_cols, bw, b_cols, beta,
-                C, ldc);
+  const float* a = widen(path, A, trans_a ? K : M, a_cols, lda, scratch->a_buf);
+  const float* bw = widen(path, B, trans_b ? N : K, b_cols, ldb, scratch->b_buf);
+  gemm_f32_with(ctx, ctx.gemm().backend, trans_a, trans_b, M, N, K, alpha, a, a_cols, bw, b_cols,
+                beta, C, ldc);
 }
 
-std::string gemm_bf16_description(const GemmPlan& plan) {
+std::string gemm_bf16_description(const ExecContext& ctx) {
+  const GemmPlan& plan = ctx.gemm();
+  const std::string_view lib = gemm_backend_label(plan.backend);
   if (plan.bf16_mode == Bf16Mode::Native && native_bf16_available(plan.backend))
-    return fmt::format("bf16 GEMM: native ({} bf16 matmul)", gemm_backend_label(plan.backend));
-  return fmt::format(
-      "bf16 GEMM: widened to f32 in front of {} sgemm (no AVX512_BF16/AMX bf16 dot products "
-      "on this CPU, or the backend has no bf16 matmul)",
-      gemm_backend_label(plan.backend));
+    return fmt::format("bf16 GEMM: native ({} bf16 matmul)", lib);
+  std::string why;
+  if (!native_bf16_available(plan.backend))
+    why = native_bf16_missing(plan.backend);
+  else if (ctx.cpu_isa() < CpuIsa::Avx512Bf16 && ctx.cpu_isa() == cpu_isa_detected())
+    why = "this CPU has no AVX512_BF16/AMX bf16 dot products";
+  else if (ctx.cpu_isa() < CpuIsa::Avx512Bf16)
+    why =
+        fmt::format("instruction set capped at {}, below AVX512_BF16", cpu_isa_name(ctx.cpu_isa()));
+  else if (plan.backend == GemmBackend::OneDnn && !onednn_has_native_bf16())
+    why = fmt::format("oneDNN runs at {}, without bf16 dot products", onednn_isa_name());
+  else
+    why = "the plan asks for widening";
+  return fmt::format("bf16 GEMM: widened to f32 in front of {} sgemm ({})", lib, why);
 }
 
 std::string gemm_backend_name(const GemmPlan& plan) {

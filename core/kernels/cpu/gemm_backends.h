@@ -2,25 +2,32 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
+#include "core/context.h"
 #include "core/dtype.h"
+#include "core/kernels/cpu/gemm_workspace.h"
 #include "core/kernels/gemm_plan.h"
 
 namespace braid {
 
-// The contract of gemm_f32 / gemm_bf16 (core/kernels/gemm.h) on one chosen backend. Native
-// bf16 where native_bf16_available(b) is false widens instead.
-void gemm_f32_with(GemmBackend b, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                   float alpha, const float* A, int64_t lda, const float* B, int64_t ldb,
-                   float beta, float* C, int64_t ldc);
-void gemm_bf16_with(GemmBackend b, Bf16Mode mode, bool trans_a, bool trans_b, int64_t M, int64_t N,
-                    int64_t K, float alpha, const bf16* A, int64_t lda, const bf16* B, int64_t ldb,
-                    float beta, float* C, int64_t ldc);
+// The contract of gemm_f32 / gemm_bf16 (core/kernels/gemm.h) on one chosen backend (and bf16
+// mode) instead of the context's plan; the context gives the workspace and the instruction-set
+// level. Native bf16 where native_bf16_available(b) is false widens instead. Not charged to
+// the profiler.
+void gemm_f32_with(ExecContext& ctx, GemmBackend b, bool trans_a, bool trans_b, int64_t M,
+                   int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
+                   int64_t ldb, float beta, float* C, int64_t ldc);
+void gemm_bf16_with(ExecContext& ctx, GemmBackend b, Bf16Mode mode, bool trans_a, bool trans_b,
+                    int64_t M, int64_t N, int64_t K, float alpha, const bf16* A, int64_t lda,
+                    const bf16* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
 // True when oneDNN runs on an ISA with bf16 dot-product instructions (AVX512_BF16 or AMX),
 // after any ONEDNN_MAX_CPU_ISA limit.
 bool onednn_has_native_bf16();
+// oneDNN's effective ISA by its own name ("avx2", "avx512_core_bf16", ...), for messages.
+std::string onednn_isa_name();
 
 // True when the loaded OpenBLAS exports cblas_sbgemm.
 bool openblas_has_sbgemm();
@@ -28,18 +35,24 @@ bool openblas_has_sbgemm();
 bool onednn_has_bf16_matmul();
 // True when backend b has a bf16 kernel of its own here (checked once, then cached).
 bool native_bf16_available(GemmBackend b);
+// Why backend b has no bf16 kernel here ("" when it has): what a skipped test says.
+std::string native_bf16_missing(GemmBackend b);
 
 // Per-library entry points. Callers have already handled M == 0, N == 0 and K == 0.
 void gemm_f32_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                      int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
-void gemm_bf16_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const bf16* A,
-                      int64_t lda, const bf16* B, int64_t ldb, float beta, float* C, int64_t ldc);
+// bf16 through a matmul primitive cached in the caller's scratch slot.
+void gemm_bf16_onednn(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                      float alpha, const bf16* A, int64_t lda, const bf16* B, int64_t ldb,
+                      float beta, float* C, int64_t ldc);
 // f32 through the same cached matmul primitive as gemm_bf16_onednn (strides for transposes,
 // alpha as output scale, beta as sum post-op), so that plumbing is testable on CPUs whose
 // oneDNN has no bf16 matmul.
-void gemm_f32_onednn_matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
-                            const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
-                            float* C, int64_t ldc);
+void gemm_f32_onednn_matmul(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t N,
+                            int64_t K, float alpha, const float* A, int64_t lda, const float* B,
+                            int64_t ldb, float beta, float* C, int64_t ldc);
+// How many matmul primitives a scratch slot holds (tests: the cache is reused, not rebuilt).
+size_t onednn_cached_matmuls(const GemmScratch& scratch);
 void gemm_f32_openblas(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                        const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
                        float* C, int64_t ldc);

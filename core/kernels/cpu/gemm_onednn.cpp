@@ -1,4 +1,5 @@
-// GEMM on oneDNN: dnnl_sgemm for f32; a cached matmul primitive for bf16 inputs (f32 out).
+// GEMM on oneDNN: dnnl_sgemm for f32; for bf16 inputs (f32 out) a matmul primitive cached in
+// the caller's GEMM workspace slot (core/kernels/cpu/gemm_workspace.h).
 #include <oneapi/dnnl/dnnl.h>
 
 #include <cstring>
@@ -47,14 +48,8 @@ struct CachedMatmul {
   dnnl::memory src, weights, dst;
 };
 
-const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-CachedMatmul make_matmul(const MatmulKey& k) {
+CachedMatmul make_matmul(const dnnl::engine& eng, const MatmulKey& k) {
   using dt = dnnl::memory::data_type;
-  const dnnl::engine& eng = cpu_engine();
   // Row-major op(A) (M, K) and op(B) (K, N) expressed through strides, so no copies.
   const dt in_dt = k.bf16_in ? dt::bf16 : dt::f32;
   dnnl::memory::desc src_md({k.M, k.K}, in_dt,
@@ -76,29 +71,41 @@ CachedMatmul make_matmul(const MatmulKey& k) {
                       dnnl::memory(dst_md, eng, DNNL_MEMORY_NONE)};
 }
 
-// Per thread, so concurrent callers (attention blocks) never share a stream or a handle.
-// Bounded: a run uses a handful of shapes; clearing on overflow keeps memory flat.
-CachedMatmul& cached_matmul(const MatmulKey& k) {
-  thread_local std::unordered_map<MatmulKey, CachedMatmul, MatmulKeyHash> cache;
-  auto it = cache.find(k);
-  if (it != cache.end()) return it->second;
-  if (cache.size() >= 256) cache.clear();
-  return cache.emplace(k, make_matmul(k)).first->second;
-}
+}  // namespace
 
-void run_matmul(bool bf16_in, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
-                const void* A, int64_t lda, const void* B, int64_t ldb, float beta, float* C,
-                int64_t ldc) {
+// One scratch slot's oneDNN state: one caller at a time uses it (GemmWorkspace leases it), so
+// the memory objects' data handles and the stream are never shared. Bounded: a run uses a
+// handful of shapes; clearing on overflow keeps memory flat.
+struct OneDnnMatmulCache {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::unordered_map<MatmulKey, CachedMatmul, MatmulKeyHash> matmuls;
+
+  CachedMatmul& get(const MatmulKey& k) {
+    auto it = matmuls.find(k);
+    if (it != matmuls.end()) return it->second;
+    if (matmuls.size() >= 256) matmuls.clear();
+    return matmuls.emplace(k, make_matmul(engine, k)).first->second;
+  }
+};
+
+void OneDnnMatmulCacheDeleter::operator()(OneDnnMatmulCache* cache) const { delete cache; }
+
+namespace {
+
+void run_matmul(GemmScratch& scratch, bool bf16_in, bool ta, bool tb, int64_t M, int64_t N,
+                int64_t K, float alpha, const void* A, int64_t lda, const void* B, int64_t ldb,
+                float beta, float* C, int64_t ldc) {
   try {
-    CachedMatmul& mm =
-        cached_matmul(MatmulKey{bf16_in, ta, tb, M, N, K, lda, ldb, ldc, alpha, beta});
-    thread_local dnnl::stream stream(cpu_engine());
+    if (!scratch.onednn) scratch.onednn.reset(new OneDnnMatmulCache());
+    OneDnnMatmulCache& cache = *scratch.onednn;
+    CachedMatmul& mm = cache.get(MatmulKey{bf16_in, ta, tb, M, N, K, lda, ldb, ldc, alpha, beta});
     mm.src.set_data_handle(const_cast<void*>(A));
     mm.weights.set_data_handle(const_cast<void*>(B));
     mm.dst.set_data_handle(C);
-    mm.prim.execute(
-        stream, {{DNNL_ARG_SRC, mm.src}, {DNNL_ARG_WEIGHTS, mm.weights}, {DNNL_ARG_DST, mm.dst}});
-    stream.wait();
+    mm.prim.execute(cache.stream,
+                    {{DNNL_ARG_SRC, mm.src}, {DNNL_ARG_WEIGHTS, mm.weights}, {DNNL_ARG_DST, mm.dst}});
+    cache.stream.wait();
   } catch (const dnnl::error& e) {
     BRAID_CHECK(false, "oneDNN {} matmul ({}x{}x{}) failed: {} (status {})",
                 bf16_in ? "bf16" : "f32", M, N, K, e.what(), static_cast<int>(e.status));
@@ -113,11 +120,36 @@ bool onednn_has_native_bf16() {
   return (isa & bf16_isa) == bf16_isa;
 }
 
+std::string onednn_isa_name() {
+  switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_sse41:
+      return "sse41";
+    case dnnl_cpu_isa_avx:
+      return "avx";
+    case dnnl_cpu_isa_avx2:
+      return "avx2";
+    case dnnl_cpu_isa_avx2_vnni:
+      return "avx2_vnni";
+    case dnnl_cpu_isa_avx512_core:
+      return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return fmt::format("isa {:#x}", static_cast<unsigned>(dnnl_get_effective_cpu_isa()));
+  }
+}
+
 bool onednn_has_bf16_matmul() {
-  // oneDNN 2.6 implements bf16 matmul only from AVX-512 up; below that creation fails.
+  // oneDNN 2.6 implements bf16 matmul only from AVX-512 up; below that creation fails. An
+  // immutable fact of the machine (and of ONEDNN_MAX_CPU_ISA), probed once.
   static const bool available = [] {
     try {
-      make_matmul(MatmulKey{true, false, false, 8, 8, 8, 8, 8, 8, 1.0f, 0.0f});
+      const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+      make_matmul(eng, MatmulKey{true, false, false, 8, 8, 8, 8, 8, 8, 1.0f, 0.0f});
       return true;
     } catch (const dnnl::error&) {
       return false;
@@ -133,15 +165,20 @@ void gemm_f32_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float al
   BRAID_CHECK(st == dnnl_success, "dnnl_sgemm failed with status {}", static_cast<int>(st));
 }
 
-void gemm_bf16_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const bf16* A,
-                      int64_t lda, const bf16* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  run_matmul(true, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+void gemm_bf16_onednn(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                      float alpha, const bf16* A, int64_t lda, const bf16* B, int64_t ldb,
+                      float beta, float* C, int64_t ldc) {
+  run_matmul(scratch, true, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-void gemm_f32_onednn_matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
-                            const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
-                            float* C, int64_t ldc) {
-  run_matmul(false, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+void gemm_f32_onednn_matmul(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t N,
+                            int64_t K, float alpha, const float* A, int64_t lda, const float* B,
+                            int64_t ldb, float beta, float* C, int64_t ldc) {
+  run_matmul(scratch, false, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+size_t onednn_cached_matmuls(const GemmScratch& scratch) {
+  return scratch.onednn ? scratch.onednn->matmuls.size() : 0;
 }
 
 }  // namespace braid

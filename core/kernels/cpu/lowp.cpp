@@ -28,7 +28,7 @@ Tensor F32Staging::in(const Tensor& t, const char* name) {
   check_float(t, op_, name);
   if (t.dtype() == DType::F32) return t;
   Tensor w = ctx_.empty(t.shape(), DType::F32, MemCategory::Workspace);
-  widen_to_f32(t.dtype(), t.raw(), w.f32(), t.numel());
+  widen_to_f32(ctx_, t.dtype(), t.raw(), w.f32(), t.numel());
   return w;
 }
 
@@ -37,13 +37,13 @@ Tensor F32Staging::out(Tensor& t, const char* name, bool keep_contents) {
   check_float(t, op_, name);
   if (t.dtype() == DType::F32) return t;
   Tensor w = ctx_.empty(t.shape(), DType::F32, MemCategory::Workspace);
-  if (keep_contents) widen_to_f32(t.dtype(), t.raw(), w.f32(), t.numel());
+  if (keep_contents) widen_to_f32(ctx_, t.dtype(), t.raw(), w.f32(), t.numel());
   outs_.emplace_back(t, w);
   return w;
 }
 
 void F32Staging::finish() {
-  for (auto& [t, w] : outs_) narrow_from_f32(t.dtype(), w.f32(), t.raw(), t.numel());
+  for (auto& [t, w] : outs_) narrow_from_f32(ctx_, t.dtype(), w.f32(), t.raw(), t.numel());
   outs_.clear();
 }
 

@@ -1,5 +1,5 @@
-// Small single-threaded GEMM: 6 x 16 AVX2 register tiles with masked edges, plus a scalar
-// fallback for CPUs without AVX2/FMA.
+// Small single-threaded GEMM: 6 x 16 AVX2 register tiles with masked edges, plus scalar loops
+// for levels below Avx2.
 #include "core/kernels/cpu/small_gemm.h"
 
 #include <algorithm>
@@ -138,22 +138,20 @@ BRAID_AVX2 void avx2_gemm(int64_t M, int64_t N, int64_t K, float alpha, const fl
   }
 }
 
-bool use_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
-}
 #undef BRAID_AVX2
 #endif
 
 }  // namespace
 
-void small_gemm(int64_t M, int64_t N, int64_t K, float alpha, const float* a,
+void small_gemm(CpuIsa isa, int64_t M, int64_t N, int64_t K, float alpha, const float* a,
                 int64_t a_row_stride, int64_t a_col_stride, const float* b, int64_t ldb,
                 bool accumulate, float* c, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
 #ifdef BRAID_HAVE_AVX2_PATH
-  if (use_avx2())
+  if (isa >= CpuIsa::Avx2)
     return avx2_gemm(M, N, K, alpha, a, a_row_stride, a_col_stride, b, ldb, accumulate, c, ldc);
+#else
+  (void)isa;
 #endif
   scalar_gemm(M, N, K, alpha, a, a_row_stride, a_col_stride, b, ldb, accumulate, c, ldc);
 }

@@ -1,6 +1,6 @@
-// Row primitives behind vec_math.h: AVX2+FMA intrinsics chosen at run time when the CPU has
-// them (the build targets the x86-64 baseline, and GCC left these loops scalar when asked
-// to auto-vectorise them), and a portable scalar fallback.
+// Row primitives behind vec_math.h: AVX2+FMA intrinsics from the Avx2 instruction-set level up
+// (the build targets the x86-64 baseline, and GCC left these loops scalar when asked to
+// auto-vectorise them), and portable scalar loops below it.
 #include "core/kernels/cpu/vec_math.h"
 
 #include <cmath>
@@ -149,29 +149,26 @@ BRAID_AVX2 float dot_row(const float* a, const float* b, int64_t n) {
 
 }  // namespace avx2
 
-namespace {
-bool use_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
-}
-}  // namespace
-
 #define BRAID_DISPATCH(fn, ...) \
-  return use_avx2() ? avx2::fn(__VA_ARGS__) : scalar::fn(__VA_ARGS__)
+  return isa >= CpuIsa::Avx2 ? avx2::fn(__VA_ARGS__) : scalar::fn(__VA_ARGS__)
 #else
-#define BRAID_DISPATCH(fn, ...) return scalar::fn(__VA_ARGS__)
+#define BRAID_DISPATCH(fn, ...) return ((void)isa, scalar::fn(__VA_ARGS__))
 #endif
 
-float softmax_row(float* s, int64_t n, float out_scale) {
+float softmax_row(CpuIsa isa, float* s, int64_t n, float out_scale) {
   BRAID_DISPATCH(softmax_row, s, n, out_scale);
 }
 
-void exp_shifted_row(float* s, int64_t n, float shift) { BRAID_DISPATCH(exp_shifted_row, s, n, shift); }
+void exp_shifted_row(CpuIsa isa, float* s, int64_t n, float shift) {
+  BRAID_DISPATCH(exp_shifted_row, s, n, shift);
+}
 
-void softmax_grad_row(float* dp, const float* p, int64_t n, float d, float scale) {
+void softmax_grad_row(CpuIsa isa, float* dp, const float* p, int64_t n, float d, float scale) {
   BRAID_DISPATCH(softmax_grad_row, dp, p, n, d, scale);
 }
 
-float dot_row(const float* a, const float* b, int64_t n) { BRAID_DISPATCH(dot_row, a, b, n); }
+float dot_row(CpuIsa isa, const float* a, const float* b, int64_t n) {
+  BRAID_DISPATCH(dot_row, a, b, n);
+}
 
 }  // namespace braid::cpu

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/kernels/cpu/cpu_isa.h"
+
 namespace braid::cpu {
 
 // exp(x) with ~2e-7 relative error, written so that loops over it vectorise (glibc's expf
@@ -35,16 +37,19 @@ inline float exp_approx(float x) {
   return p * two_n;
 }
 
+// Each row function takes the context's instruction-set level first: AVX2+FMA from Avx2 up,
+// scalar below (the two paths round differently); it must be a level this CPU supports.
+
 // s (n) <- out_scale * softmax(s); returns log(sum(exp(s))) of the input (n >= 1).
-float softmax_row(float* s, int64_t n, float out_scale);
+float softmax_row(CpuIsa isa, float* s, int64_t n, float out_scale);
 
 // s (n) <- exp(s - shift).
-void exp_shifted_row(float* s, int64_t n, float shift);
+void exp_shifted_row(CpuIsa isa, float* s, int64_t n, float shift);
 
 // dp (n) <- p * (dp - d) * scale: the softmax backward for one row, d = sum(p * dp).
-void softmax_grad_row(float* dp, const float* p, int64_t n, float d, float scale);
+void softmax_grad_row(CpuIsa isa, float* dp, const float* p, int64_t n, float d, float scale);
 
 // sum(a * b) over n elements.
-float dot_row(const float* a, const float* b, int64_t n);
+float dot_row(CpuIsa isa, const float* a, const float* b, int64_t n);
 
 }  // namespace braid::cpu
