@@ -2,7 +2,7 @@
 // explicitly (no process-wide state in core/): the device, a stream (a no-op handle on the
 // CPU, a cudaStream_t with the GPU backend), the allocator, the kernel-group profiler, an RNG,
 // the CPU instruction-set level the kernels may use, the GEMM plan and the GEMM workspace
-// (widening buffers, oneDNN primitives). launch/ makes one per rank (launch/exec_setup.h);
+// (widening buffers, oneDNN primitives). launch/ makes one per rank (launch/train/exec_setup.h);
 // tests make their own.
 #pragma once
 

@@ -16,7 +16,7 @@
 #include <random>
 #include <vector>
 
-#include "launch/exec_setup.h"
+#include "launch/train/exec_setup.h"
 #include "core/kernels/attention.h"
 #include "core/kernels/cross_entropy.h"
 #include "core/kernels/gemm.h"

@@ -22,7 +22,7 @@
 
 #include "core/models/transformer.h"
 #include "core/random.h"
-#include "launch/config.h"
+#include "launch/config/config.h"
 #include "optim/adamw.h"
 #include "parallel/grad_buckets.h"
 #include "parallel/scalar_reduce.h"

@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "launch/exec_setup.h"
+#include "launch/train/exec_setup.h"
 #include "core/kernels/gemm.h"
 
 int main(int argc, char** argv) {

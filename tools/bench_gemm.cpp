@@ -15,7 +15,7 @@
 
 #include "core/kernels/cpu/gemm_backends.h"
 #include "core/kernels/gemm.h"
-#include "launch/exec_setup.h"
+#include "launch/train/exec_setup.h"
 #include "tools/bench_cli.h"
 
 namespace {

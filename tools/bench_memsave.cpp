@@ -22,7 +22,7 @@
 #include "core/models/checkpointing.h"
 #include "core/models/lora.h"
 #include "core/random.h"
-#include "launch/exec_setup.h"
+#include "launch/train/exec_setup.h"
 #include "optim/adamw.h"
 #include "optim/master_weights.h"
 #include "tools/bench_cli.h"
@@ -53,7 +53,7 @@ Variant make_variant(const std::string& name, const ModelConfig& cfg, const std:
   if (lora) apply_lora(*v.model, *lora, cfg.seed);
   apply_checkpointing(*v.model, ckpt, 1);
   std::vector<Parameter*> params = v.model->parameters();
-  if (precision != DType::F32) {  // as train.precision does it (launch/mixed_precision.cpp)
+  if (precision != DType::F32) {  // as train.precision does it (optim/mixed_precision.cpp)
     v.masters = std::make_unique<MasterWeights>(*v.ctx, params, precision);
     params = v.masters->params();
   }

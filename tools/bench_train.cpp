@@ -19,7 +19,7 @@
 #include "core/memory.h"
 #include "core/models/transformer.h"
 #include "core/random.h"
-#include "launch/exec_setup.h"
+#include "launch/train/exec_setup.h"
 #include "optim/adamw.h"
 #include "optim/master_weights.h"
 #include "tools/bench_cli.h"

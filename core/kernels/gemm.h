@@ -52,5 +52,5 @@ double measure_gemm_peak_bf16(ExecContext& ctx, double seconds);
 }  // namespace braid
 
 // Backend choice: oneDNN by default (docs/benchmarks.md). launch/ reads BRAID_GEMM=
-// onednn|openblas|reference into the context's plan (launch/exec_setup.h).
+// onednn|openblas|reference into the context's plan (launch/train/exec_setup.h).
 // ONEDNN_MAX_CPU_ISA (oneDNN's own) limits oneDNN's ISA.

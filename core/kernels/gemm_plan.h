@@ -1,5 +1,5 @@
 // Which CPU library runs braid's GEMMs, and how bf16 inputs are handled: a value held by an
-// ExecContext (core/context.h). launch/ builds it (from BRAID_GEMM, see launch/exec_setup.h);
+// ExecContext (core/context.h). launch/ builds it (from BRAID_GEMM, see launch/train/exec_setup.h);
 // core never reads the environment.
 #pragma once
 

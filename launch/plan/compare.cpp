@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "launch/config_json.h"
+#include "launch/config/config_json.h"
 
 namespace braid::plan {
 

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "launch/config.h"
+#include "launch/config/config.h"
 #include "launch/plan/stage_cost.h"
 
 namespace braid::plan {

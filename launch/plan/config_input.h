@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "launch/plan/plan_types.h"
-#include "launch/train_config.h"
+#include "launch/config/train_config.h"
 
 namespace braid::plan {
 

@@ -5,8 +5,8 @@
 #include "core/error.h"
 #include "data/file_util.h"
 #include "fuzz_util.h"
-#include "launch/hf_format.h"
-#include "launch/model_limits.h"
+#include "launch/io/hf_format.h"
+#include "launch/io/model_limits.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = braid::fuzz::write_input(data, size, "config.json");

@@ -5,8 +5,8 @@
 
 #include "core/error.h"
 #include "fuzz_util.h"
-#include "launch/checkpoint.h"
-#include "launch/model_io.h"
+#include "launch/io/checkpoint.h"
+#include "launch/io/model_io.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = braid::fuzz::write_input(data, size, "manifest.json");

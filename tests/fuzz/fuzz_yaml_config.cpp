@@ -3,7 +3,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "launch/config.h"
+#include "launch/config/config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <functional>
 
-#include "launch/checkpoint.h"
+#include "launch/io/checkpoint.h"
 
 namespace braid {
 namespace {

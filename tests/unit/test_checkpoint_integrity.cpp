@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "core/checksum.h"
-#include "launch/checkpoint.h"
+#include "launch/io/checkpoint.h"
 
 namespace braid {
 namespace {

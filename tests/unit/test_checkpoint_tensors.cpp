@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "launch/checkpoint.h"
+#include "launch/io/checkpoint.h"
 
 namespace braid {
 namespace {

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "launch/config.h"
+#include "launch/config/config.h"
 
 namespace braid {
 namespace {

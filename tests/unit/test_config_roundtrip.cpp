@@ -11,8 +11,8 @@
 #include <random>
 #include <sstream>
 
-#include "launch/config.h"
-#include "launch/config_schema.h"
+#include "launch/config/config.h"
+#include "launch/config/config_schema.h"
 
 namespace braid {
 namespace {

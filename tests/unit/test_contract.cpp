@@ -15,7 +15,7 @@
 #include "core/models/generate.h"
 #include "core/models/transformer.h"
 #include "kernel_test_util.h"
-#include "launch/exec_setup.h"
+#include "launch/train/exec_setup.h"
 #include "model_test_util.h"
 #include "optim/adamw.h"
 

@@ -1,8 +1,8 @@
-// edit_distance (launch/edit_distance.h): the one Levenshtein distance behind the "did you
+// edit_distance (launch/config/edit_distance.h): the one Levenshtein distance behind the "did you
 // mean" of config keys and of subcommand names.
 #include <gtest/gtest.h>
 
-#include "launch/edit_distance.h"
+#include "launch/config/edit_distance.h"
 
 namespace braid {
 namespace {

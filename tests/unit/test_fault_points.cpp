@@ -1,9 +1,9 @@
-// --test-fault values (launch/fault_points.h): the two faults and their defaults, every malformed
+// --test-fault values (launch/train/fault_points.h): the two faults and their defaults, every malformed
 // form refused with the flag named, and fail_at_step firing on its rank and step only.
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "launch/fault_points.h"
+#include "launch/train/fault_points.h"
 
 namespace braid {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <functional>
 
-#include "launch/hf_format.h"
+#include "launch/io/hf_format.h"
 
 namespace braid {
 namespace {

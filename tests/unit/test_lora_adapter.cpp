@@ -1,4 +1,4 @@
-// PEFT adapter files (launch/lora_adapter.h): names and config keys, a round trip, and a
+// PEFT adapter files (launch/io/lora_adapter.h): names and config keys, a round trip, and a
 // merged model whose logits equal the wrapped (unmerged) model's.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include "core/models/lora.h"
 #include "core/safetensors.h"
 #include "kernel_test_util.h"
-#include "launch/lora_adapter.h"
+#include "launch/io/lora_adapter.h"
 #include "model_test_util.h"
 
 namespace braid {

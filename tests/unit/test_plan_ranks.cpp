@@ -8,7 +8,7 @@
 #include <functional>
 
 #include "core/error.h"
-#include "launch/config.h"
+#include "launch/config/config.h"
 #include "launch/plan/compare.h"
 #include "launch/plan/config_input.h"
 #include "launch/plan/cpu_model.h"

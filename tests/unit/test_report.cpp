@@ -8,9 +8,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "launch/metrics.h"
-#include "launch/png.h"
-#include "launch/report.h"
+#include "launch/report/metrics.h"
+#include "launch/report/png.h"
+#include "launch/report/report.h"
 
 namespace braid {
 namespace {

@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "launch/run_lock.h"
+#include "launch/train/run_lock.h"
 
 namespace braid {
 namespace {

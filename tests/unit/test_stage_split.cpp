@@ -10,7 +10,7 @@
 #include "launch/plan/config_input.h"
 #include "launch/plan/presets.h"
 #include "launch/plan/stage_cost.h"
-#include "launch/rank_model.h"
+#include "launch/train/rank_model.h"
 #include "parallel/stage_split.h"
 
 namespace braid {

@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "launch/run_metrics.h"
-#include "launch/signals.h"
-#include "launch/supervisor.h"
+#include "launch/report/run_metrics.h"
+#include "launch/train/signals.h"
+#include "launch/cli/supervisor.h"
 
 namespace braid {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "launch/tensorboard.h"
+#include "launch/report/tensorboard.h"
 
 namespace braid {
 namespace {

@@ -1,0 +1,190 @@
+// `braid export MODEL --out DIR` and `braid import HF_DIR --out RUN_DIR`: HF safetensors
+// with config.json <-> braid checkpoints.
+#include <filesystem>
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+#include "data/file_util.h"
+#include "data/hf_tokenizer.h"
+#include "data/tokenizer.h"
+#include "launch/io/checkpoint.h"
+#include "launch/config/config.h"
+#include "launch/cli/commands.h"
+#include "launch/config/config_json.h"
+#include "launch/io/hf_format.h"
+#include "launch/io/model_io.h"
+
+namespace braid {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// "hf/new/" and "hf/new/." name the directory hf/new: the temporary and backup siblings must
+// sit beside it, not inside it.
+fs::path normalized_out(const std::string& out) {
+  fs::path p = fs::path(out).lexically_normal();
+  if (p.has_filename() == false && p.has_parent_path()) p = p.parent_path();
+  BRAID_USER_CHECK(!p.empty() && p != "." && p != ".." && p.filename() != "..",
+                   "--out '{}' names no new directory; give a path such as hf/mymodel", out);
+  return p;
+}
+
+// --force must never delete what is being read: the output cannot hold the source.
+void refuse_source_inside(const fs::path& out, const std::string& source) {
+  std::error_code ec;
+  const fs::path o = fs::weakly_canonical(out, ec), src = fs::weakly_canonical(source, ec);
+  const auto rel = src.lexically_relative(o);
+  if (!rel.empty() && *rel.begin() != "..")
+    user_error("--out {} contains the model being read ({}); choose another --out", out.string(),
+               source);
+}
+
+void write_json(const fs::path& p, const nlohmann::json& j) {
+  write_file_atomic(p.string(), j.dump(2) + "\n");
+}
+
+void refuse_to_overwrite(const fs::path& out, bool force) {
+  std::error_code ec;
+  if (fs::exists(out, ec) && !fs::is_directory(out, ec))
+    user_error("--out {} exists and is not a directory", out.string());
+  if (fs::exists(out, ec) && !fs::is_empty(out, ec) && !force)
+    user_error("{} exists and is not empty; choose another --out or pass --force", out.string());
+}
+
+// Builds dir in a temporary sibling, then swaps it in: the old directory is renamed aside and
+// deleted only after the new one is in place, so a failure at any point leaves either the old
+// output or the new one whole, never neither.
+template <class Fn>
+void write_dir_atomically(const fs::path& out, Fn&& fill) {
+  const fs::path tmp = out.string() + ".tmp-braid";
+  const fs::path old = out.string() + ".old-braid";
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  try {
+    fill(tmp);
+  } catch (...) {
+    fs::remove_all(tmp);
+    throw;
+  }
+  const bool replacing = fs::exists(out);
+  if (replacing) {
+    fs::remove_all(old);
+    fs::rename(out, old);
+  }
+  try {
+    fs::rename(tmp, out);
+  } catch (...) {
+    if (replacing) fs::rename(old, out);
+    throw;
+  }
+  if (replacing) fs::remove_all(old);
+}
+
+}  // namespace
+
+void add_export_command(CLI::App& app) {
+  struct Opts {
+    std::string model, out, dtype = "f32";
+    bool force = false;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* c = app.add_subcommand(
+      "export", "Write HF-compatible model.safetensors + config.json (GPT-2 or Llama names)");
+  c->add_option("model", o->model, "Checkpoint directory or run directory")->required();
+  c->add_option("--out", o->out, "Output directory")->required();
+  c->add_option("--dtype", o->dtype, "Tensor dtype in the file: f32, bf16 or f16")
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
+  c->add_flag("--force", o->force, "Replace a non-empty output directory");
+  c->callback([o] {
+    const fs::path out = normalized_out(o->out);
+    refuse_to_overwrite(out, o->force);
+    refuse_source_inside(out, o->model);
+    LoadedModel lm = load_model(o->model);
+    DType dt = DType::F32;
+    parse_dtype(o->dtype, &dt);
+    const ModelConfig& cfg = lm.model->config();
+    auto hf = to_hf_tensors(cfg, named_weights(*lm.model));
+    if (dt != DType::F32)
+      for (auto& [name, t] : hf) t = t.to(dt);
+    std::unique_ptr<Tokenizer> tok;
+    if (!lm.tokenizer.empty()) tok = Tokenizer::load(lm.tokenizer);
+    std::string tok_warning;
+    write_dir_atomically(out, [&](const fs::path& dir) {
+      save_safetensors((dir / "model.safetensors").string(), hf, {{"format", "pt"}});
+      nlohmann::json j = hf_config_json(cfg);
+      j["torch_dtype"] = dt == DType::F32 ? "float32" : dt == DType::BF16 ? "bfloat16" : "float16";
+      const std::optional<int32_t> eot = tok ? tok->eot_id() : std::nullopt;
+      j["bos_token_id"] = eot ? nlohmann::json(*eot) : nlohmann::json(nullptr);
+      j["eos_token_id"] = j["bos_token_id"];
+      write_json(dir / "config.json", j);
+      if (!tok) return;
+      tok->save((dir / kTokenizerFile).string());
+      write_json(dir / "tokenizer.json", hf_tokenizer_json(*tok, &tok_warning));
+      write_json(dir / "tokenizer_config.json", hf_tokenizer_config_json(*tok, cfg.context_length));
+      write_json(dir / "generation_config.json",
+                 {{"bos_token_id", j["bos_token_id"]}, {"eos_token_id", j["eos_token_id"]},
+                  {"max_length", cfg.context_length}, {"do_sample", true}});
+    });
+    if (!tok) std::fprintf(stderr, "warning: no tokenizer found near %s; the export has none\n", lm.source.c_str());
+    if (!tok_warning.empty()) std::fprintf(stderr, "warning: tokenizer.json: %s\n", tok_warning.c_str());
+    std::printf("exported %s (%s, %zu tensors, %s) to %s\n", lm.source.c_str(), cfg.family.c_str(),
+                hf.size(), o->dtype.c_str(), out.c_str());
+  });
+}
+
+void add_import_command(CLI::App& app) {
+  struct Opts {
+    std::string hf, out;
+    bool force = false;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* c = app.add_subcommand(
+      "import", "Turn an HF GPT-2/Llama directory (config.json + model.safetensors) into a braid "
+                "run directory with a step-0 checkpoint");
+  c->add_option("hf_dir", o->hf, "Directory with config.json and model.safetensors")->required();
+  c->add_option("--out", o->out, "Run directory to create (use it with eval, generate, export, "
+                "or run.init_from=<out> to fine-tune; it holds a config.yaml for that)")->required();
+  c->add_flag("--force", o->force, "Replace a non-empty output directory");
+  c->callback([o] {
+    const fs::path out = normalized_out(o->out);
+    refuse_to_overwrite(out, o->force);
+    BRAID_USER_CHECK(fs::exists(fs::path(o->hf) / "config.json"),
+                     "{} has no config.json; expected an HF model directory", o->hf);
+    refuse_source_inside(out, o->hf);
+    LoadedModel lm = load_model(o->hf);
+    const ModelConfig& cfg = lm.model->config();
+    std::unique_ptr<Tokenizer> tok;
+    try {
+      if (!lm.tokenizer.empty()) tok = Tokenizer::load(lm.tokenizer);  // HF or braid format
+    } catch (const UserError& e) {
+      std::fprintf(stderr, "warning: importing without a tokenizer: %s\n", e.what());
+    }
+    const fs::path final_dir = fs::absolute(out);
+    write_dir_atomically(out, [&](const fs::path& dir) {
+      CheckpointManager mgr(dir.string(), 1);
+      nlohmann::json state = {{"model", fields_to_json(cfg)},
+                              {"optimizer_steps", 0},
+                              {"imported_from", fs::absolute(o->hf).string()}};
+      mgr.save(0, named_weights(*lm.model), {}, state);
+      if (tok) tok->save((dir / kTokenizerFile).string());
+      // A config to fine-tune from: the model shape comes from init_from; data.dir is the
+      // user's (prepared with this tokenizer).
+      RunConfig rc;
+      rc.run.name = final_dir.filename().string() + "-finetune";
+      rc.run.dir = final_dir.parent_path().string();
+      rc.run.init_from = final_dir.string();
+      rc.model = cfg;
+      rc.data.seq_len = std::min(rc.data.seq_len, cfg.context_length);
+      save_run_config(rc, dir / "config.yaml");
+    });
+    std::printf("imported %s (%s, %.2fM parameters%s) into %s\n"
+                "fine-tune with: braid train %s --set data.dir=<prepared data>\n",
+                o->hf.c_str(), cfg.family.c_str(), cfg.num_params() / 1e6,
+                tok ? ", tokenizer" : ", no tokenizer", out.c_str(),
+                (out / "config.yaml").c_str());
+  });
+}
+
+}  // namespace braid

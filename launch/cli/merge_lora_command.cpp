@@ -1,0 +1,60 @@
+// `braid merge-lora RUN_DIR --out DIR`: folds a run's LoRA adapters (RUN_DIR/adapter, PEFT
+// layout) into its base weights and writes a plain HF model (model.safetensors +
+// config.json), loadable without PEFT.
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "core/safetensors.h"
+#include "launch/cli/commands.h"
+#include "launch/io/hf_format.h"
+#include "launch/io/lora_adapter.h"
+#include "launch/io/model_io.h"
+
+namespace braid {
+
+namespace fs = std::filesystem;
+
+void add_merge_lora_command(CLI::App& app) {
+  struct Opts {
+    std::string run, adapter, out;
+    bool force = false;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* c = app.add_subcommand(
+      "merge-lora", "Fold a run's LoRA adapters into the base weights and export a plain HF model");
+  c->add_option("run_dir", o->run,
+                "Run directory trained with lora.rank > 0 (its latest "
+                "checkpoint holds the base)")
+      ->required();
+  c->add_option("--adapter", o->adapter, "PEFT adapter directory (default RUN_DIR/adapter)");
+  c->add_option("--out", o->out, "Output directory")->required();
+  c->add_flag("--force", o->force, "Replace a non-empty output directory");
+  c->callback([o] {
+    const fs::path out = o->out;
+    if (fs::exists(out) && !fs::is_empty(out) && !o->force)
+      user_error("{} exists and is not empty; choose another --out or pass --force", o->out);
+    const fs::path adapter_dir =
+        o->adapter.empty() ? fs::path(o->run) / "adapter" : fs::path(o->adapter);
+    const PeftAdapter adapter = load_peft_adapter(adapter_dir);
+    LoadedModel lm = load_model(o->run);  // a plain model: only the base tensors are read
+    merge_peft_adapter(*lm.model, adapter);
+    const ModelConfig& cfg = lm.model->config();
+    const NamedTensors hf = to_hf_tensors(cfg, named_weights(*lm.model));
+    const fs::path tmp = out.string() + ".tmp-braid";
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    save_safetensors((tmp / "model.safetensors").string(), hf, {{"format", "pt"}});
+    nlohmann::json j = hf_config_json(cfg);
+    j["torch_dtype"] = "float32";
+    std::ofstream(tmp / "config.json") << j.dump(2) << "\n";
+    if (!lm.tokenizer.empty()) fs::copy_file(lm.tokenizer, tmp / "tokenizer.json");
+    if (fs::exists(out)) fs::remove_all(out);
+    fs::rename(tmp, out);
+    std::printf("merged %zu adapter tensors from %s into %s (%s) and exported to %s\n",
+                adapter.tensors.size(), adapter_dir.string().c_str(), lm.source.c_str(),
+                cfg.family.c_str(), o->out.c_str());
+  });
+}
+
+}  // namespace braid

@@ -1,0 +1,55 @@
+// Loading and saving a Transformer's weights: braid checkpoints, run directories and HF
+// export directories, with shape checks that say what does not match.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/models/transformer.h"
+#include "core/safetensors.h"
+#include "launch/io/checkpoint_tensors.h"
+
+namespace braid {
+
+// (name, value) of every parameter this model owns, in model order (replicas, such as a last
+// pipeline stage's copy of a tied embedding, are not saved).
+std::vector<std::pair<std::string, Tensor>> named_weights(const Transformer& model);
+
+std::vector<std::pair<std::string, Tensor>> named_weights(const std::vector<Parameter*>& params);
+
+// Copies every parameter from a checkpoint's whole tensors (braid names); the parameters hold
+// whole values (before a tensor-parallel pass). Throws UserError when a tensor is missing or
+// has another shape ("written for a different model config").
+void load_weights(const std::vector<Parameter*>& params, const CheckpointTensors& tensors);
+void load_weights(Transformer& model, const CheckpointTensors& tensors);
+
+// A model ready for evaluation or sampling, and where it came from.
+struct LoadedModel {
+  std::unique_ptr<ExecContext> ctx;  // the context the model was built on
+  std::unique_ptr<Transformer> model;
+  std::string source;     // the checkpoint or HF directory actually read
+  std::string tokenizer;  // tokenizer file next to it, "" when none was found
+  std::string run_dir;    // the braid run directory it belongs to, "" for HF directories
+  int64_t step = 0;       // training step of a braid checkpoint (0 for HF files)
+};
+
+// `path` may be a braid checkpoint directory (manifest.json), a run directory (uses its
+// checkpoints/latest), or an HF directory / model.safetensors file with config.json beside it.
+// The model's size is checked against memory before anything is allocated.
+LoadedModel load_model(const std::string& path);
+
+// The model config stored at `path` (same kinds of path as load_model), without reading
+// weights: what `run.init_from` takes the model shape from.
+ModelConfig model_config_at(const std::string& path);
+
+// Overwrites model's weights with those at `path` (same kinds of path as load_model); the
+// shapes must match model's config. The start of a fine-tuning run (`run.init_from`).
+void init_weights_from(Transformer& model, const std::string& path);
+
+// The tokenizer file of a run or data directory: braid_tokenizer.json, or tokenizer.json as
+// written by older braid versions (and by Hugging Face). "" when there is none.
+std::string tokenizer_file_in(const std::string& dir);
+
+}  // namespace braid

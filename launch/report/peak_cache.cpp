@@ -1,0 +1,67 @@
+// peak.json: measured GEMM peaks by machine key, read and written atomically.
+#include "launch/report/peak_cache.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/kernels/gemm.h"
+
+namespace braid {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path cache_path() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return fs::path(x) / "braid" / "peak.json";
+  if (const char* h = std::getenv("HOME"); h && *h)
+    return fs::path(h) / ".cache" / "braid" / "peak.json";
+  return {};
+}
+
+nlohmann::json read_cache(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return nlohmann::json::object();
+  std::ostringstream s;
+  s << in.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(s.str(), nullptr, /*allow_exceptions=*/false);
+  return j.is_object() ? j : nlohmann::json::object();  // damaged: measured again, rewritten
+}
+
+}  // namespace
+
+std::string peak_cache_key(const MachineInfo& m) {
+  std::string key = fmt::format("{} | {} threads | {}", m.cpu_model, m.threads, m.gemm_backend);
+  if (!m.isa_cap.empty()) key += " | ONEDNN_MAX_CPU_ISA=" + m.isa_cap;
+  return key;
+}
+
+PeakChoice choose_mfu_peak(ExecContext& ctx, double peak_tflops, const MachineInfo& m, double probe_seconds) {
+  if (peak_tflops > 0) return {peak_tflops * 1e12, "train.peak_tflops"};
+  const fs::path path = cache_path();
+  const std::string key = peak_cache_key(m);
+  nlohmann::json cache = path.empty() ? nlohmann::json::object() : read_cache(path);
+  if (cache.contains(key) && cache[key].is_object() && cache[key].contains("flops_per_s") &&
+      cache[key]["flops_per_s"].is_number() && cache[key]["flops_per_s"].get<double>() > 0)
+    return {cache[key]["flops_per_s"].get<double>(),
+            fmt::format("f32 GEMM peak cached in {} for \"{}\"; delete the entry to measure again",
+                        path.string(), key)};
+  const double measured = measure_gemm_peak_f32(ctx, probe_seconds);
+  if (path.empty()) return {measured, "f32 GEMM peak measured now (no HOME to cache it in)"};
+  cache[key] = {{"flops_per_s", measured}, {"probe_seconds", probe_seconds}};
+  try {
+    std::error_code ec;
+    fs::create_directories(path.parent_path(), ec);
+    write_file_atomic(path.string(), cache.dump(2) + "\n");
+  } catch (const UserError& e) {
+    return {measured, fmt::format("f32 GEMM peak measured now; not cached ({})", e.what())};
+  }
+  return {measured, fmt::format("f32 GEMM peak measured now, cached in {}", path.string())};
+}
+
+}  // namespace braid

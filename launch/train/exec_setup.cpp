@@ -1,0 +1,49 @@
+// ExecContext construction from the environment.
+#include "launch/train/exec_setup.h"
+
+#include <cstdlib>
+#include <string>
+
+namespace braid {
+
+CpuIsa cpu_isa_from_env() {
+  const CpuIsa machine = cpu_isa_detected();
+  const char* env = std::getenv("BRAID_CPU_ISA");
+  if (env == nullptr || *env == '\0') return machine;
+  CpuIsa isa = machine;
+  if (!parse_cpu_isa(env, &isa)) {
+    std::string names;
+    for (CpuIsa i : kAllCpuIsas)
+      names += (names.empty() ? "" : ", ") + std::string(cpu_isa_name(i));
+    user_error(
+        "environment variable BRAID_CPU_ISA='{}' is not an instruction-set level; expected one "
+        "of {} (or unset for this CPU's own, {})",
+        env, names, cpu_isa_name(machine));
+  }
+  if (!cpu_isa_supported(isa))
+    user_error("environment variable BRAID_CPU_ISA='{}': {}; set a level up to {} or unset it", env,
+               cpu_isa_missing(isa), cpu_isa_name(machine));
+  return isa;
+}
+
+GemmPlan gemm_plan_from_env() {
+  GemmBackend backend = GemmBackend::OneDnn;
+  if (const char* env = std::getenv("BRAID_GEMM"); env != nullptr && *env != '\0') {
+    if (!parse_gemm_backend(env, &backend))
+      user_error(
+          "environment variable BRAID_GEMM='{}' is not a GEMM backend; expected one of "
+          "onednn, openblas, reference (or unset for the automatic choice)",
+          env);
+  }
+  return default_gemm_plan(backend, cpu_isa_from_env());
+}
+
+std::unique_ptr<ExecContext> make_cpu_context(uint64_t seed) {
+  ExecOptions o;
+  o.cpu_isa = cpu_isa_from_env();
+  o.gemm = gemm_plan_from_env();
+  o.seed = seed;
+  return std::make_unique<ExecContext>(std::move(o));
+}
+
+}  // namespace braid

@@ -1,0 +1,80 @@
+// StopSignals: sigaction handlers (SIGTERM, SIGINT, SIGUSR1) that set a flag on the first signal
+// and _exit on the second.
+#include "launch/train/signals.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace braid {
+
+namespace {
+
+// The handler's only way to talk to the trainer. Lock-free atomics are async-signal-safe.
+std::atomic<int> g_first_signal{0};
+// SIGTERMs and SIGINTs received: the second of those exits at once. SIGUSR1 is not counted, so
+// a rank that gets both a SIGUSR1 relayed by mpirun (the launcher pod's eviction) and a SIGTERM
+// (its own pod's eviction, which often comes at the same moment) still stops cleanly.
+std::atomic<int> g_forcing_signals{0};
+std::atomic<bool> g_installed{false};
+struct sigaction g_old_term, g_old_int, g_old_usr1;
+
+void write_stderr(const char* s) {
+  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, s, std::strlen(s));
+}
+
+void on_stop_signal(int signo) {
+  if (signo != SIGUSR1 && g_forcing_signals.fetch_add(1) >= 1) {
+    write_stderr("braid: second signal: exiting now; the last complete checkpoint is kept\n");
+    ::_exit(128 + signo);
+  }
+  int expected = 0;
+  if (!g_first_signal.compare_exchange_strong(expected, signo)) return;  // already stopping
+  // One string per signal: the handler may only call async-signal-safe functions (write).
+  write_stderr(signo == SIGINT    ? "\nbraid: SIGINT received: finishing this step, then writing a "
+                                    "checkpoint (send it again to exit at once)\n"
+               : signo == SIGUSR1 ? "\nbraid: SIGUSR1 received: finishing this step, then writing "
+                                    "a checkpoint (SIGTERM twice to exit at once)\n"
+                                  : "\nbraid: SIGTERM received: finishing this step, then writing "
+                                    "a checkpoint (send it again to exit at once)\n");
+}
+
+}  // namespace
+
+StopSignals::StopSignals() {
+  BRAID_CHECK(!g_installed.exchange(true), "StopSignals is already installed");
+  g_first_signal.store(0);
+  g_forcing_signals.store(0);
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;  // reads and writes in progress carry on instead of failing EINTR
+  BRAID_CHECK(sigaction(SIGTERM, &sa, &g_old_term) == 0, "sigaction(SIGTERM): {}",
+              std::strerror(errno));
+  BRAID_CHECK(sigaction(SIGINT, &sa, &g_old_int) == 0, "sigaction(SIGINT): {}",
+              std::strerror(errno));
+  BRAID_CHECK(sigaction(SIGUSR1, &sa, &g_old_usr1) == 0, "sigaction(SIGUSR1): {}",
+              std::strerror(errno));
+}
+
+StopSignals::~StopSignals() {
+  sigaction(SIGTERM, &g_old_term, nullptr);
+  sigaction(SIGINT, &g_old_int, nullptr);
+  sigaction(SIGUSR1, &g_old_usr1, nullptr);
+  g_installed.store(false);
+}
+
+int StopSignals::requested() const { return g_first_signal.load(); }
+
+const char* StopSignals::name(int signo) {
+  if (signo == SIGTERM) return "SIGTERM";
+  if (signo == SIGINT) return "SIGINT";
+  if (signo == SIGUSR1) return "SIGUSR1";
+  return "signal";
+}
+
+}  // namespace braid

@@ -1,0 +1,228 @@
+// TrainRun: data checks, run directory, resume, model, data parallelism, optimizer, header.
+#include "launch/train/train_run.h"
+
+#include <fmt/ranges.h>
+#include <omp.h>
+
+#include "core/kernels/gemm.h"
+#include "data/file_util.h"
+#include "data/shard.h"
+#include "data/tokenizer.h"
+#include "launch/config/config.h"
+#include "launch/train/exec_setup.h"
+#include "launch/io/model_io.h"
+#include "launch/train/model_passes.h"
+#include "parallel/scalar_reduce.h"
+
+namespace braid {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// How long the start-up peak probe runs: the best 1024^3 GEMM rate seen in that time is the
+// MFU denominator when train.peak_tflops is 0. On a shared or virtual machine whose speed
+// drifts over seconds (docs/benchmarks.md, bench_drift), 0.5 s often saw only a slow spell and
+// read MFU high (93 % in one quickstart run); 2 s of best-of is steadier.
+constexpr double kPeakProbeSeconds = 2.0;
+
+// The data-parallel side over the DP group: gradient buckets that all-reduce (sum, since every
+// rank scales its loss by 1 / global tokens), or reduce-scatter for ZeRO-1. GPT-2's tied
+// embedding across pipeline stages is final only after the step's sum over its two stages (a
+// late contribution).
+std::unique_ptr<DataParallel> make_data_parallel(ExecContext& ctx, const RankModel& model,
+                                                 Communicator& dp, const RunConfig& cfg) {
+  DataParallelOptions o;
+  o.buckets.bucket_bytes = static_cast<int64_t>(cfg.parallel.bucket_mb * 1048576.0);
+  o.buckets.first_bucket_bytes = static_cast<int64_t>(cfg.parallel.first_bucket_mb * 1048576.0);
+  o.buckets.comm_dtype = cfg.parallel.allreduce_dtype_value();
+  o.buckets.op = ReduceOp::Sum;
+  o.shard_optimizer = cfg.optim.zero == 1;
+  return std::make_unique<DataParallel>(ctx, model.parameters(), model.late_parameters(), dp, o);
+}
+
+}  // namespace
+
+TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
+                   const DistRun& dist_in)
+    : cfg(resolve_init_from(cfg_in, init_base)),
+      config_path(config_path_in),
+      dist(dist_in),
+      dims(dist_in.dims),
+      run_dir(fs::path(cfg.run.dir) / cfg.run.name),
+      data_dir(cfg.data.dir),
+      train_path((data_dir / "train.bin").string()),
+      val_path((data_dir / "val.bin").string()),
+      tok_path(tokenizer_file_in(data_dir.string())),
+      ckpt(run_dir.string(), cfg.checkpoint.keep_last) {
+  if (cfg.train.threads > 0) omp_set_num_threads(cfg.train.threads);
+  // The layout: rank 0 (`lead`) alone prints, writes metrics and records, and commits
+  // checkpoints; DP rank 0 of every (tp, pp) shard writes that shard's checkpoint files.
+  const bool lead = dims.lead();
+  const int dp = dims.dp_size();
+  check_rank_layout(cfg, dims.tp_size(), dims.pp_size(), dp);
+  check_data();  // a bad shard fails before anything is written
+  fs::create_directories(run_dir);
+  if (lead) run_lock.emplace(run_dir.string());
+  log.open_rank_log(run_dir, dims.world_size() > 1 ? dims.rank() : -1);
+  std::optional<LoadedCheckpoint> ck = load_resume_checkpoint();
+
+  // One rank's execution context: allocator, profiler and GEMM plan (launch/train/exec_setup.h).
+  ctx = make_cpu_context(cfg.data.seed);
+  // Weights in every layout come from whole tensors: run.init_from's before the split, a
+  // resumed checkpoint's cut to each rank's part.
+  model = std::make_unique<RankModel>(
+      *ctx, cfg, RankModelComms{&dims.tp(), &dims.pp(), dims.embedding()}, init_base.get(),
+      cfg.run.init_from, ck ? &ck->model : nullptr, lead);
+  init_base.reset();
+  // Buckets bind the gradients first, so the f32 masters of the optimizer share the bucket
+  // views; AdamW or ZeRO-1's sharded AdamW, in MixedPrecision for bf16/fp16 (16-bit weights
+  // from here).
+  data_parallel = make_data_parallel(*ctx, *model, dims.dp(), cfg);
+  opt = make_optimizer(*ctx, cfg, model->parameters(), *data_parallel, {&dims.tp(), &dims.pp()});
+  overflow_test.emplace(cfg.train, dist_in.faults);
+  layout =
+      ParallelLayout{dims.world_size(), dp, dims.tp_size(), dims.pp_size(), opt->sharded() ? 1 : 0};
+  log.rank_line(
+      fmt::format("rank {} of {} ({}), coordinates dp {} tp {} pp {}, ZeRO {}, {} "
+                  "parameters held",
+                  dims.rank(), layout.ranks, dims.str(), dims.coord().dp, model->tp_rank(),
+                  model->stage(), layout.zero, model->local_numel()));
+  stop.emplace();
+  if (ck) {
+    resume(*ck);
+    ck.reset();  // unmaps the files
+  } else if (!cfg.run.init_from.empty() && lead) {
+    std::printf("initialised from %s\n", cfg.run.init_from.c_str());
+  }
+  // ---- the run record: config (kept across resumes), version and machine ----
+  const MachineInfo machine = machine_info(ctx->gemm());
+  if (lead) {
+    const std::string config_warning = record_run_config(cfg, run_dir, start_step);
+    if (!config_warning.empty()) std::printf("%s\n", config_warning.c_str());
+    append_run_record(run_dir, machine, start_step, layout);
+    if (!tok_path.empty())
+      fs::copy_file(tok_path, run_dir / kTokenizerFile, fs::copy_options::overwrite_existing);
+  }
+  tokens_per_step =
+      static_cast<double>(cfg.data.micro_batch) * cfg.data.seq_len * cfg.data.grad_accum * dp;
+  flops_per_step = cfg.model.flops_per_token(cfg.data.seq_len) * tokens_per_step;
+  grad_scale = static_cast<float>(1.0 / tokens_per_step);
+  // The MFU peak (a 2 s probe unless cached) only where MFU is reported: one rank's peak,
+  // times the ranks (each computes with its own threads).
+  const PeakChoice peak_choice =
+      lead ? choose_mfu_peak(*ctx, cfg.train.peak_tflops, machine, kPeakProbeSeconds)
+           : PeakChoice{1.0, "not measured on this rank"};
+  peak_flops_per_s = peak_choice.flops_per_s * layout.ranks;
+  print_header(peak_choice);
+  if (lead) log.open_metrics(run_dir, cfg.train.steps, start_step);
+  log.record(start_step > 0 ? "resume" : "start", {{"step", start_step},
+                                                   {"braid_version", braid_version()},
+                                                   {"git_commit", braid_git_commit()},
+                                                   {"peak_flops_per_s", peak_flops_per_s},
+                                                   {"peak_source", peak_choice.source}});
+  if (start_step >= cfg.train.steps)
+    log.say(fmt::format("nothing to train: the checkpoint is at step {} and train.steps is {}",
+                        start_step, cfg.train.steps));
+  // DP rank r's micro-batch m is the step's global micro-batch m * dp + r (data/loader.h);
+  // every rank of a DP replica (its tp x pp ranks) reads the same ones.
+  loader = std::make_unique<Loader>(train_path, cfg.data, 0, 1, start_step, dims.coord().dp, dp);
+  micro.resize(static_cast<size_t>(cfg.data.grad_accum));
+}
+
+void TrainRun::check_data() {
+  {
+    const TokenShard train_shard(train_path);  // validates header, size and every id
+    check_shard_vocab(train_shard, cfg.model.vocab_size);
+    BRAID_USER_CHECK(train_shard.size() > cfg.data.seq_len,
+                     "{} holds {} tokens, fewer than one sequence of data.seq_len + 1 = {}",
+                     train_path, train_shard.size(), cfg.data.seq_len + 1);
+  }
+  val.emplace(val_path, cfg.data);
+  check_shard_vocab(val->shard(), cfg.model.vocab_size);
+}
+
+std::optional<LoadedCheckpoint> TrainRun::load_resume_checkpoint() {
+  // What to resume from (its weights are loaded while the model is built).
+  if (cfg.checkpoint.resume == "auto") {
+    resume_from = ckpt.latest();
+  } else if (cfg.checkpoint.resume == "none") {
+    BRAID_USER_CHECK(!ckpt.latest().has_value(),
+                     "{} already holds checkpoints and checkpoint.resume is none; use "
+                     "checkpoint.resume=auto to continue it, or another run.name",
+                     run_dir.string());
+  } else {
+    resume_from = cfg.checkpoint.resume;
+  }
+  std::optional<LoadedCheckpoint> ck;
+  if (!resume_from) return ck;
+  ck.emplace(CheckpointManager::load(*resume_from));
+  if (ck->state.contains("model")) {
+    const std::string diff = model_difference(ck->state.at("model"), cfg.model);
+    BRAID_USER_CHECK(diff.empty(),
+                     "cannot resume from {}: {}; the checkpoint was written for a "
+                     "different model config",
+                     *resume_from, diff);
+  }
+  return ck;
+}
+
+void TrainRun::resume(LoadedCheckpoint& ck) {
+  if (ck.state.contains("loss_scaler")) opt->restore_loss_scaler(ck.state.at("loss_scaler"));
+  if (!ck.optimizer.names().empty()) {
+    auto get = [&](const std::string& n) {
+      check_tensor_matches(ck.optimizer, n, model->whole_shape(n), DType::F32);
+      return model->local_part(n, ck.optimizer.get(n));
+    };
+    opt->load_state(get, ck.state.value("optimizer_steps", ck.step));
+    start_step = ck.step;
+  }
+  const std::string msg = fmt::format("resumed from {} (step {})", *resume_from, ck.step);
+  if (dims.lead()) std::printf("%s\n", msg.c_str());
+  log.rank_line(msg);
+}
+
+void TrainRun::print_header(const PeakChoice& peak) const {
+  if (!dims.lead()) return;
+  const int dp = dims.dp_size(), tp = dims.tp_size(), pp = dims.pp_size();
+  const int accum = cfg.data.grad_accum;
+  std::printf("braid train: %s, %s %.2fM params, %d threads, gemm %s, run dir %s\n",
+              config_path.c_str(), cfg.model.family.c_str(), cfg.model.num_params() / 1e6,
+              omp_get_max_threads(), gemm_backend_name(ctx->gemm()).c_str(),
+              run_dir.string().c_str());
+  if (dims.world_size() > 1) {
+    std::string line = fmt::format("parallel: {} over {} ranks", dims.mesh().str(), layout.ranks);
+    if (cfg.parallel.sequence_parallel && tp > 1) line += ", sequence parallel";
+    if (pp > 1)
+      line += fmt::format(", schedule {} ({} micro-batches{})", cfg.parallel.schedule, accum,
+                          cfg.parallel.virtual_stages > 1
+                              ? fmt::format(", {} chunks per stage", cfg.parallel.virtual_stages)
+                              : std::string());
+    if (pp > 1)
+      line += fmt::format(", blocks per {}stage [{}]",
+                          cfg.parallel.virtual_stages > 1 ? "virtual " : "",
+                          fmt::join(model->block_split(), ", "));
+    if (dp > 1)
+      line += fmt::format(", {} gradient buckets ({}), ZeRO {}",
+                          data_parallel->buckets().buckets().size(), cfg.parallel.allreduce_dtype,
+                          layout.zero);
+    std::printf("%s\n", line.c_str());
+  }
+  std::printf("tokens/step %.0f (%smicro-batch %d x %d x accum %d); MFU peak %s%s (%s)\n",
+              tokens_per_step, dp > 1 ? fmt::format("dp {} x ", dp).c_str() : "",
+              cfg.data.micro_batch, cfg.data.seq_len, accum,
+              format_si(peak.flops_per_s, "FLOP/s").c_str(),
+              layout.ranks > 1 ? fmt::format(" x {} ranks", layout.ranks).c_str() : "",
+              peak.source.c_str());
+  if (const std::string d = opt->describe(*ctx); !d.empty()) std::printf("%s\n", d.c_str());
+  std::fflush(stdout);
+}
+
+LossSum TrainRun::global_loss(LossSum mine) const {
+  const bool counts = model->stage() == model->stages() - 1 && model->tp_rank() == 0;
+  const std::vector<double> g = all_sum_doubles(
+      dims.world(), {counts ? mine.sum : 0.0, counts ? static_cast<double>(mine.count) : 0.0});
+  return {g[0], static_cast<int64_t>(g[1])};
+}
+
+}  // namespace braid
