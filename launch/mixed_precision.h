@@ -21,9 +21,6 @@
 
 namespace braid {
 
-// The compute dtype of train.precision ("fp32" -> f32, "bf16", "fp16" -> f16).
-DType precision_dtype(const std::string& precision);
-
 class MixedPrecision {
  public:
   // Converts the parameters' weights to the compute dtype (bf16/fp16), keeping f32 masters of

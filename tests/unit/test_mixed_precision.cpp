@@ -143,7 +143,7 @@ TEST(MixedPrecision, LoraBaseGetsNoMasterNorOptimizerState) {
   lc.targets = {"all-linear"};
   ASSERT_GT(apply_lora(model, lc, 1), 0);
   TrainConfig tc;
-  tc.precision = "bf16";
+  tc.precision = Precision::BF16;
   MixedPrecision mp(ctx, model.parameters(), tc);
   AdamW opt(ctx, mp.optimizer_params(), OptimConfig{});
   int64_t trainable_bytes = 0, frozen = 0;
