@@ -25,8 +25,6 @@ void ModelConfig::validate() const {
   if (ffn_hidden < 0) config_error("ffn_hidden", "ffn_hidden is {}; expected >= 0", ffn_hidden);
   if (!(norm_eps > 0.0f)) config_error("norm_eps", "norm_eps is {}; expected > 0", norm_eps);
   if (!(rope_theta > 0.0f)) config_error("rope_theta", "rope_theta is {}; expected > 0", rope_theta);
-  if (tie_embeddings < -1 || tie_embeddings > 1)
-    config_error("tie_embeddings", "tie_embeddings is {}; expected -1, 0 or 1", tie_embeddings);
   if (!(init_std > 0.0f)) config_error("init_std", "init_std is {}; expected > 0", init_std);
 }
 

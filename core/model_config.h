@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/config_fields.h"
@@ -19,7 +20,7 @@ struct ModelConfig {
   int ffn_hidden = 0;       // 0: 4*n_embd for gpt2, SwiGLU rule (8/3 n_embd rounded to 64) for llama
   float norm_eps = 1e-5f;
   float rope_theta = 10000.0f;
-  int tie_embeddings = -1;  // -1: family default (gpt2 tied, llama untied); 0/1 explicit
+  std::optional<bool> tie_embeddings;  // empty (auto): the family default
   float init_std = 0.02f;
   uint64_t seed = 1234;     // parameter initialisation seed
 
@@ -35,7 +36,7 @@ struct ModelConfig {
     v("ffn_hidden", ffn_hidden, "MLP hidden width; 0 picks the family default (gpt2: 4*n_embd; llama: 8/3*n_embd rounded up to 64).");
     v("norm_eps", norm_eps, "Epsilon of LayerNorm/RMSNorm.");
     v("rope_theta", rope_theta, "RoPE base frequency (llama).");
-    v("tie_embeddings", tie_embeddings, "-1: family default (gpt2 ties the LM head to the token embedding, llama does not); 0: untied; 1: tied.");
+    v("tie_embeddings", tie_embeddings, "auto: the family default (gpt2 ties the LM head to the token embedding, llama does not); true: tied; false: untied (a separate LM head). -1, 0 and 1 are read as auto, false and true.");
     v("init_std", init_std, "Std of the normal init; residual output projections use init_std/sqrt(2*n_layer).");
     v("seed", seed, "Seed of the parameter initialisation.");
   }
@@ -45,7 +46,7 @@ struct ModelConfig {
   int kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
   int head_dim() const { return n_embd / n_head; }
   int ffn() const;
-  bool tied() const { return tie_embeddings < 0 ? !is_llama() : tie_embeddings != 0; }
+  bool tied() const { return tie_embeddings.value_or(!is_llama()); }
   // Parameter count (each tensor counted once; tied head not double counted).
   int64_t num_params() const;
   // Parameters that take part in matmuls per token (LM head included, position table not).

@@ -1,25 +1,12 @@
 // ParallelConfig validation.
 #include "parallel/parallel_config.h"
 
-#include <charconv>
-
 #include "parallel/pipeline_schedule.h"
 
 namespace braid {
-namespace {
-
-bool parse_positive(const std::string& s, int* out) {
-  const char* end = s.data() + s.size();
-  auto [ptr, ec] = std::from_chars(s.data(), end, *out);
-  return ec == std::errc() && ptr == end && *out >= 1;
-}
-
-}  // namespace
 
 void ParallelConfig::validate() const {
-  int n = 0;
-  if (dp != "auto" && !parse_positive(dp, &n))
-    config_error("dp", "dp is '{}'; expected auto or an integer >= 1", dp);
+  if (dp && *dp < 1) config_error("dp", "dp is {}; expected auto or an integer >= 1", *dp);
   if (tp < 1) config_error("tp", "tp is {}; expected >= 1", tp);
   if (pp < 1) config_error("pp", "pp is {}; expected >= 1", pp);
   if (!(timeout_s > 0)) config_error("timeout_s", "timeout_s is {}; expected > 0", timeout_s);
@@ -39,31 +26,15 @@ void ParallelConfig::validate() const {
                  schedule);
   if (virtual_stages < 1)
     config_error("virtual_stages", "virtual_stages is {}; expected >= 1", virtual_stages);
-  int blocks = 0;
-  for (const std::string& b : pp_split)
-    if (!parse_positive(b, &blocks))
-      config_error("pp_split", "pp_split holds '{}'; expected a list of block counts >= 1", b);
+  for (const int b : pp_split)
+    if (b < 1)
+      config_error("pp_split", "pp_split holds {}; expected a list of block counts >= 1", b);
   if (vocab_align < 1)
     config_error("vocab_align", "vocab_align is {}; expected >= 1", vocab_align);
   if (virtual_stages > 1 && kind != ScheduleKind::Interleaved1F1B)
     config_error("virtual_stages",
                  "virtual_stages is {} but schedule is {}; only interleaved-1f1b uses model chunks",
                  virtual_stages, schedule);
-}
-
-std::vector<int> ParallelConfig::pp_split_blocks() const {
-  std::vector<int> out;
-  for (const std::string& b : pp_split) {
-    int n = 0;
-    parse_positive(b, &n);
-    out.push_back(n);
-  }
-  return out;
-}
-
-int ParallelConfig::dp_degree() const {
-  int n = 0;
-  return dp == "auto" ? 0 : (parse_positive(dp, &n) ? n : 0);
 }
 
 DType ParallelConfig::allreduce_dtype_value() const {

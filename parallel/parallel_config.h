@@ -2,6 +2,7 @@
 // schedule.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,7 +12,7 @@
 namespace braid {
 
 struct ParallelConfig {
-  std::string dp = "auto";
+  std::optional<int> dp;  // empty (auto): world size / (tp * pp)
   int tp = 1;
   int pp = 1;
   double timeout_s = 300.0;
@@ -21,7 +22,7 @@ struct ParallelConfig {
   std::string allreduce_dtype = "f32";
   std::string schedule = "1f1b";
   int virtual_stages = 1;
-  std::vector<std::string> pp_split;
+  std::vector<int> pp_split;
   int vocab_align = 8;
   bool sequence_parallel = false;
   bool trace = false;
@@ -67,12 +68,10 @@ struct ParallelConfig {
       "Write the timeline of every rank's pipeline actions to RUN_DIR/trace.json (Chrome trace "
       "JSON, opens in Perfetto; tools/plot_trace.py draws it).");
   }
-  // pp_split as numbers (empty when not set). Call after validate().
-  std::vector<int> pp_split_blocks() const;
   void validate() const;
 
-  // dp as a number; 0 when it is auto. Call after validate().
-  int dp_degree() const;
+  // dp as a number; 0 when it is auto.
+  int dp_degree() const { return dp.value_or(0); }
   // allreduce_dtype as a DType. Call after validate().
   DType allreduce_dtype_value() const;
 };

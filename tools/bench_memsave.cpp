@@ -21,6 +21,7 @@
 #include "core/kernels/gemm.h"
 #include "core/models/checkpointing.h"
 #include "core/models/lora.h"
+#include "core/precision.h"
 #include "core/random.h"
 #include "launch/train/exec_setup.h"
 #include "optim/adamw.h"
@@ -51,7 +52,7 @@ Variant make_variant(const std::string& name, const ModelConfig& cfg, const std:
   v.model = std::make_unique<Transformer>(*v.ctx, cfg);
   v.model->init_weights();
   if (lora) apply_lora(*v.model, *lora, cfg.seed);
-  apply_checkpointing(*v.model, ckpt, 1);
+  apply_checkpointing(*v.model, parse_enum<Checkpointing>("checkpointing", ckpt), 1);
   std::vector<Parameter*> params = v.model->parameters();
   if (precision != DType::F32) {  // as train.precision does it (optim/mixed_precision.cpp)
     v.masters = std::make_unique<MasterWeights>(*v.ctx, params, precision);
@@ -147,11 +148,12 @@ int main(int argc, char** argv) {
   lora.targets.clear();
   std::stringstream ss(targets);
   for (std::string t; std::getline(ss, t, ',');) lora.targets.push_back(t);
-  if (precision != "fp32" && precision != "bf16") {
+  const std::optional<Precision> prec = enum_from_name<Precision>(precision);
+  if (!prec || *prec == Precision::FP16) {
     std::fprintf(stderr, "--precision is '%s'; expected fp32 or bf16\n", precision.c_str());
     return 2;
   }
-  const DType dt = precision == "bf16" ? DType::BF16 : DType::F32;
+  const DType dt = precision_dtype(*prec);
   std::printf(
       "bench_memsave: %d threads, gemm %s, %s AdamW steps, batch %d x %d, %d rounds "
       "interleaved (medians)\n",

@@ -18,6 +18,7 @@
 #include "core/kernels/gemm.h"
 #include "core/memory.h"
 #include "core/models/transformer.h"
+#include "core/precision.h"
 #include "core/random.h"
 #include "launch/train/exec_setup.h"
 #include "optim/adamw.h"
@@ -97,8 +98,11 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "untimed steps first");
   app.add_option("--precision", precision, "fp32, bf16 or fp16");
   if (const std::optional<int> code = bench::parse_args(app, argc, argv)) return *code;
-  if (!parse_dtype(precision, &dtype) || dtype == DType::I32) {
-    std::fprintf(stderr, "--precision %s: expected fp32, bf16 or fp16\n", precision.c_str());
+  if (const std::optional<Precision> p = enum_from_name<Precision>(precision)) {
+    dtype = precision_dtype(*p);
+  } else {
+    std::fprintf(stderr, "--precision %s: expected %s\n", precision.c_str(),
+                 enum_choices<Precision>().c_str());
     return 2;
   }
   cfg.validate();

@@ -8,7 +8,9 @@
 #include "launch/plan/gpu_table.h"
 #include "launch/plan/time_model.h"
 
+using braid::Checkpointing;
 using braid::ModelConfig;
+using braid::Precision;
 using namespace braid::plan;
 
 int main() {
@@ -44,8 +46,8 @@ int main() {
         // DP all-reduce not overlapped.
         TrainOptions t;
         t.global_batch = r.batch;
-        t.precision = "fp16";
-        t.grad_precision = "bf16";
+        t.precision = Precision::FP16;
+        t.grad_precision = Precision::BF16;
         t.checkpointing = Checkpointing::Full;
         t.sequence_parallel = false;
         t.flash_attention = false;

@@ -103,18 +103,18 @@ int layer_of(const Module& block) {
 
 }  // namespace
 
-int apply_checkpointing(Transformer& model, const std::string& mode, int every_n_layers) {
+int apply_checkpointing(Transformer& model, Checkpointing mode, int every_n_layers) {
   BRAID_CHECK(every_n_layers >= 1, "checkpoint_every_n_layers is {}; expected >= 1",
               every_n_layers);
   int n = 0;
-  if (mode == "none") return 0;
-  if (mode == "full") {
+  if (mode == Checkpointing::None) return 0;
+  if (mode == Checkpointing::Full) {
     n = model.replace(
         [&](const Module& m) {
           return dynamic_cast<const Block*>(&m) && layer_of(m) % every_n_layers == 0;
         },
         [](std::unique_ptr<Module> m) { return std::make_unique<Recompute>(std::move(m)); });
-  } else if (mode == "selective") {
+  } else if (mode == Checkpointing::Selective) {
     // Inside blocks only: the final norm feeds the fused LM head, which stashes nothing.
     std::vector<Module*> blocks;
     model.visit([&](Module& m) {
@@ -131,7 +131,8 @@ int apply_checkpointing(Transformer& model, const std::string& mode, int every_n
           });
     }
   } else {
-    BRAID_CHECK(false, "checkpointing mode '{}'; expected none, full or selective", mode);
+    BRAID_CHECK(false, "checkpointing mode {}; expected none, full or selective",
+                static_cast<int>(mode));
   }
   model.refresh_parameters();
   return n;

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "core/checkpointing_mode.h"
 #include "core/models/activation_fn.h"
 #include "core/models/transformer.h"
 
@@ -62,8 +63,8 @@ class RecomputeActivation final : public ActivationFn {
   ActivationFn& inner_;
 };
 
-// The pass: mode "none", "full" (every_n_layers-th blocks) or "selective". Call after the other
+// The pass: mode None, Full (every_n_layers-th blocks) or Selective. Call after the other
 // passes (LoRA); refreshes the model's parameter list. Returns how many modules it wrapped.
-int apply_checkpointing(Transformer& model, const std::string& mode, int every_n_layers = 1);
+int apply_checkpointing(Transformer& model, Checkpointing mode, int every_n_layers = 1);
 
 }  // namespace braid

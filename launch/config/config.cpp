@@ -14,7 +14,6 @@
 
 #include "core/error.h"
 #include "core/input_guard.h"
-#include "launch/config/config_json.h"
 #include "launch/config/config_schema.h"
 #include "launch/config/edit_distance.h"
 #include "launch/io/model_io.h"
@@ -235,14 +234,20 @@ void take_model_from_init(RunConfig& cfg, const Origins& origins) {
   } catch (const UserError& e) {
     throw_located("run.init_from", e.what(), origins, "");
   }
-  const nlohmann::json want = fields_to_json(src), given = fields_to_json(cfg.model);
-  for (const auto& [key, value] : want.items())
-    if (origins.count("model." + key) && given[key] != value)
-      throw_located("model." + key,
-                    fmt::format("model.{} is {} but run.init_from {} has {}; drop the key (the "
-                                "model shape comes from init_from)", key, given[key].dump(),
-                                cfg.run.init_from, value.dump()),
+  RunConfig want = cfg;
+  want.model = src;
+  const auto want_fields = list_config_fields(want), given_fields = list_config_fields(cfg);
+  for (size_t i = 0; i < given_fields.size(); ++i) {
+    const ConfigField& g = given_fields[i];
+    if (g.section == "model" && origins.count(g.full_key()) &&
+        !field_values_equal(g.ptr, want_fields[i].ptr))
+      throw_located(g.full_key(),
+                    fmt::format("{} is {} but run.init_from {} has {}; drop the key (the model "
+                                "shape comes from init_from)",
+                                g.full_key(), format_field(g.ptr), cfg.run.init_from,
+                                format_field(want_fields[i].ptr)),
                     origins, "");
+  }
   cfg.model = src;
 }
 

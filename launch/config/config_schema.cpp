@@ -28,7 +28,8 @@ struct FieldCollector {
   }
   template <class T>
   void operator()(std::string_view key, T& field, std::string_view doc) {
-    out->push_back(ConfigField{section_name, std::string(key), FieldPtr(&field), std::string(doc)});
+    out->push_back(
+        ConfigField{section_name, std::string(key), field_ptr(&field), std::string(doc)});
   }
 };
 
@@ -173,6 +174,50 @@ std::optional<std::string> read_one(const YAML::Node& n, std::vector<std::string
   return std::nullopt;
 }
 
+std::optional<std::string> read_one(const YAML::Node& n, std::vector<int>& out) {
+  if (!n.IsSequence())
+    return fmt::format("expected a list of integers such as [3, 5], got {}{}", describe(n),
+                       n.IsNull() ? " (write [] for an empty list)" : "");
+  std::vector<int> v;
+  for (const auto& item : n) {
+    int x = 0;
+    if (auto err = read_integer(item, x)) return fmt::format("item {}: {}", v.size(), *err);
+    v.push_back(x);
+  }
+  out = std::move(v);
+  return std::nullopt;
+}
+
+bool is_auto(const YAML::Node& n) { return is_plain_scalar(n) && n.Scalar() == "auto"; }
+
+std::optional<std::string> read_one(const YAML::Node& n, std::optional<int>& out) {
+  if (is_auto(n)) return out = std::nullopt, std::nullopt;
+  int v = 0;
+  if (read_integer(n, v)) return fmt::format("expected auto or an integer, got {}", describe(n));
+  out = v;
+  return std::nullopt;
+}
+
+std::optional<std::string> read_one(const YAML::Node& n, std::optional<bool>& out) {
+  if (is_auto(n)) return out = std::nullopt, std::nullopt;
+  // -1, 0 and 1: how configs of earlier braid versions (an int field) said auto, false and true.
+  if (is_plain_scalar(n)) {
+    const std::string& s = n.Scalar();
+    if (s == "-1") return out = std::nullopt, std::nullopt;
+    if (s == "0") return out = false, std::nullopt;
+    if (s == "1") return out = true, std::nullopt;
+  }
+  bool v = false;
+  if (read_one(n, v)) return fmt::format("expected auto, true or false, got {}", describe(n));
+  out = v;
+  return std::nullopt;
+}
+
+std::optional<std::string> read_one(const YAML::Node& n, const EnumField& e) {
+  if (is_plain_scalar(n) && e.set(e.field, n.Scalar())) return std::nullopt;
+  return fmt::format("expected {}, got {}", e.choices(), describe(n));
+}
+
 // A YAML double-quoted scalar: every string round-trips, whatever it looks like.
 std::string quote(const std::string& s) {
   std::string q = "\"";
@@ -223,14 +268,27 @@ std::string format_one(const std::vector<std::string>& v) {
   return s + "]";
 }
 
-const char* type_name(bool*) { return "bool"; }
-const char* type_name(int*) { return "int"; }
-const char* type_name(int64_t*) { return "int64"; }
-const char* type_name(uint64_t*) { return "uint64"; }
-const char* type_name(float*) { return "float"; }
-const char* type_name(double*) { return "double"; }
-const char* type_name(std::string*) { return "string"; }
-const char* type_name(std::vector<std::string>*) { return "list of strings"; }
+std::string format_one(const std::vector<int>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", v[i]);
+  return s + "]";
+}
+std::string format_one(const std::optional<int>& v) { return v ? format_one(*v) : "auto"; }
+std::string format_one(const std::optional<bool>& v) { return v ? format_one(*v) : "auto"; }
+std::string format_one(const EnumField& e) { return std::string(e.name(e.field)); }
+
+std::string type_name(bool*) { return "bool"; }
+std::string type_name(int*) { return "int"; }
+std::string type_name(int64_t*) { return "int64"; }
+std::string type_name(uint64_t*) { return "uint64"; }
+std::string type_name(float*) { return "float"; }
+std::string type_name(double*) { return "double"; }
+std::string type_name(std::string*) { return "string"; }
+std::string type_name(std::vector<std::string>*) { return "list of strings"; }
+std::string type_name(std::vector<int>*) { return "list of ints"; }
+std::string type_name(std::optional<int>*) { return "int or auto"; }
+std::string type_name(std::optional<bool>*) { return "bool or auto"; }
+std::string type_name(const EnumField& e) { return e.choices(); }
 
 template <class T>
 bool same_value(const T& a, const T& b) {
@@ -240,6 +298,21 @@ bool same_value(const T& a, const T& b) {
   } else {
     return a == b;
   }
+}
+
+// The visitors below take each alternative of FieldPtr: a pointer, or an EnumField.
+template <class T>
+const T& value_of(T* p) {
+  return *p;
+}
+const EnumField& value_of(const EnumField& e) { return e; }
+
+bool same_field_value(const EnumField& a, const EnumField& b) {
+  return a.choices() == b.choices() && a.name(a.field) == b.name(b.field);
+}
+template <class T>
+bool same_field_value(T* a, T* b) {
+  return same_value(*a, *b);
 }
 
 }  // namespace
@@ -263,23 +336,30 @@ std::vector<std::string> list_config_sections() {
 }
 
 std::optional<std::string> read_field(const YAML::Node& node, const FieldPtr& field) {
-  return std::visit([&](auto* p) { return read_one(node, *p); }, field);
+  return std::visit(
+      [&](const auto& p) -> std::optional<std::string> {
+        if constexpr (std::is_same_v<std::decay_t<decltype(p)>, EnumField>)
+          return read_one(node, p);
+        else
+          return read_one(node, *p);
+      },
+      field);
 }
 
 std::string format_field(const FieldPtr& field) {
-  return std::visit([](auto* p) { return format_one(*p); }, field);
+  return std::visit([](const auto& p) { return format_one(value_of(p)); }, field);
 }
 
 std::string field_type_name(const FieldPtr& field) {
-  return std::visit([](auto* p) { return std::string(type_name(p)); }, field);
+  return std::visit([](const auto& p) { return type_name(p); }, field);
 }
 
 bool field_values_equal(const FieldPtr& a, const FieldPtr& b) {
   if (a.index() != b.index()) return false;
   return std::visit(
-      [&](auto* pa) {
-        using P = decltype(pa);
-        return same_value(*pa, *std::get<P>(b));
+      [&](const auto& pa) {
+        using P = std::decay_t<decltype(pa)>;
+        return same_field_value(pa, std::get<P>(b));
       },
       a);
 }

@@ -3,9 +3,11 @@
 
 #include <string>
 
+#include "core/checkpointing_mode.h"
 #include "core/config_fields.h"
 #include "core/model_config.h"
 #include "core/models/lora_config.h"
+#include "core/precision.h"
 #include "data/data_config.h"
 #include "launch/config/checkpoint_config.h"
 #include "optim/loss_scaler.h"
@@ -25,9 +27,9 @@ struct TrainConfig {
   std::string sample_prompt = "";
   float sample_temperature = 0.8f;
   int sample_top_k = 40;
-  std::string checkpointing = "none";
+  Checkpointing checkpointing = Checkpointing::None;
   int checkpoint_every_n_layers = 1;
-  std::string precision = "fp32";
+  Precision precision = Precision::FP32;
   LossScaleConfig loss_scale;  // fp16 only
 
   template <class V>
@@ -45,7 +47,7 @@ struct TrainConfig {
     v("checkpointing", checkpointing, "Activation checkpointing: none; full (keep only each wrapped block's input, recompute the block in backward); selective (rebuild the norm and activation-function outputs in backward instead of keeping them; no GEMM is recomputed).");
     v("checkpoint_every_n_layers", checkpoint_every_n_layers, "With checkpointing: full, wrap every n-th block (layers 0, n, 2n, ...).");
     v("precision", precision,
-      "fp32, bf16 or fp16: the storage of weights and activations for compute (arithmetic inside "
+      "The storage of weights and activations for compute (arithmetic inside "
       "kernels, gradients and the optimizer's master weights of trainable parameters stay fp32; "
       "frozen ones are converted once and keep no master; fp16 adds dynamic loss scaling).");
     loss_scale.visit(v);
@@ -60,12 +62,8 @@ struct TrainConfig {
     if (sample_tokens < 0) config_error("sample_tokens", "sample_tokens is {}; expected >= 0", sample_tokens);
     if (!(sample_temperature >= 0.0f)) config_error("sample_temperature", "sample_temperature is {}; expected >= 0", sample_temperature);
     if (sample_top_k < 0) config_error("sample_top_k", "sample_top_k is {}; expected >= 0", sample_top_k);
-    if (checkpointing != "none" && checkpointing != "full" && checkpointing != "selective")
-      config_error("checkpointing", "checkpointing is '{}'; expected none, full or selective", checkpointing);
     if (checkpoint_every_n_layers < 1)
       config_error("checkpoint_every_n_layers", "checkpoint_every_n_layers is {}; expected >= 1", checkpoint_every_n_layers);
-    if (precision != "fp32" && precision != "bf16" && precision != "fp16")
-      config_error("precision", "precision is '{}'; expected fp32, bf16 or fp16", precision);
     loss_scale.validate();
   }
 };

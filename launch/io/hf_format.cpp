@@ -186,7 +186,7 @@ ModelConfig model_config_from_hf(const json& hf, const std::string& path) {
       user_error("{}: scale_attn_by_inverse_layer_idx true is not supported", path);
     if (!optional_bool(hf, "scale_attn_weights", true, path))
       user_error("{}: scale_attn_weights false is not supported", path);
-    c.tie_embeddings = optional_bool(hf, "tie_word_embeddings", true, path) ? -1 : 0;
+    if (!optional_bool(hf, "tie_word_embeddings", true, path)) c.tie_embeddings = false;
   } else if (type == "llama") {
     c.family = "llama";
     c.vocab_size = require_int(hf, "vocab_size", path);
@@ -212,7 +212,7 @@ ModelConfig model_config_from_hf(const json& hf, const std::string& path) {
       user_error("{}: head_dim {} is not hidden_size / num_attention_heads ({}); braid's attention "
                  "has head_dim = hidden_size / num_attention_heads, so this model is not supported",
                  path, hf["head_dim"].dump(), c.n_embd / c.n_head);
-    c.tie_embeddings = optional_bool(hf, "tie_word_embeddings", false, path) ? 1 : -1;
+    if (optional_bool(hf, "tie_word_embeddings", false, path)) c.tie_embeddings = true;
     ModelConfig defaults = c;
     defaults.ffn_hidden = 0;
     c.ffn_hidden = defaults.ffn() == inter ? 0 : inter;

@@ -23,7 +23,7 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 nlohmann::json hf_config_json(const ModelConfig& cfg);
 
 // The ModelConfig an HF config.json describes. Fields left at their family default are
-// written as braid's "default" values (ffn_hidden 0, n_kv_head 0, tie_embeddings -1).
+// written as braid's "default" values (ffn_hidden 0, n_kv_head 0, tie_embeddings auto).
 // Unsupported model types, missing keys and unsupported options (rope_scaling, biases in
 // llama, ...) throw braid::UserError naming `path_for_errors` and the key.
 ModelConfig model_config_from_hf(const nlohmann::json& hf, const std::string& path_for_errors);

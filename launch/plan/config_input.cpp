@@ -14,7 +14,7 @@ namespace braid::plan {
 
 std::vector<int> braid_virtual_stage_blocks(const RunConfig& cfg, const TrainOptions& t,
                                             int num_virtual) {
-  std::vector<int> split = cfg.parallel.pp_split_blocks();
+  const std::vector<int>& split = cfg.parallel.pp_split;
   if (!split.empty() || num_virtual == 1 || cfg.model.n_layer < num_virtual) return split;
   return balanced_stage_blocks(cfg.model, t, num_virtual);
 }
@@ -44,8 +44,8 @@ ConfigPlanInput plan_input_from_run_config(const RunConfig& cfg) {
   t.seq = cfg.data.seq_len;
   t.global_batch = static_cast<int64_t>(cfg.data.micro_batch) * cfg.data.grad_accum * l.dp;
   // The CPU trainer computes, accumulates and updates everything in fp32.
-  t.precision = "fp32";
-  t.grad_precision = "fp32";
+  t.precision = Precision::FP32;
+  t.grad_precision = Precision::FP32;
   t.optimizer = cfg.optim.name;
   t.zero = 0;
   t.checkpointing = Checkpointing::None;

@@ -118,18 +118,13 @@ DeviceProfile find_device(const std::string& name) {
 
 GpuSpec find_gpu(const std::string& name) { return find_device(name).gpu; }
 
-double peak_tflops(const GpuSpec& gpu, const std::string& precision) {
-  double t = 0;
-  if (precision == "bf16")
-    t = gpu.tflops_bf16;
-  else if (precision == "fp16")
-    t = gpu.tflops_fp16;
-  else if (precision == "fp32")
-    t = gpu.tflops_fp32;
-  else
-    user_error("precision '{}' is unknown; expected bf16, fp16 or fp32", precision);
+double peak_tflops(const GpuSpec& gpu, Precision precision) {
+  const double t = precision == Precision::BF16   ? gpu.tflops_bf16
+                   : precision == Precision::FP16 ? gpu.tflops_fp16
+                                                  : gpu.tflops_fp32;
   if (!(t > 0))
-    user_error("{} has no {} rate in the table; use another --precision", gpu.name, precision);
+    user_error("{} has no {} rate in the table; use another --precision", gpu.name,
+               enum_name(precision));
   return t;
 }
 

@@ -18,9 +18,9 @@ DeviceProfile find_device(const std::string& name);
 // The accelerator part of find_device.
 GpuSpec find_gpu(const std::string& name);
 
-// Peak dense TFLOP/s of `gpu` for a compute precision (bf16, fp16, fp32). Throws UserError
-// when the GPU lacks it (V100 has no bf16).
-double peak_tflops(const GpuSpec& gpu, const std::string& precision);
+// Peak dense TFLOP/s of `gpu` for a compute precision. Throws UserError when the GPU lacks it
+// (V100 has no bf16).
+double peak_tflops(const GpuSpec& gpu, Precision precision);
 
 // Device profile JSON <-> DeviceProfile (the fields of GpuSpec by name, then the CPU tables).
 DeviceProfile load_device_profile(const std::string& path);

@@ -96,10 +96,12 @@ MemoryBreakdown stage_memory(const ModelConfig& m, const TrainOptions& t, const 
       lora ? blocks * lora_base_bytes(t.lora_base) + edge * 2.0 + lora_p * e : (blocks + edge) * e;
   mem.trainable_weights = trainable * e;
   mem.weight_bytes_full = mem.weights;
-  const double grad_b = (t.precision == "fp32" || t.grad_precision == "fp32") ? 4.0 : 2.0;
+  const double grad_b =
+      (t.precision == Precision::FP32 || t.grad_precision == Precision::FP32) ? 4.0 : 2.0;
   mem.grad_bytes_full = trainable * grad_b;
   mem.grads = mem.grad_bytes_full / (t.zero >= 2 ? shard : 1.0);
-  const double state_b = (t.optimizer == "adamw" ? 8.0 : 4.0) + (t.precision == "fp32" ? 0.0 : 4.0);
+  const double state_b =
+      (t.optimizer == "adamw" ? 8.0 : 4.0) + (t.precision == Precision::FP32 ? 0.0 : 4.0);
   mem.optimizer = trainable * state_b / (t.zero >= 1 ? shard : 1.0);
   if (t.zero >= 3) {
     // Each rank keeps 1/shard of the weights, plus the gathered weights of the layer being run

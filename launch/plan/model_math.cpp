@@ -66,12 +66,6 @@ int64_t lora_params_per_block(const ModelConfig& m, int rank,
   return p;
 }
 
-int precision_bytes(const std::string& precision) {
-  if (precision == "bf16" || precision == "fp16") return 2;
-  if (precision == "fp32") return 4;
-  user_error("precision '{}' is unknown; expected bf16, fp16 or fp32", precision);
-}
-
 bool uses_dropout(const ModelConfig& m, const TrainOptions& t) {
   return t.dropout < 0 ? !m.is_llama() : t.dropout != 0;
 }

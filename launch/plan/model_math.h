@@ -25,9 +25,6 @@ int64_t head_params(const ModelConfig& m);
 int64_t lora_params_per_block(const ModelConfig& m, int rank,
                               const std::vector<std::string>& targets);
 
-// Bytes of one element of a compute precision (bf16/fp16: 2, fp32: 4).
-int precision_bytes(const std::string& precision);
-
 // Dropout on (gpt2 default) or off (llama default).
 bool uses_dropout(const ModelConfig& m, const TrainOptions& t);
 

@@ -33,7 +33,8 @@ struct PlanArgs {
   CLI::Option *opt_global_batch = nullptr, *opt_micro_batch = nullptr, *opt_seq = nullptr,
               *opt_precision = nullptr, *opt_grad_precision = nullptr, *opt_optimizer = nullptr;
   int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0;
-  plan::TrainOptions train;
+  plan::TrainOptions train;  // its enums come from the strings below
+  std::string precision = "bf16", grad_precision = "fp32";
   std::string checkpointing = "none", attention = "flash", dropout = "auto";
   bool no_sp = false, no_dp_overlap = false;
   std::string dp_overlap = "on", tp_overlap = "off", param_gather_overlap = "on", tie = "auto";
@@ -74,6 +75,13 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
+// The value of a command-line option that takes a config enum's spellings.
+template <ConfigEnum E>
+E enum_option(const char* option, const std::string& value) {
+  if (const std::optional<E> v = enum_from_name<E>(value)) return *v;
+  user_error("{} '{}' is unknown; expected {}", option, value, enum_choices<E>());
+}
+
 ModelConfig resolve_model(const PlanArgs& a, const plan::ConfigPlanInput* from_config) {
   const bool explicit_sizes = a.layers > 0 || a.hidden > 0 || a.heads > 0;
   const int sources = !a.preset.empty() + !a.config.empty() + explicit_sizes;
@@ -99,9 +107,9 @@ ModelConfig resolve_model(const PlanArgs& a, const plan::ConfigPlanInput* from_c
     if (a.vocab > 0) m.vocab_size = a.vocab;
   }
   if (a.tie == "on")
-    m.tie_embeddings = 1;
+    m.tie_embeddings = true;
   else if (a.tie == "off")
-    m.tie_embeddings = 0;
+    m.tie_embeddings = false;
   else if (a.tie != "auto")
     user_error("--tie-embeddings '{}' is unknown; expected auto, on or off", a.tie);
   if (from_config) {
@@ -120,6 +128,9 @@ ModelConfig resolve_model(const PlanArgs& a, const plan::ConfigPlanInput* from_c
 
 plan::TrainOptions resolve_train(const PlanArgs& a, const plan::ConfigPlanInput* from_config) {
   plan::TrainOptions t = a.train;
+  t.precision = enum_option<Precision>("--precision", a.precision);
+  t.grad_precision = enum_option<Precision>("--grad-precision", a.grad_precision);
+  t.checkpointing = enum_option<Checkpointing>("--checkpointing", a.checkpointing);
   if (from_config) {
     // The config's training step, unless an option was typed on the command line.
     const plan::TrainOptions& f = from_config->train;
@@ -135,15 +146,6 @@ plan::TrainOptions resolve_train(const PlanArgs& a, const plan::ConfigPlanInput*
     t.stage_blocks = f.stage_blocks;  // the run's pipeline split (used while pp matches)
     t.seq = given(a.opt_seq) ? a.seq : f.seq;
   }
-  if (a.checkpointing == "none")
-    t.checkpointing = plan::Checkpointing::None;
-  else if (a.checkpointing == "selective")
-    t.checkpointing = plan::Checkpointing::Selective;
-  else if (a.checkpointing == "full")
-    t.checkpointing = plan::Checkpointing::Full;
-  else
-    user_error("--checkpointing '{}' is unknown; expected none, selective or full",
-               a.checkpointing);
   if (a.attention != "flash" && a.attention != "standard")
     user_error("--attention '{}' is unknown; expected flash or standard", a.attention);
   t.flash_attention = a.attention == "flash";
@@ -422,14 +424,15 @@ void add_plan_command(CLI::App& app, plan::Calibrator calibrate) {
   a.opt_micro_batch =
       c->add_option("--micro-batch", a.train.micro_batch, "Sequences per micro-batch");
   a.opt_precision =
-      c->add_option("--precision", a.train.precision, "Compute precision: bf16, fp16, fp32");
-  a.opt_grad_precision = c->add_option("--grad-precision", a.train.grad_precision,
+      c->add_option("--precision", a.precision, "Compute precision: fp32, bf16 or fp16");
+  a.opt_grad_precision = c->add_option("--grad-precision", a.grad_precision,
                                        "Gradient dtype: fp32 (braid) or bf16");
   a.opt_optimizer = c->add_option("--optimizer", a.train.optimizer, "adamw or sgd");
   a.opt_zero = c->add_option(
       "--zero", a.train.zero,
       "ZeRO stage: 0, 1 (optimizer state), 2 (+ gradients), 3 (+ weights) sharded over dp x cp");
-  c->add_option("--checkpointing", a.checkpointing, "none, selective or full");
+  c->add_option("--checkpointing", a.checkpointing,
+                "none, full or selective (Megatron-LM's: the attention core recomputed)");
   c->add_option("--attention", a.attention, "flash (no s^2 activations) or standard");
   c->add_option("--dropout", a.dropout, "auto (gpt2 on, llama off), on, off");
   c->add_flag("--no-sequence-parallel", a.no_sp, "Keep norm/dropout activations whole on TP ranks");

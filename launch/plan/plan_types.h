@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "core/checkpointing_mode.h"
 #include "core/model_config.h"
+#include "core/precision.h"
 
 namespace braid::plan {
 
@@ -105,20 +107,19 @@ struct Cluster {
   int total_gpus() const { return gpus_per_node * nodes; }
 };
 
-enum class Checkpointing { None, Selective, Full };
-
 // How the model is trained (independent of the layout).
 struct TrainOptions {
-  int64_t global_batch = 512;           // sequences per optimizer step
-  int micro_batch = 1;                  // sequences per micro-batch
-  int seq = 0;                          // sequence length; 0: model context_length
-  std::string precision = "bf16";       // compute dtype: bf16, fp16, fp32
-  std::string grad_precision = "fp32";  // gradient accumulation/all-reduce dtype: fp32, bf16
-  std::string optimizer = "adamw";      // adamw or sgd (with momentum)
+  int64_t global_batch = 512;                  // sequences per optimizer step
+  int micro_batch = 1;                         // sequences per micro-batch
+  int seq = 0;                                 // sequence length; 0: model context_length
+  Precision precision = Precision::BF16;       // compute dtype
+  Precision grad_precision = Precision::FP32;  // gradient accumulation/all-reduce: fp32 or bf16
+  std::string optimizer = "adamw";             // adamw or sgd (with momentum)
   // ZeRO stage (Rajbhandari et al. 2020): 1 shards optimizer state over dp, 2 also the
   // gradients (reduce-scatter per micro-batch), 3 also the weights (all-gathered per layer in
   // forward and again in backward).
   int zero = 0;
+  // Recomputation; Selective is Megatron-LM's (the attention core: Korthikanti et al. 2022).
   Checkpointing checkpointing = Checkpointing::None;
   bool sequence_parallel = true;  // shard norm/dropout activations over tp
   bool flash_attention = true;    // attention scores never stored (s^2 terms vanish)

@@ -52,7 +52,7 @@ ModelConfig run_model(const json& r, int seq, const std::string& path, const std
   m.n_kv_head = optional<int>(s, "kv_heads", 0, path, id);
   m.ffn_hidden = optional<int>(s, "ffn", 0, path, id);
   m.vocab_size = field<int>(s, "vocab", path, id);
-  if (s.contains("tied")) m.tie_embeddings = field<bool>(s, "tied", path, id) ? 1 : 0;
+  if (s.contains("tied")) m.tie_embeddings = field<bool>(s, "tied", path, id);
   m.context_length = seq;  // gpt2's learned positions cover the trained length
   try {
     m.validate();
@@ -62,11 +62,15 @@ ModelConfig run_model(const json& r, int seq, const std::string& path, const std
   return m;
 }
 
-Checkpointing checkpointing(const std::string& v, const std::string& path, const std::string& id) {
-  if (v == "none") return Checkpointing::None;
-  if (v == "selective") return Checkpointing::Selective;
-  if (v == "full") return Checkpointing::Full;
-  user_error("{}: run '{}', checkpointing '{}': expected none, selective or full", path, id, v);
+// The config enum value `text` of key `key` of run `id`.
+template <class E>
+E enum_value(const char* key, const std::string& text, const std::string& path,
+             const std::string& id) {
+  try {
+    return parse_enum<E>(key, text);
+  } catch (const ConfigError& e) {
+    user_error("{}: run '{}', {}", path, id, e.what());
+  }
 }
 
 }  // namespace
@@ -113,8 +117,11 @@ std::vector<PublishedRun> load_published_runs(const std::string& path) {
     t.global_batch = field<int64_t>(r, "global_batch", path, p.id);
     t.micro_batch = field<int>(r, "micro_batch", path, p.id);
     t.zero = field<int>(r, "zero", path, p.id);
-    t.checkpointing = checkpointing(field<std::string>(r, "checkpointing", path, p.id), path, p.id);
-    t.grad_precision = optional<std::string>(r, "grad_precision", "fp32", path, p.id);
+    t.checkpointing = enum_value<Checkpointing>(
+        "checkpointing", field<std::string>(r, "checkpointing", path, p.id), path, p.id);
+    t.grad_precision = enum_value<Precision>(
+        "grad_precision", optional<std::string>(r, "grad_precision", "fp32", path, p.id), path,
+        p.id);
     t.dropout = optional<int>(r, "dropout", -1, path, p.id);
     t.tp_overlap = optional<bool>(r, "tp_overlap", false, path, p.id);
     Layout& l = p.layout;

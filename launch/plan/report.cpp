@@ -9,17 +9,13 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-const char* ck_name(Checkpointing c) {
-  return c == Checkpointing::None ? "none" : c == Checkpointing::Selective ? "selective" : "full";
-}
-
 std::string layout_str(const PlanResult& r) {
   const Layout& l = r.layout;
   std::string s = fmt::format("dp={} tp={} pp={}", l.dp, l.tp, l.pp);
   if (l.cp > 1) s += fmt::format(" cp={}", l.cp);
   if (l.vp > 1) s += fmt::format(" vp={}", l.vp);
   return s + fmt::format(" {} mb={} ckpt={} zero={}", l.schedule, r.train.micro_batch,
-                         ck_name(r.train.checkpointing), r.train.zero);
+                         enum_name(r.train.checkpointing), r.train.zero);
 }
 
 std::string duration(double s) {
@@ -45,11 +41,11 @@ nlohmann::json plan_json(const PlanResult& r) {
         {"schedule", r.layout.schedule},
         {"micro_batch", r.train.micro_batch},
         {"micro_batches", r.micro_batches},
-        {"checkpointing", ck_name(r.train.checkpointing)},
+        {"checkpointing", enum_name(r.train.checkpointing)},
         {"zero", r.train.zero},
         {"seq", r.seq},
         {"global_batch", r.train.global_batch},
-        {"grad_precision", r.train.grad_precision},
+        {"grad_precision", enum_name(r.train.grad_precision)},
         {"overlap",
          {{"dp", r.train.dp_overlap},
           {"tp", r.train.tp_overlap},
@@ -148,13 +144,13 @@ std::string plan_text(const ModelConfig& m, const Cluster& c, const PlanResult& 
       "\ncluster   {} x {} {} ({:.0f} GiB, {:.0f} TFLOP/s {}), intra {:.0f} GB/s, "
       "inter {:.1f} GB/s\n",
       c.nodes, c.gpus_per_node, c.gpu.name, c.gpu.memory_gib,
-      r.train.precision == "fp32" ? c.gpu.tflops_fp32 : c.gpu.tflops_bf16, r.train.precision,
-      c.intra_bw_gbs, c.inter_bw_gbs);
+      r.train.precision == Precision::FP32 ? c.gpu.tflops_fp32 : c.gpu.tflops_bf16,
+      enum_name(r.train.precision), c.intra_bw_gbs, c.inter_bw_gbs);
   o += fmt::format("layout    {}  ({} micro-batches per step)\n", layout_str(r), r.micro_batches);
   o += fmt::format(
       "step      global batch {} sequences x seq {} = {} tokens; {} compute, {} gradients\n",
-      r.train.global_batch, r.seq, r.train.global_batch * r.seq, r.train.precision,
-      r.train.precision == "fp32" ? "fp32" : r.train.grad_precision);
+      r.train.global_batch, r.seq, r.train.global_batch * r.seq, enum_name(r.train.precision),
+      enum_name(r.train.precision == Precision::FP32 ? Precision::FP32 : r.train.grad_precision));
   o += fmt::format("overlap   dp gradients {}, tp comm {}, ZeRO param gathers {}\n\n",
                    r.train.dp_overlap ? "on" : "off", r.train.tp_overlap ? "on" : "off",
                    r.train.param_gather_overlap ? "on" : "off");

@@ -15,10 +15,6 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-const char* ck_name(Checkpointing c) {
-  return c == Checkpointing::None ? "none" : c == Checkpointing::Selective ? "selective" : "full";
-}
-
 // Which time component differs most from the best plan's.
 std::string loss_reason(const PlanResult& p, const PlanResult& best) {
   struct Part {
@@ -121,7 +117,7 @@ std::vector<std::string> fit_hints(const ModelConfig& m, const TrainOptions& t, 
     if (ck == t.checkpointing) continue;
     TrainOptions o = t;
     o.checkpointing = ck;
-    try_change(fmt::format("--checkpointing {}", ck_name(ck)), o, l);
+    try_change(fmt::format("--checkpointing {}", enum_name(ck)), o, l);
   }
   for (int z = t.zero + 1; z <= 3 && l.dp * l.cp > 1; ++z) {
     TrainOptions o = t;

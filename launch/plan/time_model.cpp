@@ -89,8 +89,8 @@ void check_layout(const ModelConfig& m, const TrainOptions& t, const Layout& l, 
     user_error("--mfu is {}; expected a fraction in (0, 1]", t.stated_mfu);
   if (t.optimizer != "adamw" && t.optimizer != "sgd")
     user_error("optimizer '{}' is unknown; expected adamw or sgd", t.optimizer);
-  if (t.grad_precision != "fp32" && t.grad_precision != "bf16")
-    user_error("grad precision '{}' is unknown; expected fp32 or bf16", t.grad_precision);
+  if (t.grad_precision == Precision::FP16)
+    user_error("grad precision fp16 is not modelled; expected fp32 or bf16");
   const int mbs = micro_batches_per_step(t, l);
   // Interleaving runs the micro-batches in groups of p (Megatron-LM requires a multiple of p);
   // with fewer, the chunks of one micro-batch still wait on each other and nothing is gained.

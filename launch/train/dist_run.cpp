@@ -15,7 +15,8 @@ void run_train(const RunConfig& cfg, const std::string& config_path, const Fault
                      "parallel.dp={} tp={} pp={} need {} ranks but braid train runs as one "
                      "process; start it with mpirun -np N (see docs/guide.md), or set "
                      "parallel.dp=auto",
-                     pc.dp, pc.tp, pc.pp, (dp == 0 ? 1 : dp) * pc.tp * pc.pp);
+                     dp == 0 ? std::string("auto") : std::to_string(dp), pc.tp, pc.pp,
+                     (dp == 0 ? 1 : dp) * pc.tp * pc.pp);
     DistRun d;
     d.dims = ParallelDims::single(pc.sequence_parallel);
     d.faults = faults;

@@ -38,10 +38,7 @@ std::vector<std::string> planner_targets(const std::vector<std::string>& targets
 
 plan::MemoryBreakdown planned(const RunConfig& cfg) {
   plan::ConfigPlanInput in = plan::plan_input_from_run_config(cfg);
-  const std::string& c = cfg.train.checkpointing;
-  in.train.checkpointing = c == "full"        ? plan::Checkpointing::Full
-                           : c == "selective" ? plan::Checkpointing::Selective
-                                              : plan::Checkpointing::None;
+  in.train.checkpointing = cfg.train.checkpointing;
   in.train.lora_rank = cfg.lora.rank;
   in.train.lora_targets = planner_targets(cfg.lora.targets);
   plan::GpuSpec rank;  // one CPU process: no runtime context to add
@@ -100,8 +97,8 @@ void dry_run(const RunConfig& cfg_in) {
   std::printf("  %s %s, micro-batch %d x %d, accum %d, checkpointing %s, lora rank %d\n",
               cfg.model.family.c_str(),
               cfg.lora.init_from.empty() ? "" : cfg.lora.init_from.c_str(), cfg.data.micro_batch,
-              cfg.data.seq_len, cfg.data.grad_accum, cfg.train.checkpointing.c_str(),
-              cfg.lora.rank);
+              cfg.data.seq_len, cfg.data.grad_accum,
+              std::string(enum_name(cfg.train.checkpointing)).c_str(), cfg.lora.rank);
   std::printf("  %-16s %12s %12s\n", "category", "planned", "measured");
   auto row = [&](const char* name, double plan_bytes, double meas_mib) {
     if (plan_bytes < 0)

@@ -45,12 +45,12 @@ void apply_training_passes(Transformer& model, const RunConfig& cfg, bool verbos
                   static_cast<long long>(total),
                   100.0 * static_cast<double>(trainable) / static_cast<double>(total));
   }
-  if (cfg.train.checkpointing != "none") {
+  if (cfg.train.checkpointing != Checkpointing::None) {
     const int n =
         apply_checkpointing(model, cfg.train.checkpointing, cfg.train.checkpoint_every_n_layers);
     if (verbose)
       std::printf("activation checkpointing: %s (%d modules wrapped)\n",
-                  cfg.train.checkpointing.c_str(), n);
+                  std::string(enum_name(cfg.train.checkpointing)).c_str(), n);
   }
 }
 

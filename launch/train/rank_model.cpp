@@ -28,7 +28,7 @@ Shape whole_shape_of(const Parameter& p) {
 }  // namespace
 
 std::vector<int> pipeline_split(const RunConfig& cfg, int num_virtual) {
-  std::vector<int> split = cfg.parallel.pp_split_blocks();
+  std::vector<int> split = cfg.parallel.pp_split;
   if (!split.empty() || num_virtual == 1 || cfg.model.n_layer < num_virtual) return split;
   const ModelConfig& m = cfg.model;
   return min_max_stage_blocks(

@@ -10,14 +10,6 @@
 
 namespace braid {
 
-DType precision_dtype(const std::string& precision) {
-  if (precision == "bf16") return DType::BF16;
-  if (precision == "fp16") return DType::F16;
-  BRAID_USER_CHECK(precision == "fp32", "train.precision is '{}'; expected fp32, bf16 or fp16",
-                   precision);
-  return DType::F32;
-}
-
 std::unique_ptr<Optimizer> make_optimizer(ExecContext& ctx, const RunConfig& cfg,
                                           const std::vector<Parameter*>& params, DataParallel& dp,
                                           const ModelGroups& groups) {

@@ -17,9 +17,6 @@
 
 namespace braid {
 
-// The compute dtype of train.precision ("fp32" -> f32, "bf16", "fp16" -> f16).
-DType precision_dtype(const std::string& precision);
-
 // params: every parameter this rank trains, in model order, with the f32 values training
 // starts from; dp: built over them (a sharded one makes this ZeRO-1); groups: what the model is
 // split over besides data parallelism. With bf16/fp16 the parameters' values become 16-bit here.

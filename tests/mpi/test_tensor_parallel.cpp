@@ -272,7 +272,7 @@ TEST(TensorParallelPlacement, PassesTouchTheSameModulesAsOnOneRank) {
   Communicator& tp = world().world();
   if (tp.size() != 2) GTEST_SKIP() << "tp = 2 only (the tiny models' 4 heads and 2 KV heads)";
   for (const std::string family : {"gpt2", "llama"}) {
-    for (const std::string mode : {"selective", "full"}) {
+    for (const Checkpointing mode : {Checkpointing::Selective, Checkpointing::Full}) {
       const ModelConfig cfg = tp_config(family);
       ExecContext ctx;
       Transformer one(ctx, cfg), placed(ctx, cfg);
@@ -292,9 +292,9 @@ TEST(TensorParallelPlacement, PassesTouchTheSameModulesAsOnOneRank) {
       MasterWeights mw_one(ctx, one.parameters(), DType::BF16);
       MasterWeights mw_placed(ctx, placed.parameters(), DType::BF16);
       const auto a = census(one), b = census(placed);
-      EXPECT_EQ(a, b) << family << " " << mode;
-      EXPECT_EQ(mw_one.params().size(), mw_placed.params().size()) << family << " " << mode;
-      if (mode == "selective") {
+      EXPECT_EQ(a, b) << family << " " << enum_name(mode);
+      EXPECT_EQ(mw_one.params().size(), mw_placed.params().size()) << family << " " << enum_name(mode);
+      if (mode == Checkpointing::Selective) {
         EXPECT_EQ(b.count("RecomputeActivation") ? b.at("RecomputeActivation") : 0, cfg.n_layer)
             << family;
         EXPECT_EQ(b.count("RecomputeOutput") ? b.at("RecomputeOutput") : 0, 2 * cfg.n_layer)
@@ -317,7 +317,7 @@ TEST(TensorParallelPlacement, SelectiveCheckpointingLowersTheActivationPeak) {
     cfg.context_length = 32;
     if (cfg.is_llama()) cfg.ffn_hidden = 96;
     const int64_t B = 4, T = 32;
-    auto peak = [&](const std::string& mode) {
+    auto peak = [&](Checkpointing mode) {
       ExecContext ctx;
       Transformer m(ctx, cfg);
       m.init_weights();
@@ -330,7 +330,7 @@ TEST(TensorParallelPlacement, SelectiveCheckpointingLowersTheActivationPeak) {
       m.forward_backward(mb, tok, tgt, 1.0f / (B * T));
       return ctx.allocator().stats().peak_bytes[static_cast<int>(MemCategory::Activations)];
     };
-    const int64_t none = peak("none"), selective = peak("selective");
+    const int64_t none = peak(Checkpointing::None), selective = peak(Checkpointing::Selective);
     // Per block: the activation's (B, T, F / tp) output and the two norms' (B, T, C) outputs.
     const int64_t f_local = cfg.ffn() / tp.size();
     const int64_t act = B * T * f_local * 4;

@@ -21,7 +21,7 @@ inline ModelConfig tiny_gpt2() {
 // fp32 training of micro-batches of 2 x 32 tokens; `global_batch` sequences per step.
 inline TrainOptions tiny_train(int64_t global_batch = 2) {
   TrainOptions t;
-  t.precision = "fp32";
+  t.precision = Precision::FP32;
   t.global_batch = global_batch;
   t.micro_batch = 2;
   t.seq = 32;

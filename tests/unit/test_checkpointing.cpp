@@ -54,7 +54,7 @@ TEST_P(Checkpointing, GradientsBitIdenticalToNoCheckpointing) {
     Transformer plain(ctx, cfg), ckpt(ctx, cfg);
     plain.init_weights();
     ckpt.init_weights();
-    const int wrapped = apply_checkpointing(ckpt, p.mode, p.every);
+    const int wrapped = apply_checkpointing(ckpt, parse_enum<braid::Checkpointing>("mode", p.mode), p.every);
     if (p.mode == "full") {
       EXPECT_EQ(wrapped, (cfg.n_layer + p.every - 1) / p.every);
     } else {
@@ -87,7 +87,7 @@ int64_t activation_peak(const ModelConfig& cfg, const std::string& mode) {
   ExecContext ctx;
   Transformer m(ctx, cfg);
   m.init_weights();
-  apply_checkpointing(m, mode, 1);
+  apply_checkpointing(m, parse_enum<braid::Checkpointing>("mode", mode), 1);
   const Tensor tok = tokens_of(4, 32, cfg.vocab_size, 3), tgt = tokens_of(4, 32, cfg.vocab_size, 4);
   ctx.allocator().reset_peaks();
   MicroBatch mb(ctx);
@@ -122,8 +122,8 @@ TEST(CheckpointingMemory, PeakActivationsShrink) {
 TEST(CheckpointingMemory, UnknownModeIsRefused) {
   ExecContext& ctx = test_ctx();
   Transformer m(ctx, tiny("gpt2"));
-  kernel_test::expect_error_with([&] { apply_checkpointing(m, "partial", 1); },
-                                 {"partial", "none, full or selective"});
+  kernel_test::expect_error_with([&] { apply_checkpointing(m, static_cast<braid::Checkpointing>(7), 1); },
+                                 {"mode 7", "none, full or selective"});
 }
 
 }  // namespace

@@ -170,6 +170,115 @@ TEST_F(ConfigLoad, WrongTypesAreLocated) {
   }
 }
 
+// A value outside an enum's spellings names the file, line, key, the value and every allowed
+// value, in the file and in --set alike.
+TEST_F(ConfigLoad, EnumErrorsNameKeyValueAndChoices) {
+  struct Case {
+    std::string yaml, line_key, value, choices;
+  };
+  const std::vector<Case> cases = {
+      {"train:\n  precision: fp64\n", "run.yaml:4: train.precision", "'fp64'",
+       "expected fp32, bf16 or fp16"},
+      {"train:\n  precision: FP32\n", "run.yaml:4: train.precision", "'FP32'",
+       "expected fp32, bf16 or fp16"},
+      {"train:\n  checkpointing: partial\n", "run.yaml:4: train.checkpointing", "'partial'",
+       "expected none, full or selective"},
+      {"train:\n  checkpointing: [full]\n", "run.yaml:4: train.checkpointing", "a list",
+       "expected none, full or selective"},
+      {"parallel:\n  dp: two\n", "run.yaml:4: parallel.dp", "'two'", "expected auto or an integer"},
+      {"parallel:\n  pp_split: [3, x]\n", "run.yaml:4: parallel.pp_split", "'x'",
+       "item 1: expected an integer"},
+      {"model:\n  tie_embeddings: 2\n", "run.yaml:4: model.tie_embeddings", "'2'",
+       "expected auto, true or false"},
+  };
+  for (const auto& c : cases) {
+    const std::string msg = load_error(write(kData + c.yaml));
+    EXPECT_NE(msg.find(c.line_key), std::string::npos) << msg;
+    EXPECT_NE(msg.find(c.value), std::string::npos) << msg;
+    EXPECT_NE(msg.find(c.choices), std::string::npos) << msg;
+  }
+  const std::string set = load_error(write(kData), {"train.precision=f16"});
+  EXPECT_NE(set.find("--set train.precision=f16: train.precision: expected fp32, bf16 or fp16, "
+                     "got 'f16'"),
+            std::string::npos)
+      << set;
+  // Outside YAML (command-line options, JSON files) parse_enum says the same with the key.
+  try {
+    parse_enum<Checkpointing>("train.checkpointing", "some");
+    ADD_FAILURE() << "'some' parsed";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key(), "train.checkpointing");
+    EXPECT_STREQ(e.what(), "train.checkpointing is 'some'; expected none, full or selective");
+  }
+  EXPECT_EQ(parse_enum<Precision>("train.precision", "bf16"), Precision::BF16);
+}
+
+// Typed values reach the structs; earlier spellings (a quoted number for dp, quoted block
+// counts, -1/0/1 for tie_embeddings, quoted enum names as older resolved configs wrote them)
+// mean what they meant.
+TEST_F(ConfigLoad, TypedValuesAndEarlierSpellings) {
+  const RunConfig c =
+      load_run_config(write(kData + "train:\n  precision: bf16\n  checkpointing: selective\n"
+                                    "parallel:\n  dp: 2\n  pp: 2\n  pp_split: [1, 3]\n"
+                                    "model:\n  n_layer: 4\n  tie_embeddings: false\n"),
+                      {});
+  EXPECT_EQ(c.train.precision, Precision::BF16);
+  EXPECT_EQ(precision_dtype(c.train.precision), DType::BF16);
+  EXPECT_EQ(c.train.checkpointing, Checkpointing::Selective);
+  EXPECT_EQ(c.parallel.dp, 2);
+  EXPECT_EQ(c.parallel.pp_split, (std::vector<int>{1, 3}));
+  EXPECT_EQ(c.model.tie_embeddings, false);
+  EXPECT_FALSE(c.model.tied());
+  const RunConfig old = load_run_config(
+      write(kData + "train:\n  precision: \"bf16\"\n  checkpointing: \"selective\"\n"
+                    "parallel:\n  dp: \"2\"\n  pp: 2\n  pp_split: [\"1\", \"3\"]\n"
+                    "model:\n  n_layer: 4\n  tie_embeddings: 0\n"),
+      {});
+  EXPECT_TRUE(config_differences(c, old).empty()) << config_differences(c, old).front();
+  const RunConfig d = load_run_config(write(kData), {});
+  EXPECT_FALSE(d.parallel.dp.has_value());  // auto
+  EXPECT_FALSE(d.model.tie_embeddings.has_value());
+  EXPECT_TRUE(d.model.tied());  // gpt2's default
+  for (const auto& [text, want] :
+       std::vector<std::pair<std::string, std::optional<bool>>>{{"-1", std::nullopt},
+                                                                {"auto", std::nullopt},
+                                                                {"1", true},
+                                                                {"true", true},
+                                                                {"0", false}}) {
+    const RunConfig t = load_run_config(write(kData), {"model.tie_embeddings=" + text});
+    EXPECT_EQ(t.model.tie_embeddings, want) << text;
+  }
+  EXPECT_FALSE(load_run_config(write(kData), {"parallel.dp=auto", "parallel.dp=auto"})
+                   .parallel.dp.has_value());
+  // Validation of the typed values names the key.
+  EXPECT_NE(load_error(write(kData), {"parallel.dp=0"}).find("parallel.dp: dp is 0; expected auto"),
+            std::string::npos);
+  EXPECT_NE(load_error(write(kData), {"parallel.pp_split=[2, 0]"})
+                .find("parallel.pp_split: pp_split holds 0; expected a list of block counts >= 1"),
+            std::string::npos);
+}
+
+// run.init_from names the model; a model key the file gives anyway must agree with it, and the
+// error says both values as the config spells them.
+TEST_F(ConfigLoad, ModelKeysMustAgreeWithInitFrom) {
+  fs::create_directories(dir_ / "hf");
+  std::ofstream(dir_ / "hf" / "config.json")
+      << R"({"model_type": "gpt2", "vocab_size": 256, "n_positions": 64, "n_embd": 32,
+             "n_layer": 2, "n_head": 2, "tie_word_embeddings": false})";
+  const std::string base = kData + "  seq_len: 32\nrun:\n  init_from: ../hf\n";
+  const RunConfig c = load_run_config(write(base + "model:\n  tie_embeddings: 0\n"), {});
+  EXPECT_EQ(c.model.tie_embeddings, false);
+  EXPECT_EQ(c.model.n_layer, 2);
+  const std::string msg = load_error(write(base + "model:\n  tie_embeddings: true\n"));
+  EXPECT_NE(msg.find("run.yaml:7: model.tie_embeddings: model.tie_embeddings is true but "
+                     "run.init_from"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("has false; drop the key"), std::string::npos) << msg;
+  const std::string layers = load_error(write(base), {"model.n_layer=3"});
+  EXPECT_NE(layers.find("model.n_layer is 3 but run.init_from"), std::string::npos) << layers;
+}
+
 TEST_F(ConfigLoad, ValidationErrorsAreLocated) {
   const std::string msg = load_error(write(kData + "optim:\n  warmup_steps: 5\n  lr: -1\n"));
   EXPECT_NE(msg.find("run.yaml:5: optim.lr"), std::string::npos) << msg;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <filesystem>
@@ -13,6 +14,7 @@
 
 #include "launch/config/config.h"
 #include "launch/config/config_schema.h"
+#include "launch/config/config_json.h"
 
 namespace braid {
 namespace {
@@ -31,6 +33,20 @@ struct Mutate {
   void operator()(std::vector<std::string>* p) const {
     p->push_back("null");
     p->push_back("");
+  }
+  void operator()(std::vector<int>* p) const { p->insert(p->end(), {7, -1, 0}); }
+  void operator()(std::optional<int>* p) const {
+    *p = p->has_value() ? std::nullopt : std::optional<int>(-3);
+  }
+  void operator()(std::optional<bool>* p) const {
+    *p = p->has_value() ? std::nullopt : std::optional<bool>(false);
+  }
+  // An enum takes the spelling after its current one.
+  void operator()(const EnumField& e) const {
+    const auto names = e.names();
+    const auto it = std::find(names.begin(), names.end(), e.name(e.field));
+    ASSERT_NE(it, names.end());
+    EXPECT_TRUE(e.set(e.field, it + 1 == names.end() ? names.front() : *(it + 1)));
   }
 };
 
@@ -65,6 +81,82 @@ TEST(ConfigRoundTrip, SavedConfigLoadsBackIdentical) {
       << "the temporary file was left behind";
   EXPECT_THROW(save_run_config(q, dir / "missing" / "config.yaml"), UserError);
   fs::remove_all(dir);
+}
+
+// The resolved config of a run that sets every typed field (enums, auto-or-number, lists of
+// block counts) is written with the spellings YAML takes and reads back the same.
+TEST(ConfigRoundTrip, TypedFieldsSurviveTheRunDirectoryConfig) {
+  const fs::path dir =
+      fs::temp_directory_path() / fmt::format("braid_test_config_typed_{}", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const RunConfig q =
+      load_run_config(BRAID_SOURCE_DIR "/configs/quickstart.yaml",
+                      {"train.precision=fp16", "train.checkpointing=full", "parallel.dp=2",
+                       "parallel.pp=2", "parallel.pp_split=[1, 3]", "model.tie_embeddings=false"});
+  const fs::path path = dir / "config.yaml";
+  save_run_config(q, path);
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const char* line : {"  precision: fp16\n", "  checkpointing: full\n", "  dp: 2\n",
+                           "  pp_split: [1, 3]\n", "  tie_embeddings: false\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << text;
+  const RunConfig back = load_run_config(path.string(), {});
+  const auto diffs = config_differences(q, back);
+  EXPECT_TRUE(diffs.empty()) << diffs.front();
+  EXPECT_EQ(back.train.precision, Precision::FP16);
+  EXPECT_EQ(back.parallel.pp_split, (std::vector<int>{1, 3}));
+  // The defaults are written as auto.
+  const std::string defaults = dump_run_config(RunConfig{});
+  EXPECT_NE(defaults.find("  dp: auto\n"), std::string::npos);
+  EXPECT_NE(defaults.find("  tie_embeddings: auto\n"), std::string::npos);
+  EXPECT_NE(defaults.find("  checkpointing: none\n"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// Checkpoint manifests hold the model section as JSON: enums by name, tie_embeddings as the
+// -1/0/1 every braid version wrote, so old checkpoints resume and compare equal.
+TEST(ConfigJson, ModelSectionKeepsItsManifestEncoding) {
+  ModelConfig m;
+  EXPECT_EQ(fields_to_json(m).at("tie_embeddings"), -1);
+  m.tie_embeddings = true;
+  EXPECT_EQ(fields_to_json(m).at("tie_embeddings"), 1);
+  m.tie_embeddings = false;
+  EXPECT_EQ(fields_to_json(m).at("tie_embeddings"), 0);
+  for (const auto& [j, want] : std::vector<std::pair<nlohmann::json, std::optional<bool>>>{
+           {-1, std::nullopt}, {0, false}, {1, true}, {true, true}, {nullptr, std::nullopt}}) {
+    ModelConfig r;
+    r.tie_embeddings = !want.value_or(false);  // differs from what is read
+    fields_from_json(r, nlohmann::json{{"tie_embeddings", j}}, "manifest.json");
+    EXPECT_EQ(r.tie_embeddings, want) << j.dump();
+  }
+  ModelConfig r;
+  try {
+    fields_from_json(r, nlohmann::json{{"tie_embeddings", 2}}, "manifest.json");
+    ADD_FAILURE() << "tie_embeddings 2 was read";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("manifest.json: key 'tie_embeddings' is 2; expected -1"),
+              std::string::npos)
+        << e.what();
+  }
+  // An enum field is its name; a name it does not have is refused with the choices.
+  TrainConfig t;
+  t.checkpointing = Checkpointing::Selective;
+  const nlohmann::json tj = fields_to_json(t);
+  EXPECT_EQ(tj.at("checkpointing"), "selective");
+  EXPECT_EQ(tj.at("precision"), "fp32");
+  TrainConfig t2;
+  fields_from_json(t2, tj, "x.json");
+  EXPECT_EQ(t2.checkpointing, Checkpointing::Selective);
+  try {
+    fields_from_json(t2, nlohmann::json{{"precision", "fp8"}}, "x.json");
+    ADD_FAILURE() << "fp8 was read";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("x.json: key 'precision' is 'fp8'; expected fp32, bf16 "
+                                         "or fp16"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ConfigRoundTrip, DifferencesNameKeyAndValues) {

@@ -81,7 +81,7 @@ TEST(HfFormat, Gpt2ConfigRoundTrip) {
 
   ModelConfig d = tiny_gpt2();
   d.ffn_hidden = 24;
-  d.tie_embeddings = 0;
+  d.tie_embeddings = false;
   d.norm_eps = 1e-6f;
   const nlohmann::json k = hf_config_json(d);
   EXPECT_EQ(k["n_inner"], 24);
@@ -93,7 +93,7 @@ TEST(HfFormat, LlamaConfigRoundTrip) {
   ModelConfig c = tiny_llama();
   c.norm_eps = 1e-6f;
   c.rope_theta = 500000.0f;
-  c.tie_embeddings = 1;
+  c.tie_embeddings = true;
   const nlohmann::json j = hf_config_json(c);
   EXPECT_EQ(j["model_type"], "llama");
   EXPECT_EQ(j["architectures"][0], "LlamaForCausalLM");
@@ -234,7 +234,7 @@ TEST(HfFormat, LlamaTensorsPassThrough) {
   for (size_t k = 0; k < back.size(); ++k) EXPECT_TRUE(back[k].second.same_storage(params[k].second));
 
   ModelConfig tied = c;
-  tied.tie_embeddings = 1;
+  tied.tie_embeddings = true;
   NamedTensors tp = make_params(tied, 0.0f);
   EXPECT_EQ(to_hf_tensors(tied, tp).size(), tp.size());
   tp.emplace_back("lm_head.weight", tp[0].second);  // a tied model's head is not written

@@ -164,7 +164,7 @@ TEST_P(LoraFamily, DropoutIsReproducibleUnderRecomputation) {
     for (Parameter* p : m.parameters())
       if (p->name.find("lora_B") != std::string::npos)
         fill_normal(p->value, 0.3f, 9, hash_string(p->name));
-    apply_checkpointing(m, ckpt, 1);
+    apply_checkpointing(m, parse_enum<Checkpointing>("mode", ckpt), 1);
     MicroBatch mb(ctx);
     mb.dropout_seed = seed;
     m.forward_backward(mb, tokens_of(2, 6, cfg.vocab_size, 1), tokens_of(2, 6, cfg.vocab_size, 2),

@@ -144,10 +144,10 @@ TEST(ParallelConfig, DefaultsValidateAndBadValuesNameTheKey) {
     return std::string("(none)");
   };
   ParallelConfig b = c;
-  b.dp = "two";
+  b.dp = 0;
   EXPECT_EQ(key_of(b), "dp");
   b = c;
-  b.dp = "2";
+  b.dp = 2;
   b.validate();
   EXPECT_EQ(b.dp_degree(), 2);
   b = c;

@@ -142,7 +142,7 @@ TEST(PlanCpu, RunConfigGivesTheTrainerStep) {
   EXPECT_EQ(in.train.micro_batch, 4);
   EXPECT_EQ(in.train.seq, 16);
   EXPECT_EQ(in.train.global_batch, 12);  // one rank: micro_batch x grad_accum
-  EXPECT_EQ(in.train.precision, "fp32");
+  EXPECT_EQ(in.train.precision, Precision::FP32);
   EXPECT_EQ(in.train.optimizer, "adamw");
   EXPECT_EQ(in.train.dropout, 0);
   EXPECT_EQ(in.train.checkpointing, Checkpointing::None);

@@ -55,7 +55,7 @@ std::string expect_user_error(const std::function<void()>& f) {
 
 TEST(PlanRanks, RunConfigGivesItsLayout) {
   RunConfig cfg = parallel_config();
-  cfg.parallel.dp = "2";
+  cfg.parallel.dp = 2;
   cfg.parallel.tp = 2;
   cfg.parallel.pp = 2;
   cfg.parallel.schedule = "interleaved-1f1b";
@@ -72,7 +72,7 @@ TEST(PlanRanks, RunConfigGivesItsLayout) {
   EXPECT_TRUE(in.schedule_error.empty());
   cfg.parallel.schedule = "zb-h1";
   EXPECT_NE(plan_input_from_run_config(cfg).schedule_error.find("zb-h1"), std::string::npos);
-  cfg.parallel.dp = "auto";
+  cfg.parallel.dp = std::nullopt;
   EXPECT_EQ(plan_input_from_run_config(cfg).layout.dp, 1);
   EXPECT_TRUE(plan_input_from_run_config(cfg).dp_auto);
 }

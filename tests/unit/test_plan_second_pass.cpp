@@ -202,7 +202,7 @@ TEST(PlanOverlap, OptionsChangeWhatIsExposed) {
   const PlanResult no_dp = predict(m, t, l, c);
   EXPECT_GT(no_dp.time.dp_exposed, base.time.dp_exposed);
   // Gradient dtype: fp32 gradients (the default) move twice the bytes of bf16 ones.
-  t.grad_precision = "bf16";
+  t.grad_precision = Precision::BF16;
   const PlanResult half = predict(m, t, l, c);
   EXPECT_NEAR(no_dp.memory.grads, 2 * half.memory.grads, 1);
   EXPECT_GT(no_dp.time.dp_exposed, 1.9 * half.time.dp_exposed);
@@ -230,7 +230,7 @@ TEST(PlanModel, UntiedGptAndCountsFromModelConfig) {
   EXPECT_EQ(block_params(g), 7087872);  // 12 blocks of GPT-2 small
   EXPECT_EQ(embedding_params(g), 50257 * 768 + 1024 * 768);
   EXPECT_EQ(head_params(g), 2 * 768);
-  g.tie_embeddings = 0;
+  g.tie_embeddings = false;
   EXPECT_EQ(head_params(g), 50257 * 768 + 2 * 768);
   const std::string out = run_plan_cli({"--model", "gpt2-124m", "--tie-embeddings", "off",
                                         "--gpus-per-node", "1", "--global-batch", "8"});

@@ -42,8 +42,8 @@ Cluster cluster(const char* gpu, int nodes) {
 TrainOptions megatron_2021(int64_t batch) {
   TrainOptions t;
   t.global_batch = batch;
-  t.precision = "fp16";
-  t.grad_precision = "bf16";
+  t.precision = Precision::FP16;
+  t.grad_precision = Precision::BF16;
   t.checkpointing = Checkpointing::Full;
   t.sequence_parallel = false;
   t.flash_attention = false;
@@ -94,7 +94,7 @@ TEST(PlanValidation, KorthikantiIterationTimes) {
     TrainOptions t;
     t.global_batch = r.gpus == 8 ? 4 : r.gpus;
     t.micro_batch = r.mb;
-    t.grad_precision = "bf16";
+    t.grad_precision = Precision::BF16;
     t.flash_attention = false;
     t.checkpointing = Checkpointing::Selective;
     const Layout l{1, 8, r.pp, 1, "1f1b"};
@@ -109,7 +109,7 @@ TEST(PlanValidation, KorthikantiIterationTimes) {
 TEST(PlanValidation, Bloom176B) {
   const ModelConfig m = shape("gpt2", 70, 14336, 112, 0, 0, 250880, 2048);
   TrainOptions t = megatron_2021(2048);
-  t.precision = "bf16";
+  t.precision = Precision::BF16;
   t.micro_batch = 2;
   t.zero = 1;
   t.dropout = 0;
@@ -139,7 +139,7 @@ TEST(PlanValidation, ZeroModelStates) {
   const ModelConfig m = shape("gpt2", 36, 4096, 32, 0, 0, 51200, 2048);  // 7.47B
   TrainOptions t;
   t.global_batch = 64;
-  t.grad_precision = "bf16";
+  t.grad_precision = Precision::BF16;
   const Cluster c = cluster("a100-80gb", 8);
   auto states = [&](int zero) {
     t.zero = zero;
