@@ -33,6 +33,8 @@ class Probes {
  public:
   // The context every probe runs its kernels on (and whose profiler splits their time).
   ExecContext& ctx() { return *ctx_; }
+  // The clock run() reads (the steady clock unless a test gives a simulated one).
+  void set_clock(std::function<Clock::time_point()> now) { now_ = std::move(now); }
 
   // `fn` does `work` units (FLOPs, bytes, elements) per call; returns the probe's index.
   size_t add(std::function<void()> fn, double work) {
@@ -55,18 +57,21 @@ class Probes {
   // fit in the time left; when not even one fits, the warm-up calls are the measurement (first-
   // touch effects included) and rounds is 0.
   RunReport run(int rounds, double budget_s, Clock::time_point start) {
+    const auto since = [&](Clock::time_point t0) {
+      return std::chrono::duration<double>(now_() - t0).count();
+    };
     double one_round = 0;
     for (Probe& p : probes_) {
       const KernelTimes k0 = ctx_->profiler().times();
-      const auto t0 = Clock::now();
+      const auto t0 = now_();
       p.fn();
-      p.call_estimate = seconds_since(t0);
+      p.call_estimate = since(t0);
       p.warmup_groups = ctx_->profiler().times() - k0;
       one_round += p.call_estimate;
     }
-    const double left = budget_s - seconds_since(start);
+    const double left = budget_s - since(start);
     RunReport rep;
-    rep.floor_s = seconds_since(start) + one_round;
+    rep.floor_s = since(start) + one_round;
     if (one_round > 0 && left < one_round) {
       for (Probe& p : probes_) {
         p.calls = 1;
@@ -82,13 +87,13 @@ class Probes {
     for (int r = 0; r < rep.rounds; ++r) {
       for (Probe& p : probes_) {
         const KernelTimes k0 = ctx_->profiler().times();
-        const auto t0 = Clock::now();
+        const auto t0 = now_();
         double dt = 0;
         int64_t calls = 0;
         do {
           p.fn();
           ++calls;
-          dt = seconds_since(t0);
+          dt = since(t0);
         } while (dt + dt / static_cast<double>(calls) <= share);
         p.calls += calls;
         p.seconds += dt;
@@ -127,6 +132,7 @@ class Probes {
     KernelTimes groups;
   };
   std::unique_ptr<ExecContext> ctx_ = std::make_unique<ExecContext>();
+  std::function<Clock::time_point()> now_ = [] { return Clock::now(); };
   std::vector<Probe> probes_;
 };
 
