@@ -2,6 +2,7 @@
 #include "core/kernels/attention.h"
 
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/cuda/cuda_kernels.h"
 #include "core/kernels/dispatch.h"
 
 namespace braid {
@@ -10,8 +11,7 @@ void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor&
                        const Tensor& v) {
   KernelArgs args(ctx, "attention_forward",
                   {{&out, "out"}, {&lse, "lse"}, {&q, "q"}, {&k, "k"}, {&v, "v"}});
-  args.require_cpu();
-  cpu::attention_forward(ctx, out, lse, q, k, v);
+  BRAID_DISPATCH(args, attention_forward, ctx, out, lse, q, k, v);
 }
 
 void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
@@ -27,8 +27,7 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
                    {&v, "v"},
                    {&out, "out"},
                    {&lse, "lse"}});
-  args.require_cpu();
-  cpu::attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse);
+  BRAID_DISPATCH(args, attention_backward, ctx, dq, dk, dv, dout, q, k, v, out, lse);
 }
 
 }  // namespace braid

@@ -2,20 +2,19 @@
 #include "core/kernels/rope.h"
 
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/cuda/cuda_kernels.h"
 #include "core/kernels/dispatch.h"
 
 namespace braid {
 
 void rope_forward(ExecContext& ctx, Tensor& x, int64_t pos_offset, float theta) {
   KernelArgs args(ctx, "rope_forward", {{&x, "x"}});
-  args.require_cpu();
-  cpu::rope_forward(ctx, x, pos_offset, theta);
+  BRAID_DISPATCH(args, rope_forward, ctx, x, pos_offset, theta);
 }
 
 void rope_backward(ExecContext& ctx, Tensor& dx, int64_t pos_offset, float theta) {
   KernelArgs args(ctx, "rope_backward", {{&dx, "dx"}});
-  args.require_cpu();
-  cpu::rope_backward(ctx, dx, pos_offset, theta);
+  BRAID_DISPATCH(args, rope_backward, ctx, dx, pos_offset, theta);
 }
 
 }  // namespace braid
