@@ -5,14 +5,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
 #include "core/input_guard.h"
 #include "data/shard.h"
-#include "launch/config/config.h"
 #include "launch/cli/commands.h"
+#include "launch/config/config.h"
 #include "launch/io/model_io.h"
+#include "launch/train/exec_setup.h"
 
 namespace braid {
 
@@ -24,8 +24,10 @@ std::string default_val_split(const LoadedModel& lm, const std::string& given) {
   std::error_code ec;
   BRAID_USER_CHECK(!lm.run_dir.empty() && std::filesystem::is_regular_file(cfg, ec),
                    "no --data given and {} is not in a braid run directory with a config.yaml; "
-                   "pass --data <val.bin>", given);
-  const RunConfig rc = parse_run_config(read_regular_file(cfg.string(), "run config"), cfg.string());
+                   "pass --data <val.bin>",
+                   given);
+  const RunConfig rc =
+      parse_run_config(read_regular_file(cfg.string(), "run config"), cfg.string());
   BRAID_USER_CHECK(!rc.data.dir.empty(), "no --data given and {} sets no data.dir; pass --data",
                    cfg.string());
   return (std::filesystem::path(rc.data.dir) / "val.bin").string();
@@ -35,6 +37,7 @@ std::string default_val_split(const LoadedModel& lm, const std::string& given) {
 
 void add_eval_command(CLI::App& app) {
   struct Opts {
+    std::string device = "auto";
     std::string model, data;
     int seq_len = 0, batch = 8;
     int64_t max_tokens = 0;
@@ -44,14 +47,23 @@ void add_eval_command(CLI::App& app) {
       "eval", "Loss of a checkpoint or safetensors model on a token file, printed as JSON");
   c->add_option("model", o->model,
                 "A checkpoint directory, a run directory (its latest checkpoint), or an HF "
-                "directory/model.safetensors with config.json beside it")->required();
+                "directory/model.safetensors with config.json beside it")
+      ->required();
   c->add_option("--data", o->data,
                 "Token shard written by `braid prepare` (default: val.bin of the run's data.dir)");
   c->add_option("--seq-len", o->seq_len, "Window length; 0 = the model's context length");
   c->add_option("--batch", o->batch, "Windows per forward pass")->check(CLI::Range(1, 1 << 30));
-  c->add_option("--max-tokens", o->max_tokens, "Stop after this many predicted tokens (0: whole file)");
+  c->add_option("--max-tokens", o->max_tokens,
+                "Stop after this many predicted tokens (0: whole file)");
+  c->add_option(
+       "--device", o->device,
+       "auto (a GPU when this build has every CUDA kernel and one is visible), cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   c->callback([o] {
-    LoadedModel lm = load_model(o->model);
+    const DeviceDecision dev =
+        choose_device(parse_enum<DeviceChoice>("--device", o->device), "--device");
+    if (!dev.device.is_cpu()) std::fprintf(stderr, "device %s\n", dev.reason.c_str());
+    LoadedModel lm = load_model(o->model, dev.device);
     Transformer& model = *lm.model;
     const ModelConfig& mc = model.config();
     if (o->data.empty()) o->data = default_val_split(lm, o->model);
@@ -70,21 +82,27 @@ void add_eval_command(CLI::App& app) {
     int64_t count = 0;
     for (int64_t w0 = 0; w0 < windows; w0 += o->batch) {
       const int64_t nb = std::min<int64_t>(o->batch, windows - w0);
-      Tensor tokens = Tensor::empty({nb, T}, DType::I32), targets = Tensor::empty({nb, T}, DType::I32);
+      Tensor tokens = Tensor::empty({nb, T}, DType::I32),
+             targets = Tensor::empty({nb, T}, DType::I32);
       std::vector<int32_t> buf(static_cast<size_t>(T + 1));
       for (int64_t b = 0; b < nb; ++b) {
         shard.read((w0 + b) * T, T + 1, buf.data());
         std::copy(buf.begin(), buf.begin() + T, tokens.i32() + b * T);
         std::copy(buf.begin() + 1, buf.end(), targets.i32() + b * T);
       }
-      LossSum l = model.forward_loss(*lm.ctx, tokens, targets);
+      LossSum l =
+          model.forward_loss(*lm.ctx, lm.ctx->to_device(tokens), lm.ctx->to_device(targets));
       sum += l.sum;
       count += l.count;
       if (o->max_tokens > 0 && count >= o->max_tokens) break;
     }
     const double loss = sum / static_cast<double>(count);
-    nlohmann::json j = {{"model", lm.source}, {"data", o->data}, {"step", lm.step},
-                        {"tokens", count}, {"seq_len", T}, {"loss", loss},
+    nlohmann::json j = {{"model", lm.source},
+                        {"data", o->data},
+                        {"step", lm.step},
+                        {"tokens", count},
+                        {"seq_len", T},
+                        {"loss", loss},
                         {"perplexity", std::exp(loss)}};
     std::printf("%s\n", j.dump(2).c_str());
   });

@@ -6,11 +6,11 @@
 
 #include "data/file_util.h"
 #include "data/tokenizer.h"
-#include "launch/io/checkpoint.h"
 #include "launch/config/config_json.h"
-#include "launch/train/exec_setup.h"
+#include "launch/io/checkpoint.h"
 #include "launch/io/hf_format.h"
 #include "launch/io/model_limits.h"
+#include "launch/train/exec_setup.h"
 
 namespace braid {
 
@@ -150,10 +150,10 @@ std::string find_tokenizer(const ModelSource& src) {
 
 }  // namespace
 
-LoadedModel load_model(const std::string& path) {
+LoadedModel load_model(const std::string& path, Device device) {
   const ModelSource src = resolve(path);
   LoadedModel out;
-  out.ctx = make_cpu_context();
+  out.ctx = make_context(device);
   out.model = std::make_unique<Transformer>(*out.ctx, config_of(src));
   out.step = load_source_weights(*out.model, src);
   out.source = src.dir.string();

@@ -38,7 +38,8 @@ struct LoadedModel {
 // `path` may be a braid checkpoint directory (manifest.json), a run directory (uses its
 // checkpoints/latest), or an HF directory / model.safetensors file with config.json beside it.
 // The model's size is checked against memory before anything is allocated.
-LoadedModel load_model(const std::string& path);
+// The model is built on `device` (its own context: a GPU's stream and allocator for cuda).
+LoadedModel load_model(const std::string& path, Device device = Device::cpu());
 
 // The model config stored at `path` (same kinds of path as load_model), without reading
 // weights: what `run.init_from` takes the model shape from.

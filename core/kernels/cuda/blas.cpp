@@ -5,6 +5,7 @@
 #include <cublasLt.h>
 #include <fmt/format.h>
 
+#include "core/kernels/cuda/cuda_kernels.h"
 #include "core/kernels/cuda/cuda_state.h"
 #include "core/kernels/cuda/ops_util.h"
 #include "core/profile.h"
