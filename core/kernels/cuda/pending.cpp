@@ -76,15 +76,6 @@ void layernorm_backward(ExecContext&, Tensor&, Tensor&, Tensor&, const Tensor&, 
                         const Tensor&, const Tensor&, const Tensor&) {
   pending("layernorm_backward");
 }
-void linear_forward(ExecContext&, Tensor&, const Tensor&, const Tensor&, const Tensor&) {
-  pending("linear_forward");
-}
-void linear_backward_input(ExecContext&, Tensor&, const Tensor&, const Tensor&, bool) {
-  pending("linear_backward_input");
-}
-void linear_backward_weight(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&) {
-  pending("linear_backward_weight");
-}
 void rmsnorm_forward(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&, float) {
   pending("rmsnorm_forward");
 }
