@@ -33,26 +33,6 @@ void attention_backward(ExecContext&, Tensor&, Tensor&, Tensor&, const Tensor&, 
                         const Tensor&, const Tensor&, const Tensor&, const Tensor&) {
   pending("attention_backward");
 }
-void lm_head_cross_entropy(ExecContext&, Tensor&, Tensor&, Tensor&, const Tensor&, const Tensor&,
-                           const Tensor&, float) {
-  pending("lm_head_cross_entropy");
-}
-LossSum loss_sum(ExecContext&, const Tensor&, const Tensor&) { pending("loss_sum"); }
-void vocab_slice_partials(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&,
-                          const VocabSlice&) {
-  pending("vocab_slice_partials");
-}
-void vocab_slice_exp(ExecContext&, Tensor&, Tensor&, const Tensor&, const VocabSlice&) {
-  pending("vocab_slice_exp");
-}
-void vocab_slice_losses(ExecContext&, Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                        const Tensor&) {
-  pending("vocab_slice_losses");
-}
-void vocab_slice_grad(ExecContext&, Tensor&, const Tensor&, const Tensor&, const VocabSlice&,
-                      float) {
-  pending("vocab_slice_grad");
-}
 void embedding_forward(ExecContext&, Tensor&, const Tensor&, const Tensor&, const Tensor&,
                        int64_t) {
   pending("embedding_forward");
