@@ -25,14 +25,6 @@ void swiglu_forward(ExecContext&, Tensor&, const Tensor&, const Tensor&) {
 void swiglu_backward(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&, const Tensor&) {
   pending("swiglu_backward");
 }
-void attention_forward(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&,
-                       const Tensor&) {
-  pending("attention_forward");
-}
-void attention_backward(ExecContext&, Tensor&, Tensor&, Tensor&, const Tensor&, const Tensor&,
-                        const Tensor&, const Tensor&, const Tensor&, const Tensor&) {
-  pending("attention_backward");
-}
 void embedding_forward(ExecContext&, Tensor&, const Tensor&, const Tensor&, const Tensor&,
                        int64_t) {
   pending("embedding_forward");
