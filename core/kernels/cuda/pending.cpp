@@ -20,21 +20,24 @@ namespace {
 // The ops below, by name: `braid train` with device: auto stays on the CPU while any is left
 // (tests/unit/test_device_memory.cpp checks this list against the stubs).
 constexpr const char* kPendingOps[] = {
-    "gelu_forward",           "gelu_backward",
-    "swiglu_forward",         "swiglu_backward",
-    "attention_forward",      "attention_backward",
-    "lm_head_cross_entropy",  "loss_sum",
-    "vocab_slice_partials",   "vocab_slice_exp",
-    "vocab_slice_losses",     "vocab_slice_grad",
-    "embedding_forward",      "embedding_backward",
-    "embedding_rows_forward", "embedding_rows_backward",
-    "layernorm_forward",      "layernorm_backward",
-    "linear_forward",         "linear_backward_input",
-    "linear_backward_weight", "rmsnorm_forward",
-    "rmsnorm_backward",       "rope_forward",
-    "rope_backward",          "seq_to_blocks",
-    "blocks_to_seq",          "extract_ranges",
-    "insert_ranges",          "adamw_update",
+    "gelu_forward",
+    "gelu_backward",
+    "swiglu_forward",
+    "swiglu_backward",
+    "embedding_forward",
+    "embedding_backward",
+    "embedding_rows_forward",
+    "embedding_rows_backward",
+    "layernorm_forward",
+    "layernorm_backward",
+    "rmsnorm_forward",
+    "rmsnorm_backward",
+    "rope_forward",
+    "rope_backward",
+    "seq_to_blocks",
+    "blocks_to_seq",
+    "extract_ranges",
+    "insert_ranges",
     "dropout_apply",
 };
 
@@ -49,34 +52,6 @@ void swiglu_forward(ExecContext&, Tensor&, const Tensor&, const Tensor&) {
 }
 void swiglu_backward(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&, const Tensor&) {
   pending("swiglu_backward");
-}
-void attention_forward(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&,
-                       const Tensor&) {
-  pending("attention_forward");
-}
-void attention_backward(ExecContext&, Tensor&, Tensor&, Tensor&, const Tensor&, const Tensor&,
-                        const Tensor&, const Tensor&, const Tensor&, const Tensor&) {
-  pending("attention_backward");
-}
-void lm_head_cross_entropy(ExecContext&, Tensor&, Tensor&, Tensor&, const Tensor&, const Tensor&,
-                           const Tensor&, float) {
-  pending("lm_head_cross_entropy");
-}
-LossSum loss_sum(ExecContext&, const Tensor&, const Tensor&) { pending("loss_sum"); }
-void vocab_slice_partials(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&,
-                          const VocabSlice&) {
-  pending("vocab_slice_partials");
-}
-void vocab_slice_exp(ExecContext&, Tensor&, Tensor&, const Tensor&, const VocabSlice&) {
-  pending("vocab_slice_exp");
-}
-void vocab_slice_losses(ExecContext&, Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                        const Tensor&) {
-  pending("vocab_slice_losses");
-}
-void vocab_slice_grad(ExecContext&, Tensor&, const Tensor&, const Tensor&, const VocabSlice&,
-                      float) {
-  pending("vocab_slice_grad");
 }
 void embedding_forward(ExecContext&, Tensor&, const Tensor&, const Tensor&, const Tensor&,
                        int64_t) {
@@ -101,15 +76,6 @@ void layernorm_backward(ExecContext&, Tensor&, Tensor&, Tensor&, const Tensor&, 
                         const Tensor&, const Tensor&, const Tensor&) {
   pending("layernorm_backward");
 }
-void linear_forward(ExecContext&, Tensor&, const Tensor&, const Tensor&, const Tensor&) {
-  pending("linear_forward");
-}
-void linear_backward_input(ExecContext&, Tensor&, const Tensor&, const Tensor&, bool) {
-  pending("linear_backward_input");
-}
-void linear_backward_weight(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&) {
-  pending("linear_backward_weight");
-}
 void rmsnorm_forward(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&, float) {
   pending("rmsnorm_forward");
 }
@@ -126,9 +92,6 @@ void extract_ranges(ExecContext&, Tensor&, const Tensor&, int, const IndexRanges
 }
 void insert_ranges(ExecContext&, Tensor&, const Tensor&, int, const IndexRanges&) {
   pending("insert_ranges");
-}
-void adamw_update(ExecContext&, Tensor&, Tensor&, Tensor&, const Tensor&, const AdamWStep&) {
-  pending("adamw_update");
 }
 void dropout_apply(ExecContext&, Tensor&, const Tensor&, float, uint64_t, uint64_t, DropoutWindow) {
   pending("dropout_apply");
