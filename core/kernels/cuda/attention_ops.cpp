@@ -50,10 +50,6 @@ bool same_dtype(std::initializer_list<const Tensor*> ts) {
   return true;
 }
 
-void zero(ExecContext& ctx, Tensor& t) {
-  if (t.nbytes())
-    CUDA_CHECK(cudaMemsetAsync(t.raw(), 0, t.nbytes(), static_cast<cudaStream_t>(stream_of(ctx))));
-}
 
 }  // namespace
 
@@ -103,8 +99,8 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
     return s.finish();
   }
   if (dq.numel() == 0) {  // no queries: nothing flows back to the keys and values
-    zero(ctx, dk);
-    zero(ctx, dv);
+    cuda::zero(ctx, dk);
+    cuda::zero(ctx, dv);
     return;
   }
   // delta (B, Hq, Tq): dout . out per query row, the softmax backward's row term.

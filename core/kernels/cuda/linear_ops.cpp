@@ -25,10 +25,6 @@ bool writable(const Tensor& c, DType ab) {
   return !c.defined() || c.dtype() == DType::F32 || c.dtype() == ab;
 }
 
-void zero(ExecContext& ctx, Tensor& t) {
-  if (t.nbytes())
-    CUDA_CHECK(cudaMemsetAsync(t.raw(), 0, t.nbytes(), static_cast<cudaStream_t>(stream_of(ctx))));
-}
 
 }  // namespace
 
@@ -60,7 +56,7 @@ void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& 
     beta = 1.0f;
   }
   if (IN == 0) {  // an empty sum: y is the bias, or zero
-    if (!b.defined()) zero(ctx, y);
+    if (!b.defined()) cuda::zero(ctx, y);
     return;
   }
   gemm(ctx, false, true, N, OUT, IN, 1.0f, x.raw(), IN, w.raw(), IN, beta, y.raw(), OUT, ab,
@@ -85,7 +81,7 @@ void linear_backward_input(ExecContext& ctx, Tensor& dx, const Tensor& dy, const
     return s.finish();
   }
   if (OUT == 0) {  // an empty sum
-    if (!accumulate) zero(ctx, dx);
+    if (!accumulate) cuda::zero(ctx, dx);
     return;
   }
   // dx (N, IN) = dy (N, OUT) @ w (OUT, IN)
