@@ -112,9 +112,9 @@ TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
   grad_scale = static_cast<float>(1.0 / tokens_per_step);
   // The MFU peak (a 2 s probe unless cached) only where MFU is reported: one rank's peak,
   // times the ranks (each computes with its own threads).
-  const PeakChoice peak_choice =
-      lead ? choose_mfu_peak(*ctx, cfg.train.peak_tflops, machine, kPeakProbeSeconds)
-           : PeakChoice{1.0, "not measured on this rank"};
+  const PeakChoice peak_choice = lead ? choose_mfu_peak(*ctx, cfg.train.peak_tflops, machine,
+                                                        kPeakProbeSeconds, cfg.train.precision)
+                                      : PeakChoice{1.0, "not measured on this rank"};
   peak_flops_per_s = peak_choice.flops_per_s * layout.ranks;
   print_header(peak_choice);
   if (lead) log.open_metrics(run_dir, cfg.train.steps, start_step);
