@@ -104,11 +104,18 @@ MemoryBreakdown stage_memory(const ModelConfig& m, const TrainOptions& t, const 
       (t.optimizer == "adamw" ? 8.0 : 4.0) + (t.precision == Precision::FP32 ? 0.0 : 4.0);
   mem.optimizer = trainable * state_b / (t.zero >= 1 ? shard : 1.0);
   if (t.zero >= 3) {
-    // Each rank keeps 1/shard of the weights, plus the gathered weights of the layer being run
-    // and of the next one (prefetch).
-    const double layer_w = static_cast<double>(block_params(m)) / tp * e;
-    mem.weights = mem.weights / shard + 2.0 * layer_w;
+    // Each rank keeps 1/shard of the weights between uses. While a unit (a block, or this
+    // stage's embedding or head) runs, its weights are gathered whole, and so are the next
+    // zero3_prefetch units'; in backward the unit's whole gradient also waits for its
+    // reduce-scatter. The largest unit of the stage sets the size.
+    const double block = static_cast<double>(block_params(m)) / tp;
+    const double block_lora = layers > 0 ? lora_p / layers : 0.0;
+    const double block_w = lora ? block * lora_base_bytes(t.lora_base) + block_lora * e : block * e;
+    const double unit_w = std::max(block_w, edge * (lora ? 2.0 : e));
+    const double unit_g = (lora ? block_lora : std::max(block, edge)) * grad_b;
+    mem.weights /= shard;
     mem.trainable_weights /= shard;
+    mem.gathered = (1.0 + std::max(0, t.zero3_prefetch)) * unit_w + unit_g;
   }
 
   const int mbs = micro_batches_per_step(t, layout);

@@ -425,8 +425,8 @@ void add_plan_command(CLI::App& app, plan::Calibrator calibrate) {
       c->add_option("--micro-batch", a.train.micro_batch, "Sequences per micro-batch");
   a.opt_precision =
       c->add_option("--precision", a.precision, "Compute precision: fp32, bf16 or fp16");
-  a.opt_grad_precision = c->add_option("--grad-precision", a.grad_precision,
-                                       "Gradient dtype: fp32 (braid) or bf16");
+  a.opt_grad_precision =
+      c->add_option("--grad-precision", a.grad_precision, "Gradient dtype: fp32 (braid) or bf16");
   a.opt_optimizer = c->add_option("--optimizer", a.train.optimizer, "adamw or sgd");
   a.opt_zero = c->add_option(
       "--zero", a.train.zero,
@@ -446,6 +446,10 @@ void add_plan_command(CLI::App& app, plan::Calibrator calibrate) {
   c->add_option("--param-gather-overlap", a.param_gather_overlap,
                 "on (default, as FSDP's prefetch): ZeRO-2/3 parameter all-gathers hidden behind "
                 "compute; off");
+  c->add_option("--zero3-prefetch", a.train.zero3_prefetch,
+                "ZeRO-3: units (blocks) gathered ahead of the one computing (default 1, as FSDP's\n"
+                "prefetch); their whole weights count as working memory beside the shards")
+      ->check(CLI::Range(0, 64));
   c->add_option("--tie-embeddings", a.tie,
                 "auto (family default: gpt2 tied, llama untied), on, off (separate LM head)");
   c->add_option(

@@ -129,7 +129,10 @@ struct TrainOptions {
   bool dp_overlap = true;            // gradient reduction hidden behind the last backward
   bool tp_overlap = false;           // TP collectives hidden behind the layer's GEMMs
   bool param_gather_overlap = true;  // ZeRO parameter all-gathers hidden behind compute
-  int lora_rank = 0;                 // 0: full training
+  // ZeRO-3: units (blocks, or the embedding/head) gathered ahead of the one being computed
+  // (FSDP's forward/backward prefetch, DeepSpeed's prefetch bucket); 0: none.
+  int zero3_prefetch = 1;
+  int lora_rank = 0;  // 0: full training
   std::vector<std::string> lora_targets = {"q", "v"};
   std::string lora_base = "bf16";  // frozen base: bf16, int8, 4bit
   double train_tokens = 0;         // 0: no time/cost estimate
@@ -162,11 +165,18 @@ struct Layout {
 
 // Bytes per GPU (the worst pipeline stage).
 struct MemoryBreakdown {
-  double weights = 0, grads = 0, optimizer = 0, activations = 0, comm = 0, overhead = 0;
+  // Model states (ZeRO's term): weights, gradients and optimizer state as each rank keeps them
+  // between steps, sharded as the ZeRO stage says.
+  double weights = 0, grads = 0, optimizer = 0;
+  // ZeRO-3 working buffers: the un-sharded weights of the unit being computed and of the
+  // prefetched ones, and the un-sharded gradient of the unit awaiting its reduce-scatter.
+  double gathered = 0;
+  double activations = 0, comm = 0, overhead = 0;
   // Not added to total(): the part of `weights` the optimizer updates, and the un-sharded bytes
   // of this stage's weights and gradients (what ZeRO's collectives move).
   double trainable_weights = 0, weight_bytes_full = 0, grad_bytes_full = 0;
-  double total() const { return weights + grads + optimizer + activations + comm + overhead; }
+  double model_states() const { return weights + grads + optimizer; }
+  double total() const { return model_states() + gathered + activations + comm + overhead; }
   int stage = 0;  // which pipeline stage this is (0 or pp-1)
 };
 

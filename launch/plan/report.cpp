@@ -49,13 +49,16 @@ nlohmann::json plan_json(const PlanResult& r) {
         {"overlap",
          {{"dp", r.train.dp_overlap},
           {"tp", r.train.tp_overlap},
-          {"param_gather", r.train.param_gather_overlap}}}}},
+          {"param_gather", r.train.param_gather_overlap}}},
+        {"zero3_prefetch", r.train.zero3_prefetch}}},
       {"params", r.params},
       {"trainable_params", r.trainable},
       {"memory_bytes",
        {{"weights", m.weights},
         {"grads", m.grads},
         {"optimizer", m.optimizer},
+        {"model_states", m.model_states()},
+        {"zero3_gathered", m.gathered},
         {"activations", m.activations},
         {"comm", m.comm},
         {"overhead", m.overhead},
@@ -156,10 +159,16 @@ std::string plan_text(const ModelConfig& m, const Cluster& c, const PlanResult& 
                    r.train.param_gather_overlap ? "on" : "off");
   const MemoryBreakdown& mm = r.memory;
   o += fmt::format("memory per GPU (stage {})          GiB\n", mm.stage);
-  auto row = [&](const char* k, double v) { o += fmt::format("  {:<32}{:>8.2f}\n", k, v / kGiB); };
-  row("weights", mm.weights);
+  auto row = [&](const std::string& k, double v) {
+    o += fmt::format("  {:<32}{:>8.2f}\n", k, v / kGiB);
+  };
+  row(r.train.zero >= 3 ? "weights (own shard)" : "weights", mm.weights);
   row("gradients", mm.grads);
   row("optimizer state + master", mm.optimizer);
+  if (r.train.zero >= 3) {
+    row("  = model states", mm.model_states());
+    row(fmt::format("gathered, {}+1 units (working)", r.train.zero3_prefetch), mm.gathered);
+  }
   row("activations", mm.activations);
   row("communication buffers", mm.comm);
   row("framework overhead", mm.overhead);
