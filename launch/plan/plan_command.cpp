@@ -13,6 +13,7 @@
 #include "launch/plan/compare.h"
 #include "launch/plan/config_input.h"
 #include "launch/plan/cpu_model.h"
+#include "launch/plan/fit_advice.h"
 #include "launch/plan/gpu_table.h"
 #include "launch/plan/inference.h"
 #include "launch/plan/memory_model.h"
@@ -341,7 +342,10 @@ void run_plan(const PlanArgs& given) {
   }
   if (l.vp > 1 && l.schedule == "1f1b") l.schedule = "interleaved";
   plan::PlanResult r = plan::predict(m, t, l, c);
-  if (!r.fits) r.fit_hints = plan::fit_hints(m, t, l, c);
+  if (!r.fits)
+    r.fit_hints = plan::fit_hints(m, t, l, c);
+  else if (a.compare.empty())
+    r.largest_micro_batch = plan::fit_advice(m, t, l, c).largest_micro_batch;
   if (!a.compare.empty()) {
     if (!from_config)
       user_error(

@@ -206,7 +206,8 @@ struct PlanResult {
   MemoryBreakdown memory;
   double capacity_bytes = 0;
   bool fits = false;
-  std::vector<std::string> fit_hints;  // single changes that would make it fit
+  std::vector<std::string> fit_hints;  // changes that would make it fit (launch/plan/fit_advice.h)
+  int largest_micro_batch = 0;         // when it fits: the largest micro-batch that still would
   int micro_batches = 0;               // per pipeline per step
   double model_flops_step = 0, hw_flops_step = 0;
   TimeBreakdown time;

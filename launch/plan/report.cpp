@@ -67,6 +67,7 @@ nlohmann::json plan_json(const PlanResult& r) {
         {"stage", m.stage}}},
       {"fits", r.fits},
       {"fit_hints", r.fit_hints},
+      {"largest_micro_batch", r.largest_micro_batch},
       {"flops_per_step", {{"model", r.model_flops_step}, {"hardware", r.hw_flops_step}}},
       {"step_seconds",
        {{"compute", t.compute},
@@ -176,10 +177,15 @@ std::string plan_text(const ModelConfig& m, const Cluster& c, const PlanResult& 
   row("capacity", r.capacity_bytes);
   if (r.fits) {
     o += fmt::format("  fits, {:.2f} GiB to spare\n", (r.capacity_bytes - mm.total()) / kGiB);
+    if (r.largest_micro_batch > 0)
+      o += fmt::format("    a micro-batch of up to {} would also fit (--micro-batch {})\n",
+                       r.largest_micro_batch, r.largest_micro_batch);
   } else {
     o += fmt::format("  DOES NOT FIT: {:.2f} GiB over\n", (mm.total() - r.capacity_bytes) / kGiB);
     for (const std::string& h : r.fit_hints) o += "    would fit with " + h + "\n";
-    if (r.fit_hints.empty()) o += "    no single change fits; try more GPUs or --layout auto\n";
+    if (r.fit_hints.empty())
+      o += "    no change of recomputation, micro-batch, ZeRO, LoRA base or sequence length fits;\n"
+           "    add GPUs (--nodes, --gpus-per-node) or try --layout auto\n";
   }
   const TimeBreakdown& t = r.time;
   o += fmt::format("\nFLOPs per step  model {:.3e}  hardware (with recompute) {:.3e}\n",

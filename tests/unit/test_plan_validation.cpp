@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "launch/plan/fit_advice.h"
 #include "launch/plan/gpu_table.h"
 #include "launch/plan/plan_command.h"
 #include "launch/plan/presets.h"
