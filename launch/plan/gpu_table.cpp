@@ -91,6 +91,10 @@ const std::vector<GpuSpec>& gpu_table() {
           12.5, 0.80, 4, "NVIDIA Ampere GA102 whitepaper (fp32 accumulate)"),
       gpu("rtx4090", "NVIDIA GeForce RTX 4090 24GB, PCIe Gen4 (no P2P)", mib(24564), 82.6, 165.2,
           165.2, 1008, 25, 12.5, 0.80, 4, "NVIDIA Ada AD102 whitepaper (fp32 accumulate)"),
+      gpu("rtx5090", "NVIDIA GeForce RTX 5090 32GB, PCIe Gen5 (no P2P)", mib(32607), 104.8, 209.5,
+          209.5, 1792, 32, 12.5, 0.80, 4,
+          "NVIDIA Blackwell GB202 (RTX 5090) specifications (fp32 accumulate: half the fp16-"
+          "accumulate 419 TFLOP/s)"),
       gpu("mi250x", "AMD Instinct MI250X, one GCD (64GB) as frameworks see it", mib(65520), 47.9,
           191.5, 191.5, 1638, 50, 12.5, 0.55, 8, "AMD MI250X datasheet (package figures / 2)"),
       gpu("mi300x", "AMD Instinct MI300X 192GB, Infinity Fabric", mib(196288), 163.4, 1307.4,
@@ -104,8 +108,12 @@ const std::vector<GpuSpec>& gpu_table() {
 DeviceProfile find_device(const std::string& name) {
   if (name.size() > 5 && name.ends_with(".json")) return load_device_profile(name);
   std::string n = lower(name);
-  if (n == "a100") n = "a100-80gb";
-  if (n == "h100") n = "h100-sxm";
+  static const std::pair<const char*, const char*> kAliases[] = {
+      {"a100", "a100-80gb"},   {"a100-80", "a100-80gb"}, {"a100-40", "a100-40gb"},
+      {"h100", "h100-sxm"},    {"rtx-3090", "rtx3090"},  {"rtx-4090", "rtx4090"},
+      {"rtx-5090", "rtx5090"}, {"h200-sxm", "h200"}};
+  for (const auto& [alias, real] : kAliases)
+    if (n == alias) n = real;
   for (const GpuSpec& g : gpu_table())
     if (g.name == n) return {g, CpuProfile{}};
   std::string names;
