@@ -53,6 +53,26 @@ double lora_base_bytes(const std::string& base) {
   user_error("LoRA base '{}' is unknown; expected bf16, int8 or 4bit", base);
 }
 
+double interleaved_inflight_blocks(const ModelConfig& m, const TrainOptions& t,
+                                   const Layout& layout, int micro_batches, int stage) {
+  const int p = layout.pp, v = layout.vp;
+  const bool listed = static_cast<int>(t.virtual_stage_blocks.size()) == p * v;
+  auto chunk_blocks = [&](int j) {  // blocks of this rank's j-th chunk
+    return listed ? static_cast<double>(t.virtual_stage_blocks[static_cast<size_t>(j * p + stage)])
+                  : static_cast<double>((m.n_layer + p - 1) / p) / v;
+  };
+  const int64_t forwards =
+      std::min<int64_t>(static_cast<int64_t>(micro_batches) * v,
+                        2LL * (p - 1 - stage) + static_cast<int64_t>(v - 1) * p + 1);
+  double blocks = 0;
+  for (int64_t k = 0; k < forwards; ++k) {
+    const int64_t group = k / (static_cast<int64_t>(p) * v);  // groups of p micro-batches
+    const int j = static_cast<int>((k - group * p * v) / p);  // chunk within the group
+    blocks += chunk_blocks(j);
+  }
+  return blocks;
+}
+
 int micro_batches_per_step(const TrainOptions& t, const Layout& layout) {
   const int64_t per_step = static_cast<int64_t>(layout.dp) * t.micro_batch;
   if (t.global_batch % per_step != 0)
@@ -127,7 +147,11 @@ MemoryBreakdown stage_memory(const ModelConfig& m, const TrainOptions& t, const 
   // Context parallelism splits every sequence over cp ranks: each holds 1/cp of the tokens
   // (and of the score rows with standard attention).
   const double per_layer = layer_activation_bytes(m, t, s, b, tp) / cp;
-  double act = layers * inflight * per_layer;
+  // Interleaved (unless a braid run's own split is given): the chunks the warm-up holds.
+  const bool chunks = layout.schedule == "interleaved" && layout.vp > 1 && t.stage_blocks.empty();
+  double act =
+      (chunks ? interleaved_inflight_blocks(m, t, layout, mbs, stage) : layers * inflight) *
+      per_layer;
   if (t.checkpointing == Checkpointing::Full) {
     // Recomputing one block needs its full activations once.
     TrainOptions full = t;

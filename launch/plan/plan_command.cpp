@@ -147,9 +147,10 @@ plan::TrainOptions resolve_train(const PlanArgs& a, const plan::ConfigPlanInput*
     t.stage_blocks = f.stage_blocks;  // the run's pipeline split (used while pp matches)
     t.seq = given(a.opt_seq) ? a.seq : f.seq;
   }
-  if (a.attention != "flash" && a.attention != "standard")
-    user_error("--attention '{}' is unknown; expected flash or standard", a.attention);
-  t.flash_attention = a.attention == "flash";
+  if (a.attention != "flash" && a.attention != "standard" && a.attention != "cudnn")
+    user_error("--attention '{}' is unknown; expected flash, cudnn or standard", a.attention);
+  t.flash_attention = a.attention != "standard";
+  t.attention_kernel = a.attention == "cudnn" ? "cudnn" : "flash";
   if (a.dropout == "auto")
     t.dropout = -1;
   else if (a.dropout == "on")
@@ -437,7 +438,10 @@ void add_plan_command(CLI::App& app, plan::Calibrator calibrate) {
       "ZeRO stage: 0, 1 (optimizer state), 2 (+ gradients), 3 (+ weights) sharded over dp x cp");
   c->add_option("--checkpointing", a.checkpointing,
                 "none, full or selective (Megatron-LM's: the attention core recomputed)");
-  c->add_option("--attention", a.attention, "flash (no s^2 activations) or standard");
+  c->add_option(
+      "--attention", a.attention,
+      "flash (FlashAttention-2 class: no s^2 activations), cudnn (cuDNN fused attention or\n"
+      "FlashAttention-3, as Transformer Engine runs on Hopper: faster there) or standard");
   c->add_option("--dropout", a.dropout, "auto (gpt2 on, llama off), on, off");
   c->add_flag("--no-sequence-parallel", a.no_sp, "Keep norm/dropout activations whole on TP ranks");
   c->add_flag("--no-dp-overlap", a.no_dp_overlap, "Same as --dp-overlap off");
