@@ -69,6 +69,67 @@ std::vector<Checkpointing> more_recompute(Checkpointing c) {
   return {};
 }
 
+// The combination of recomputation, micro-batch, ZeRO, LoRA base and (when `shorten`) a shorter
+// sequence, on top of `start`, with the fewest changes, then the highest token rate.
+std::optional<FitChange> smallest_combination(const ModelConfig& m, const Candidate& start, int seq,
+                                              const Cluster& c, bool shorten) {
+  const TrainOptions& t = start.t;
+  const Layout& l = start.l;
+  std::vector<std::optional<Checkpointing>> cks = {std::nullopt};
+  for (Checkpointing ck : more_recompute(t.checkpointing)) cks.push_back(ck);
+  std::vector<int> mbs = {0};
+  for (int b : smaller_micro_batches(t, l)) mbs.push_back(b);
+  std::vector<int> zeros = {-1};
+  for (int z = t.zero + 1; z <= 3 && l.dp * l.cp > 1; ++z) zeros.push_back(z);
+  std::vector<std::string> bases = {""};
+  for (const std::string& q : smaller_bases(t)) bases.push_back(q);
+  if (t.lora_rank == 0) bases.push_back("qlora");
+  std::vector<int> seqs = {0};
+  if (shorten)
+    for (int s : shorter_sequences(seq, l)) seqs.push_back(s);
+  std::optional<FitChange> best;
+  std::tuple<int, double> best_rank;
+  for (const auto& ck : cks)
+    for (int b : mbs)
+      for (int z : zeros)
+        for (const std::string& q : bases)
+          for (int s : seqs) {
+            Candidate cand = start;
+            if (ck) {
+              cand.t.checkpointing = *ck;
+              cand.parts.push_back(fmt::format("--checkpointing {}", enum_name(*ck)));
+            }
+            if (b > 0) {
+              cand.t.micro_batch = b;
+              cand.parts.push_back(fmt::format("--micro-batch {}", b));
+            }
+            if (z >= 0) {
+              cand.t.zero = z;
+              cand.parts.push_back(fmt::format("--zero {}", z));
+            }
+            if (q == "qlora") {
+              cand.t.lora_rank = 16;
+              cand.t.lora_base = "4bit";
+              cand.parts.push_back("--lora-rank 16 --lora-base 4bit (QLoRA)");
+            } else if (!q.empty()) {
+              cand.t.lora_base = q;
+              cand.parts.push_back(fmt::format("--lora-base {}", q));
+            }
+            if (s > 0) {
+              cand.t.seq = s;
+              cand.parts.push_back(fmt::format("--seq {}", s));
+            }
+            const std::optional<FitChange> f = evaluate(m, cand, c);
+            if (!f) continue;
+            const auto rank = std::make_tuple(f->changes, -f->tokens_per_s);
+            if (!best || rank < best_rank) {
+              best = f;
+              best_rank = rank;
+            }
+          }
+  return best;
+}
+
 }  // namespace
 
 FitAdvice fit_advice(const ModelConfig& m, const TrainOptions& t, const Layout& l,
@@ -139,71 +200,30 @@ FitAdvice fit_advice(const ModelConfig& m, const TrainOptions& t, const Layout& 
     cand.parts = {"--lora-rank 16 --lora-base 4bit (QLoRA)"};
     add_single(cand);
   }
+  const bool fits_same_task = !out.single.empty();
   for (int s : shorter_sequences(seq, l)) {
     Candidate cand = base;
     cand.t.seq = s;
     cand.parts = {fmt::format("--seq {}", s)};
     if (add_single(cand)) break;
   }
-  if (!out.single.empty()) return out;
-
-  // No single change fits: combine recomputation, micro-batch, ZeRO, LoRA base and sequence.
-  std::vector<std::optional<Checkpointing>> cks = {std::nullopt};
-  for (Checkpointing ck : more_recompute(t.checkpointing)) cks.push_back(ck);
-  std::vector<int> mbs = {0};
-  for (int b : smaller_micro_batches(t, l)) mbs.push_back(b);
-  std::vector<int> zeros = {-1};
-  for (int z = t.zero + 1; z <= 3 && l.dp * l.cp > 1; ++z) zeros.push_back(z);
-  std::vector<std::string> bases = {""};
-  for (const std::string& q : smaller_bases(t)) bases.push_back(q);
-  if (t.lora_rank == 0) bases.push_back("qlora");
-  std::vector<int> seqs = {0};
-  for (int s : shorter_sequences(seq, l)) seqs.push_back(s);
-  // Fewest changes; a shorter sequence (a different task) only when nothing else fits; then
-  // the highest token rate.
-  auto rank = [](const FitChange& f, bool seq_changed) {
-    return std::make_tuple(seq_changed, f.changes, -f.tokens_per_s);
-  };
-  std::optional<std::tuple<bool, int, double>> best_rank;
-  for (const auto& ck : cks)
-    for (int b : mbs)
-      for (int z : zeros)
-        for (const std::string& q : bases)
-          for (int s : seqs) {
-            Candidate cand = base;
-            if (ck) {
-              cand.t.checkpointing = *ck;
-              cand.parts.push_back(fmt::format("--checkpointing {}", enum_name(*ck)));
-            }
-            if (b > 0) {
-              cand.t.micro_batch = b;
-              cand.parts.push_back(fmt::format("--micro-batch {}", b));
-            }
-            if (z >= 0) {
-              cand.t.zero = z;
-              cand.parts.push_back(fmt::format("--zero {}", z));
-            }
-            if (q == "qlora") {
-              cand.t.lora_rank = 16;
-              cand.t.lora_base = "4bit";
-              cand.parts.push_back("--lora-rank 16 --lora-base 4bit (QLoRA)");
-            } else if (!q.empty()) {
-              cand.t.lora_base = q;
-              cand.parts.push_back(fmt::format("--lora-base {}", q));
-            }
-            if (s > 0) {
-              cand.t.seq = s;
-              cand.parts.push_back(fmt::format("--seq {}", s));
-            }
-            if (cand.parts.size() < 2) continue;  // single changes were tried above
-            const std::optional<FitChange> f = evaluate(m, cand, c);
-            if (!f) continue;
-            const auto r = rank(*f, s > 0);
-            if (!best_rank || r < *best_rank) {
-              best_rank = r;
-              out.combined = f;
-            }
-          }
+  if (fits_same_task) return out;
+  // No single change that keeps the task fits: the smallest combination that does, first on
+  // these GPUs, then with the pipeline over 2, 4 or 8 times as many GPUs per node; a shorter
+  // sequence (a different task) only when none of those fits.
+  for (bool shorten : {false, true}) {
+    for (int f : {1, 2, 4, 8}) {
+      Candidate start = base;
+      Cluster more = c;
+      if (f > 1) {
+        more.gpus_per_node = c.gpus_per_node * f;
+        start.l.pp = l.pp * f;
+        start.parts = {fmt::format("--gpus-per-node {} --pp {}", more.gpus_per_node, start.l.pp)};
+      }
+      out.combined = smallest_combination(m, start, seq, more, shorten);
+      if (out.combined) return out;
+    }
+  }
   return out;
 }
 

@@ -25,9 +25,10 @@ struct FitAdvice {
   // tensor or pipeline parallelism (dp reduced), a quantised LoRA base (QLoRA for a full
   // fine-tune), the longest sequence length that fits.
   std::vector<FitChange> single;
-  // When no single change fits: the combination of checkpointing, micro-batch, LoRA base and
-  // sequence length with the fewest changes (a shorter sequence only if nothing else fits),
-  // then the highest token rate.
+  // When no single change fits without shortening the sequence: the combination of
+  // recomputation, micro-batch, ZeRO and LoRA base with the fewest changes, then the highest
+  // token rate; when none fits on these GPUs, the same on 2, 4 or 8 times as many GPUs per node
+  // with the pipeline over them; a shorter sequence only when none of those fits.
   std::optional<FitChange> combined;
   // When the plan fits: the largest micro-batch (up to 64, dividing the global batch per
   // replica) that still fits, 0 when none larger than the plan's does.
