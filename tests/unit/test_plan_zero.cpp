@@ -7,6 +7,8 @@
 #include "launch/plan/gpu_table.h"
 #include "launch/plan/memory_model.h"
 #include "launch/plan/model_math.h"
+#include "launch/plan/report.h"
+#include "launch/plan/time_model.h"
 
 namespace braid::plan {
 
@@ -154,6 +156,32 @@ TEST(PlanZero, LargestGatheredUnitSetsTheBuffer) {
   const MemoryBreakdown mem = training_memory(m, t, {8, 1, 1, 1, "1f1b"}, find_gpu("h100-sxm"));
   const double edge = embed + static_cast<double>(head_params(m));
   EXPECT_DOUBLE_EQ(mem.gathered, 2 * 2 * edge + 2 * edge);
+}
+
+}  // namespace braid::plan
+
+namespace braid::plan {
+
+// The report shows ZeRO-3's own shard, the model states and the gathered buffers on their own
+// lines, and the JSON has both categories.
+TEST(PlanZero, ReportShowsModelStatesAndGatheredApart) {
+  ModelConfig m = gpt(36, 4096, 32);
+  Cluster c;
+  c.gpu = find_gpu("a100-80gb");
+  c.nodes = 8;
+  c.intra_bw_gbs = c.gpu.intra_bw_gbs;
+  c.inter_bw_gbs = c.gpu.inter_bw_gbs;
+  TrainOptions t = mixed_adam(3, 64);
+  t.zero3_prefetch = 2;
+  const PlanResult r = predict(m, t, {64, 1, 1, 1, "1f1b"}, c);
+  const std::string text = plan_text(m, c, r);
+  EXPECT_NE(text.find("weights (own shard)"), std::string::npos) << text;
+  EXPECT_NE(text.find("= model states"), std::string::npos) << text;
+  EXPECT_NE(text.find("gathered, 2+1 units (working)"), std::string::npos) << text;
+  const nlohmann::json j = plan_json(r);
+  EXPECT_DOUBLE_EQ(j["memory_bytes"]["model_states"].get<double>(), r.memory.model_states());
+  EXPECT_DOUBLE_EQ(j["memory_bytes"]["zero3_gathered"].get<double>(), r.memory.gathered);
+  EXPECT_EQ(j["layout"]["zero3_prefetch"].get<int>(), 2);
 }
 
 }  // namespace braid::plan
