@@ -68,14 +68,6 @@ void embedding_rows_backward(ExecContext&, Tensor&, Tensor&, const Tensor&, cons
                              int64_t) {
   pending("embedding_rows_backward");
 }
-void layernorm_forward(ExecContext&, Tensor&, Tensor&, Tensor&, const Tensor&, const Tensor&,
-                       const Tensor&, float) {
-  pending("layernorm_forward");
-}
-void layernorm_backward(ExecContext&, Tensor&, Tensor&, Tensor&, const Tensor&, const Tensor&,
-                        const Tensor&, const Tensor&, const Tensor&) {
-  pending("layernorm_backward");
-}
 void linear_forward(ExecContext&, Tensor&, const Tensor&, const Tensor&, const Tensor&) {
   pending("linear_forward");
 }
@@ -84,13 +76,6 @@ void linear_backward_input(ExecContext&, Tensor&, const Tensor&, const Tensor&, 
 }
 void linear_backward_weight(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&) {
   pending("linear_backward_weight");
-}
-void rmsnorm_forward(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&, float) {
-  pending("rmsnorm_forward");
-}
-void rmsnorm_backward(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                      const Tensor&) {
-  pending("rmsnorm_backward");
 }
 void rope_forward(ExecContext&, Tensor&, int64_t, float) { pending("rope_forward"); }
 void rope_backward(ExecContext&, Tensor&, int64_t, float) { pending("rope_backward"); }
