@@ -15,16 +15,6 @@ namespace {
 }
 }  // namespace
 
-void gelu_forward(ExecContext&, Tensor&, const Tensor&) { pending("gelu_forward"); }
-void gelu_backward(ExecContext&, Tensor&, const Tensor&, const Tensor&) {
-  pending("gelu_backward");
-}
-void swiglu_forward(ExecContext&, Tensor&, const Tensor&, const Tensor&) {
-  pending("swiglu_forward");
-}
-void swiglu_backward(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&, const Tensor&) {
-  pending("swiglu_backward");
-}
 void attention_forward(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&,
                        const Tensor&) {
   pending("attention_forward");
