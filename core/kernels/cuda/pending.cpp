@@ -67,8 +67,6 @@ void linear_backward_input(ExecContext&, Tensor&, const Tensor&, const Tensor&, 
 void linear_backward_weight(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&) {
   pending("linear_backward_weight");
 }
-void rope_forward(ExecContext&, Tensor&, int64_t, float) { pending("rope_forward"); }
-void rope_backward(ExecContext&, Tensor&, int64_t, float) { pending("rope_backward"); }
 void seq_to_blocks(ExecContext&, Tensor&, const Tensor&, int) { pending("seq_to_blocks"); }
 void blocks_to_seq(ExecContext&, Tensor&, const Tensor&, int) { pending("blocks_to_seq"); }
 void extract_ranges(ExecContext&, Tensor&, const Tensor&, int, const IndexRanges&) {
