@@ -78,8 +78,5 @@ void insert_ranges(ExecContext&, Tensor&, const Tensor&, int, const IndexRanges&
 void adamw_update(ExecContext&, Tensor&, Tensor&, Tensor&, const Tensor&, const AdamWStep&) {
   pending("adamw_update");
 }
-void dropout_apply(ExecContext&, Tensor&, const Tensor&, float, uint64_t, uint64_t, DropoutWindow) {
-  pending("dropout_apply");
-}
 
 }  // namespace braid::cuda
