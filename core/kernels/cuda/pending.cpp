@@ -43,21 +43,6 @@ void vocab_slice_grad(ExecContext&, Tensor&, const Tensor&, const Tensor&, const
                       float) {
   pending("vocab_slice_grad");
 }
-void embedding_forward(ExecContext&, Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                       int64_t) {
-  pending("embedding_forward");
-}
-void embedding_backward(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&, int64_t) {
-  pending("embedding_backward");
-}
-void embedding_rows_forward(ExecContext&, Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                            int64_t, int64_t, int64_t) {
-  pending("embedding_rows_forward");
-}
-void embedding_rows_backward(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&,
-                             int64_t) {
-  pending("embedding_rows_backward");
-}
 void linear_forward(ExecContext&, Tensor&, const Tensor&, const Tensor&, const Tensor&) {
   pending("linear_forward");
 }
