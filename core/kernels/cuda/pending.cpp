@@ -52,14 +52,6 @@ void linear_backward_input(ExecContext&, Tensor&, const Tensor&, const Tensor&, 
 void linear_backward_weight(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&) {
   pending("linear_backward_weight");
 }
-void seq_to_blocks(ExecContext&, Tensor&, const Tensor&, int) { pending("seq_to_blocks"); }
-void blocks_to_seq(ExecContext&, Tensor&, const Tensor&, int) { pending("blocks_to_seq"); }
-void extract_ranges(ExecContext&, Tensor&, const Tensor&, int, const IndexRanges&) {
-  pending("extract_ranges");
-}
-void insert_ranges(ExecContext&, Tensor&, const Tensor&, int, const IndexRanges&) {
-  pending("insert_ranges");
-}
 void adamw_update(ExecContext&, Tensor&, Tensor&, Tensor&, const Tensor&, const AdamWStep&) {
   pending("adamw_update");
 }
