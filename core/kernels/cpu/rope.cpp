@@ -1,4 +1,7 @@
-// CPU rotary position embedding (HF Llama "rotate half"), applied in place, and its inverse.
+// CPU rotary position embedding (HF Llama "rotate half"), applied in place, and its inverse; the
+// frequency and the pair rotation are core/kernels/math/rope.h, shared with the CUDA kernel.
+#include "core/kernels/math/rope.h"
+
 #include <cmath>
 #include <vector>
 
@@ -30,10 +33,8 @@ void rope_rotate(ExecContext& ctx, Tensor& x, int64_t pos_offset, float theta, f
                            MemCategory::Workspace);  // per position: cos then sign * sin
   float* tab = table.f32();
   std::vector<double> freq(static_cast<size_t>(half));  // theta^(-2i/D)
-  for (int64_t i = 0; i < half; ++i) {
-    const double exponent = static_cast<double>(2 * i) / static_cast<double>(D);
-    freq[static_cast<size_t>(i)] = 1.0 / std::pow(static_cast<double>(theta), exponent);
-  }
+  for (int64_t i = 0; i < half; ++i)
+    freq[static_cast<size_t>(i)] = math::rope_freq(i, D, static_cast<double>(theta));
 #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < T; ++t) {
     const double pos = static_cast<double>(pos_offset + t);
@@ -55,11 +56,8 @@ void rope_rotate(ExecContext& ctx, Tensor& x, int64_t pos_offset, float theta, f
         float* x1 = xp + ((b * T + t) * H + h) * D;
         float* x2 = x1 + half;
 #pragma omp simd
-        for (int64_t i = 0; i < half; ++i) {
-          const float a = x1[i], c = x2[i];
-          x1[i] = a * cosv[i] - c * sinv[i];
-          x2[i] = c * cosv[i] + a * sinv[i];
-        }
+        for (int64_t i = 0; i < half; ++i)
+          math::rope_rotate_pair(x1[i], x2[i], cosv[i], sinv[i], x1[i], x2[i]);
       }
     }
   }
