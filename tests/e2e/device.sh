@@ -6,17 +6,23 @@
 # the GPU tests' job (tests/gpu), so it is skipped here.
 source "$(dirname "$0")/common.bash"
 "$BRAID" --version | grep -q "CUDA backend: " || fail "--version does not say whether CUDA is built"
+gpu=0
+if "$BRAID" --version | grep -q "CUDA backend: yes" && command -v nvidia-smi > /dev/null &&
+    nvidia-smi -L > /dev/null 2>&1; then
+  gpu=1
+fi
 make_corpus
 "$BRAID" prepare --input corpus --out data --tokenizer byte --val-fraction 0.1 > /dev/null
 write_config "$WORK/data" dev cfg.yaml
 "$BRAID" train cfg.yaml > auto.log
-grep -m1 "braid train:" auto.log | grep -q "device cpu (auto: " ||
-  fail "the header does not say auto chose the CPU and why: $(grep -m1 'braid train:' auto.log)"
+want="device cpu (auto: "
+[ $gpu = 1 ] && want="device cuda:0, "
+grep -m1 "braid train:" auto.log | grep -qF "$want" ||
+  fail "the header does not say which device auto chose and why: $(grep -m1 'braid train:' auto.log)"
 "$BRAID" train cfg.yaml --set run.name=cpu --set train.device=cpu > cpu.log
 grep -m1 "braid train:" cpu.log | grep -q "device cpu (train.device: cpu)" ||
   fail "device cpu not in the header: $(grep -m1 'braid train:' cpu.log)"
-if "$BRAID" --version | grep -q "CUDA backend: yes" && command -v nvidia-smi > /dev/null &&
-    nvidia-smi -L > /dev/null 2>&1; then
+if [ $gpu = 1 ]; then
   echo "a GPU is visible: the cuda failures are not tested here"
   exit 0
 fi
