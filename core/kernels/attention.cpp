@@ -7,16 +7,16 @@
 namespace braid {
 
 void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
-                       const Tensor& v) {
+                       const Tensor& v, int64_t window) {
   KernelArgs args(ctx, "attention_forward",
                   {{&out, "out"}, {&lse, "lse"}, {&q, "q"}, {&k, "k"}, {&v, "v"}});
   args.require_cpu();
-  cpu::attention_forward(ctx, out, lse, q, k, v);
+  cpu::attention_forward(ctx, out, lse, q, k, v, window);
 }
 
 void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                        const Tensor& lse) {
+                        const Tensor& lse, int64_t window) {
   KernelArgs args(ctx, "attention_backward",
                   {{&dq, "dq"},
                    {&dk, "dk"},
@@ -28,7 +28,7 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
                    {&out, "out"},
                    {&lse, "lse"}});
   args.require_cpu();
-  cpu::attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse);
+  cpu::attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse, window);
 }
 
 }  // namespace braid
