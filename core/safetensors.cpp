@@ -25,9 +25,9 @@ using json = nlohmann::json;
 // only four of them, but a file holding others is still valid and its other tensors usable.
 std::optional<size_t> safetensors_elem_size(const std::string& d) {
   static const std::pair<const char*, size_t> kSizes[] = {
-      {"BOOL", 1}, {"U8", 1},  {"I8", 1},   {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"F8_E8M0", 1},
-      {"I16", 2},  {"U16", 2}, {"F16", 2},  {"BF16", 2},    {"I32", 4},     {"U32", 4},
-      {"F32", 4},  {"I64", 8}, {"U64", 8},  {"F64", 8}};
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"F8_E8M0", 1},
+      {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},    {"I32", 4},     {"U32", 4},
+      {"F32", 4},  {"I64", 8}, {"U64", 8}, {"F64", 8}};
   for (const auto& [name, size] : kSizes)
     if (d == name) return size;
   return std::nullopt;
@@ -47,19 +47,22 @@ bool as_u64(const json& v, uint64_t* out) {
 }
 
 SafetensorsInfo parse_entry(const std::string& path, const std::string& name, const json& e) {
-  if (!e.is_object()) file_error(path, "header entry '{}' is {}; expected an object", name, e.dump());
+  if (!e.is_object())
+    file_error(path, "header entry '{}' is {}; expected an object", name, e.dump());
   for (const char* key : {"dtype", "shape", "data_offsets"})
     if (!e.contains(key))
       file_error(path, "header entry '{}' has no \"{}\" (expected dtype, shape, data_offsets)",
                  name, key);
   SafetensorsInfo info;
   const json& d = e["dtype"];
-  if (!d.is_string()) file_error(path, "tensor '{}': dtype is {}; expected a string", name, d.dump());
+  if (!d.is_string())
+    file_error(path, "tensor '{}': dtype is {}; expected a string", name, d.dump());
   info.dtype_name = d.get<std::string>();
   const std::optional<size_t> elem = safetensors_elem_size(info.dtype_name);
   if (!elem)
-    file_error(path, "tensor '{}': unknown dtype \"{}\" (known: F32, BF16, F16, I32, F64, I64, "
-                     "I16, I8, U8, U16, U32, U64, BOOL, F8_E4M3, F8_E5M2, F8_E8M0)",
+    file_error(path,
+               "tensor '{}': unknown dtype \"{}\" (known: F32, BF16, F16, I32, F64, I64, "
+               "I16, I8, U8, U16, U32, U64, BOOL, F8_E4M3, F8_E5M2, F8_E8M0)",
                name, info.dtype_name);
   DType t;
   if (parse_dtype(info.dtype_name, &t) && dtype_safetensors(t) == info.dtype_name) info.dtype = t;
@@ -138,8 +141,10 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   const size_t size = static_cast<size_t>(st.st_size);
   if (size < 8) {
     ::close(fd);
-    file_error(path, "file is {} bytes, shorter than the 8-byte safetensors header length; "
-                     "not a safetensors file or truncated", size);
+    file_error(path,
+               "file is {} bytes, shorter than the 8-byte safetensors header length; "
+               "not a safetensors file or truncated",
+               size);
   }
   void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   const int map_err = errno;
@@ -152,8 +157,10 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(bytes[i]) << (8 * i);
   if (n > size - 8)
-    file_error(path, "header length {} is larger than the {} bytes after it; truncated or not "
-                     "a safetensors file", n, size - 8);
+    file_error(path,
+               "header length {} is larger than the {} bytes after it; truncated or not "
+               "a safetensors file",
+               n, size - 8);
   f.data_offset_ = 8 + n;
   const uint64_t buffer_bytes = size - f.data_offset_;
 
@@ -175,13 +182,15 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
     file_error(path, "header is not valid JSON: {}", e.what());
   }
-  if (!header.is_object()) file_error(path, "header is {}; expected a JSON object", header.type_name());
+  if (!header.is_object())
+    file_error(path, "header is {}; expected a JSON object", header.type_name());
   if (!duplicate.empty()) file_error(path, "header lists tensor '{}' more than once", duplicate);
 
   std::vector<std::pair<std::string, const SafetensorsInfo*>> by_offset;
   for (const auto& [name, e] : header.items()) {
     if (name == "__metadata__") {
-      if (!e.is_object()) file_error(path, "__metadata__ is {}; expected an object of strings", e.dump());
+      if (!e.is_object())
+        file_error(path, "__metadata__ is {}; expected an object of strings", e.dump());
       for (const auto& [k, v] : e.items()) {
         if (!v.is_string())
           file_error(path, "__metadata__ key '{}' is {}; expected a string", k, v.dump());
@@ -200,20 +209,25 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   std::string prev = "the start of the data buffer";
   for (const auto& [name, info] : by_offset) {
     if (info->begin < cursor)
-      file_error(path, "tensor '{}' (bytes [{}, {}]) overlaps {}", name, info->begin, info->end, prev);
+      file_error(path, "tensor '{}' (bytes [{}, {}]) overlaps {}", name, info->begin, info->end,
+                 prev);
     if (info->begin > cursor)
       file_error(path, "gap of {} bytes between {} and tensor '{}' (the format allows no holes)",
                  info->begin - cursor, prev, name);
     if (info->end > buffer_bytes)
-      file_error(path, "tensor '{}' ends at byte {} but the data buffer has only {} bytes "
-                       "(truncated file?)", name, info->end, buffer_bytes);
+      file_error(path,
+                 "tensor '{}' ends at byte {} but the data buffer has only {} bytes "
+                 "(truncated file?)",
+                 name, info->end, buffer_bytes);
     cursor = info->end;
     prev = "tensor '" + name + "'";
     f.names_.push_back(name);
   }
   if (cursor != buffer_bytes)
-    file_error(path, "data buffer has {} bytes but the tensors cover only {} (the format allows "
-                     "no trailing bytes)", buffer_bytes, cursor);
+    file_error(path,
+               "data buffer has {} bytes but the tensors cover only {} (the format allows "
+               "no trailing bytes)",
+               buffer_bytes, cursor);
   return f;
 }
 
@@ -251,13 +265,26 @@ const SafetensorsInfo& SafetensorsFile::info(const std::string& name) const {
 DType SafetensorsFile::dtype(const std::string& name) const {
   const SafetensorsInfo& i = info(name);
   if (!i.dtype)
-    file_error(path_, "tensor '{}' has dtype {}, which braid cannot load (supported: F32, BF16, "
-                      "F16, I32); convert the file first", name, i.dtype_name);
+    file_error(path_,
+               "tensor '{}' has dtype {}, which braid cannot load (supported: F32, BF16, "
+               "F16, I32); convert the file first",
+               name, i.dtype_name);
   return *i.dtype;
 }
 
 const void* SafetensorsFile::raw(const std::string& name) const {
   return static_cast<const char*>(map_) + data_offset_ + info(name).begin;
+}
+
+void SafetensorsFile::drop_pages(const std::string& name) const {
+  const SafetensorsInfo& i = info(name);
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t base = reinterpret_cast<uintptr_t>(map_);
+  const uintptr_t begin = (base + data_offset_ + i.begin) / page * page;
+  const uintptr_t end =
+      std::min(base + map_bytes_, (base + data_offset_ + i.end + page - 1) / page * page);
+  // Advice only: a failure leaves the pages resident, which is harmless.
+  if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 Tensor SafetensorsFile::get(const std::string& name) const {
