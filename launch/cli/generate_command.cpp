@@ -26,7 +26,7 @@ void add_generate_command(CLI::App& app) {
     int tokens = 200, top_k = 40;
     float temperature = 0.8f;
     uint64_t seed = 0;
-    bool ids = false;
+    bool ids = false, no_adapter = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = app.add_subcommand("generate", "Sample text from a checkpoint (KV-cache decoding)");
@@ -44,8 +44,12 @@ void add_generate_command(CLI::App& app) {
   c->add_option("--tokenizer", o->tokenizer,
                 "Tokenizer file (default: the one saved with the model)");
   c->add_flag("--ids", o->ids, "Print the token ids (prompt, then generated) instead of text");
+  c->add_flag("--no-adapter", o->no_adapter,
+              "On a LoRA run: sample from the base model alone (by default its adapters are "
+              "applied)");
   c->callback([o] {
-    LoadedModel lm = load_model(o->model);
+    LoadedModel lm = load_model(o->model, !o->no_adapter);
+    if (lm.adapter_modules > 0) std::fprintf(stderr, "note: %s\n", lm.adapter_note().c_str());
     const std::string tok_path = o->tokenizer.empty() ? lm.tokenizer : o->tokenizer;
     BRAID_USER_CHECK(!tok_path.empty(), "no tokenizer file found near {}; pass --tokenizer",
                      lm.source);
