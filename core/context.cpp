@@ -1,6 +1,7 @@
 // ExecContext construction.
 #include "core/context.h"
 
+#include "core/device_memory.h"
 #include "core/kernels/cpu/gemm_workspace.h"
 
 namespace braid {
@@ -14,16 +15,43 @@ ExecContext::ExecContext(ExecOptions o)
       gemm_workspace_(std::make_unique<GemmWorkspace>()) {
   BRAID_CHECK(cpu_isa_supported(cpu_isa_), "ExecOptions::cpu_isa {}: {}", cpu_isa_name(cpu_isa_),
               cpu_isa_missing(cpu_isa_));
+  if (!device_.is_cpu()) {
+    const int n = cuda::device_count();
+    if (n == 0)
+      throw UserError("cannot run on " + device_.str() + ": " + cuda::unavailable_reason());
+    BRAID_USER_CHECK(device_.index >= 0 && device_.index < n,
+                     "cannot run on {}: {} GPU(s) are visible (cuda:0 to cuda:{})", device_.str(),
+                     n, n - 1);
+    cuda::set_device(device_.index);
+    stream_.handle = cuda::stream_create();
+  }
   if (!allocator_) {
-    BRAID_CHECK(device_.is_cpu(), "no allocator for {} in this build; pass one in ExecOptions",
-                device_.str());
-    allocator_ = std::make_shared<CachingHostAllocator>();
+    if (device_.is_cpu())
+      allocator_ = std::make_shared<CachingHostAllocator>();
+    else
+      allocator_ = std::make_shared<DeviceCachingAllocator>(cuda_memory_source(device_.index));
   }
   BRAID_CHECK(allocator_->device() == device_, "allocator for {} given to a {} context",
               allocator_->device().str(), device_.str());
 }
 
-ExecContext::~ExecContext() = default;
+ExecContext::~ExecContext() {
+  backend_state_.reset();
+  if (stream_.handle) {
+    // Queued kernels may still read tensors that outlive the context's stream; finish them.
+    try {
+      stream_.synchronize();
+    } catch (...) {
+    }
+    cuda::stream_destroy(stream_.handle);
+  }
+}
+
+Tensor ExecContext::to_device(const Tensor& t, MemCategory cat) {
+  Tensor out = Tensor::empty(allocator_, t.shape(), t.dtype(), cat);
+  out.copy_from(t);
+  return out;
+}
 
 Tensor ExecContext::empty(const Shape& shape, DType dtype, MemCategory cat) {
   return Tensor::empty(allocator_, shape, dtype, cat);

@@ -12,6 +12,7 @@
 
 #include "core/device.h"
 #include "core/kernels/cpu/cpu_isa.h"
+#include "core/kernels/cuda/runtime.h"
 #include "core/kernels/gemm_plan.h"
 #include "core/memory.h"
 #include "core/profile.h"
@@ -21,10 +22,20 @@
 namespace braid {
 
 // A queue of device work. On the CPU kernels run synchronously on the calling thread (and its
-// OpenMP team), so the handle is null and synchronize() returns at once.
+// OpenMP team), so the handle is null and synchronize() returns at once; on a GPU it is the
+// context's cudaStream_t, and synchronize() waits for everything queued on it.
 struct Stream {
   void* handle = nullptr;
-  void synchronize() const {}
+  void synchronize() const {
+    if (handle) cuda::stream_synchronize(handle);
+  }
+};
+
+// State a device backend keeps per context (the CUDA backend's cuBLASLt handle, workspace and
+// plan caches, core/kernels/cuda/cuda_state.h), made by the backend on first use.
+class BackendState {
+ public:
+  virtual ~BackendState() = default;
 };
 
 class GemmWorkspace;  // core/kernels/cpu/gemm_workspace.h
@@ -36,8 +47,9 @@ struct ExecOptions {
   CpuIsa cpu_isa = cpu_isa_detected();
   // Unset: default_gemm_plan(GemmBackend::OneDnn, cpu_isa).
   std::optional<GemmPlan> gemm;
-  uint64_t seed = 0;                     // the context's RNG (dropout, sampling)
-  std::shared_ptr<Allocator> allocator;  // null: a new CachingHostAllocator for the CPU
+  uint64_t seed = 0;  // the context's RNG (dropout, sampling)
+  // null: a new CachingHostAllocator for the CPU, a new DeviceCachingAllocator for a GPU
+  std::shared_ptr<Allocator> allocator;
 };
 
 class ExecContext {
@@ -56,6 +68,13 @@ class ExecContext {
   CpuIsa cpu_isa() const { return cpu_isa_; }
   const GemmPlan& gemm() const { return gemm_; }
   GemmWorkspace& gemm_workspace() { return *gemm_workspace_; }
+  // The device backend's per-context state (null until the backend makes it).
+  BackendState* backend_state() { return backend_state_.get(); }
+  void set_backend_state(std::unique_ptr<BackendState> s) { backend_state_ = std::move(s); }
+
+  // A copy of `t` on this context's device, from its allocator (host <-> device staging for
+  // data, checkpoints and tests; the copy is complete when this returns).
+  Tensor to_device(const Tensor& t, MemCategory cat = MemCategory::Activations);
 
   // Tensors on this context's device, from its allocator.
   Tensor empty(const Shape& shape, DType dtype = DType::F32,
@@ -72,6 +91,7 @@ class ExecContext {
   CpuIsa cpu_isa_;
   GemmPlan gemm_;
   std::unique_ptr<GemmWorkspace> gemm_workspace_;
+  std::unique_ptr<BackendState> backend_state_;  // destroyed before the stream
 };
 
 }  // namespace braid

@@ -2,6 +2,10 @@
 #include "core/tensor.h"
 
 #include <cstring>
+#include <vector>
+
+#include "core/device_memory.h"
+#include "core/kernels/cuda/runtime.h"
 
 namespace braid {
 
@@ -28,10 +32,7 @@ Storage::Storage(size_t bytes, std::shared_ptr<Allocator> allocator, MemCategory
 Storage::~Storage() { allocator_->deallocate(data_, bytes_, cat_); }
 
 namespace {
-void check_host(const Tensor& t, const char* what) {
-  BRAID_CHECK(t.device().is_cpu(), "{} on {} ({}): no kernel for device memory yet", what,
-              t.device().str(), t.str());
-}
+bool on_host(const Tensor& t) { return t.device().is_cpu(); }
 }  // namespace
 
 Tensor Tensor::empty(std::shared_ptr<Allocator> allocator, const Shape& shape, DType dtype,
@@ -40,7 +41,12 @@ Tensor Tensor::empty(std::shared_ptr<Allocator> allocator, const Shape& shape, D
   Tensor t;
   t.shape_ = shape;
   t.dtype_ = dtype;
-  t.storage_ = std::make_shared<Storage>(t.nbytes(), std::move(allocator), cat);
+  try {
+    t.storage_ = std::make_shared<Storage>(t.nbytes(), std::move(allocator), cat);
+  } catch (OutOfMemoryError& e) {
+    e.set_tensor(std::string(dtype_name(dtype)) + shape_str(shape));
+    throw;
+  }
   return t;
 }
 
@@ -137,51 +143,90 @@ Tensor Tensor::slice0(int64_t begin, int64_t end) const {
 }
 
 Tensor Tensor::clone(MemCategory cat) const {
-  check_host(*this, "Tensor::clone");
   Tensor t = new_empty(shape_, dtype_, cat);
-  std::memcpy(t.raw(), raw(), nbytes());
+  t.copy_from(*this);
   return t;
 }
 
 void Tensor::copy_from(const Tensor& src) {
   BRAID_CHECK(src.numel() == numel() && src.dtype() == dtype_, "copy {} into {}", src.str(), str());
-  check_host(*this, "Tensor::copy_from");
-  check_host(src, "Tensor::copy_from");
-  if (nbytes()) std::memmove(raw(), src.raw(), nbytes());
+  if (!nbytes()) return;
+  if (on_host(*this) && on_host(src))
+    std::memmove(raw(), src.raw(), nbytes());
+  else
+    cuda::copy_sync(raw(), src.raw(), nbytes());
+}
+
+Tensor Tensor::to(const std::shared_ptr<Allocator>& allocator, MemCategory cat) const {
+  Tensor t = empty(allocator, shape_, dtype_, cat);
+  t.copy_from(*this);
+  return t;
+}
+
+Tensor Tensor::to_host() const {
+  if (on_host(*this)) return *this;
+  return to(plain_host_allocator(), MemCategory::Other);
 }
 
 Tensor Tensor::to(DType dt, MemCategory cat) const {
   if (dt == dtype_) return clone(cat);
-  check_host(*this, "Tensor::to");
+  if (!on_host(*this)) {
+    // Device tensors convert through host memory (set-up and checkpoints, not the step: the
+    // step's casts are the cast kernel on the context's stream).
+    Tensor h = to_host().to(dt, MemCategory::Other);
+    return h.to(allocator(), cat);
+  }
   Tensor t = new_empty(shape_, dt, cat);
   const int64_t n = numel();
   auto load = [&](int64_t i) -> float {
     switch (dtype_) {
-      case DType::F32: return data<float>()[i];
-      case DType::BF16: return bf16_to_float(data<bf16>()[i]);
-      case DType::F16: return f16_to_float(data<f16>()[i]);
-      default: BRAID_CHECK(false, "cannot convert {} to {}", dtype_name(dtype_), dtype_name(dt));
+      case DType::F32:
+        return data<float>()[i];
+      case DType::BF16:
+        return bf16_to_float(data<bf16>()[i]);
+      case DType::F16:
+        return f16_to_float(data<f16>()[i]);
+      default:
+        BRAID_CHECK(false, "cannot convert {} to {}", dtype_name(dtype_), dtype_name(dt));
     }
   };
   for (int64_t i = 0; i < n; ++i) {
     const float v = load(i);
     switch (dt) {
-      case DType::F32: t.data<float>()[i] = v; break;
-      case DType::BF16: t.data<bf16>()[i] = float_to_bf16(v); break;
-      case DType::F16: t.data<f16>()[i] = float_to_f16(v); break;
-      default: BRAID_CHECK(false, "cannot convert {} to {}", dtype_name(dtype_), dtype_name(dt));
+      case DType::F32:
+        t.data<float>()[i] = v;
+        break;
+      case DType::BF16:
+        t.data<bf16>()[i] = float_to_bf16(v);
+        break;
+      case DType::F16:
+        t.data<f16>()[i] = float_to_f16(v);
+        break;
+      default:
+        BRAID_CHECK(false, "cannot convert {} to {}", dtype_name(dtype_), dtype_name(dt));
     }
   }
   return t;
 }
 
 void Tensor::zero_() {
-  check_host(*this, "Tensor::zero_");
-  if (nbytes()) std::memset(raw(), 0, nbytes());
+  if (!nbytes()) return;
+  if (on_host(*this)) {
+    std::memset(raw(), 0, nbytes());
+  } else {
+    const std::vector<char> zeros(nbytes(), 0);
+    cuda::copy_sync(raw(), zeros.data(), nbytes());
+  }
 }
 
 void Tensor::fill_(float v) {
-  check_host(*this, "Tensor::fill_");
+  BRAID_CHECK(dtype_ == DType::F32, "fill_ of {}: f32 only", str());
+  if (!on_host(*this)) {
+    Tensor h = Tensor::empty(shape_, dtype_);
+    h.fill_(v);
+    copy_from(h);
+    return;
+  }
   float* p = f32();
   const int64_t n = numel();
   for (int64_t i = 0; i < n; ++i) p[i] = v;

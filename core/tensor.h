@@ -75,8 +75,10 @@ class Tensor {
 
   // A new tensor from the same allocator (same device): how kernels and layers allocate
   // outputs beside their inputs.
-  Tensor new_empty(const Shape& shape, DType dtype, MemCategory cat = MemCategory::Activations) const;
-  Tensor new_zeros(const Shape& shape, DType dtype, MemCategory cat = MemCategory::Activations) const;
+  Tensor new_empty(const Shape& shape, DType dtype,
+                   MemCategory cat = MemCategory::Activations) const;
+  Tensor new_zeros(const Shape& shape, DType dtype,
+                   MemCategory cat = MemCategory::Activations) const;
   Tensor new_empty(const Shape& shape) const { return new_empty(shape, dtype_); }
   const std::shared_ptr<Allocator>& allocator() const;
 
@@ -84,13 +86,21 @@ class Tensor {
   Tensor view(const Shape& shape) const;
   // Rows [begin, end) along dim 0, sharing storage.
   Tensor slice0(int64_t begin, int64_t end) const;
-  // Deep copy into new storage from the same allocator.
+  // Deep copy into new storage from the same allocator (same device).
   Tensor clone(MemCategory cat = MemCategory::Activations) const;
-  // Copies src's bytes into this tensor (shapes must have equal numel, dtypes equal).
+  // Copies src's bytes into this tensor (shapes must have equal numel, dtypes equal), between
+  // any two of host and device memory. A copy that touches device memory waits for the whole
+  // device before and after (safe against work on any stream; for set-up, checkpoints and
+  // tests: a training step's copies go on the context's stream).
   void copy_from(const Tensor& src);
-  // Converted copy between f32, bf16 and f16 (same dtype: a plain clone).
+  // A copy in memory from `allocator` (on its device): host -> device, device -> host.
+  Tensor to(const std::shared_ptr<Allocator>& allocator,
+            MemCategory cat = MemCategory::Activations) const;
+  // This tensor if it is on the host, else a host copy (outside any context's counters).
+  Tensor to_host() const;
+  // Converted copy between f32, bf16 and f16 (same dtype: a plain clone), on the same device.
   Tensor to(DType dtype, MemCategory cat = MemCategory::Activations) const;
-  // Host-memory fills (a device tensor fails: no kernel for it yet).
+  // Fills on either device (synchronous, like copy_from).
   void zero_();
   void fill_(float v);  // f32 only
 

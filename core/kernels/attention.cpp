@@ -2,16 +2,33 @@
 #include "core/kernels/attention.h"
 
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/cuda/cuda_kernels.h"
 #include "core/kernels/dispatch.h"
 
 namespace braid {
+
+namespace {
+
+// The CUDA kernels have no sliding window yet.
+void check_cuda_window(const KernelArgs& args, const ExecContext& ctx, int64_t window) {
+  if (window != 0)
+    user_error("{} on {}: sliding_window {} has no CUDA kernel yet (0 only)", args.op(),
+               ctx.device().str(), window);
+}
+
+}  // namespace
 
 void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
                        const Tensor& v, int64_t window) {
   KernelArgs args(ctx, "attention_forward",
                   {{&out, "out"}, {&lse, "lse"}, {&q, "q"}, {&k, "k"}, {&v, "v"}});
-  args.require_cpu();
-  cpu::attention_forward(ctx, out, lse, q, k, v, window);
+  if (args.on_cpu()) return cpu::attention_forward(ctx, out, lse, q, k, v, window);
+  check_cuda_window(args, ctx, window);
+#if BRAID_WITH_CUDA
+  cuda::attention_forward(ctx, out, lse, q, k, v);
+#else
+  args.cuda_absent<void>();
+#endif
 }
 
 void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
@@ -27,8 +44,14 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
                    {&v, "v"},
                    {&out, "out"},
                    {&lse, "lse"}});
-  args.require_cpu();
-  cpu::attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse, window);
+  if (args.on_cpu())
+    return cpu::attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse, window);
+  check_cuda_window(args, ctx, window);
+#if BRAID_WITH_CUDA
+  cuda::attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse);
+#else
+  args.cuda_absent<void>();
+#endif
 }
 
 }  // namespace braid

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/cuda/cuda_kernels.h"
 #include "core/kernels/dispatch.h"
 
 namespace braid {
@@ -15,14 +16,12 @@ void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor&
   KernelArgs args(
       ctx, "lm_head_cross_entropy",
       {{&losses, "losses"}, {&dx, "dx"}, {&dw, "dw"}, {&x, "x"}, {&w, "w"}, {&targets, "targets"}});
-  args.require_cpu();
-  cpu::lm_head_cross_entropy(ctx, losses, dx, dw, x, w, targets, grad_scale);
+  BRAID_DISPATCH(args, lm_head_cross_entropy, ctx, losses, dx, dw, x, w, targets, grad_scale);
 }
 
 LossSum loss_sum(ExecContext& ctx, const Tensor& losses, const Tensor& targets) {
   KernelArgs args(ctx, "loss_sum", {{&losses, "losses"}, {&targets, "targets"}});
-  args.require_cpu();
-  return cpu::loss_sum(ctx, losses, targets);
+  return BRAID_DISPATCH(args, loss_sum, ctx, losses, targets);
 }
 
 int64_t VocabSlice::real(int64_t rows) const {
@@ -36,16 +35,14 @@ void vocab_slice_partials(ExecContext& ctx, Tensor& row_max, Tensor& target_logi
                    {&target_logit, "target_logit"},
                    {&logits, "logits"},
                    {&targets, "targets"}});
-  args.require_cpu();
-  cpu::vocab_slice_partials(ctx, row_max, target_logit, logits, targets, slice);
+  BRAID_DISPATCH(args, vocab_slice_partials, ctx, row_max, target_logit, logits, targets, slice);
 }
 
 void vocab_slice_exp(ExecContext& ctx, Tensor& logits, Tensor& sum_exp, const Tensor& row_max,
                      const VocabSlice& slice) {
   KernelArgs args(ctx, "vocab_slice_exp",
                   {{&logits, "logits"}, {&sum_exp, "sum_exp"}, {&row_max, "row_max"}});
-  args.require_cpu();
-  cpu::vocab_slice_exp(ctx, logits, sum_exp, row_max, slice);
+  BRAID_DISPATCH(args, vocab_slice_exp, ctx, logits, sum_exp, row_max, slice);
 }
 
 void vocab_slice_losses(ExecContext& ctx, Tensor& losses, const Tensor& sum_exp,
@@ -56,16 +53,14 @@ void vocab_slice_losses(ExecContext& ctx, Tensor& losses, const Tensor& sum_exp,
                    {&row_max, "row_max"},
                    {&target_logit, "target_logit"},
                    {&targets, "targets"}});
-  args.require_cpu();
-  cpu::vocab_slice_losses(ctx, losses, sum_exp, row_max, target_logit, targets);
+  BRAID_DISPATCH(args, vocab_slice_losses, ctx, losses, sum_exp, row_max, target_logit, targets);
 }
 
 void vocab_slice_grad(ExecContext& ctx, Tensor& logits, const Tensor& sum_exp,
                       const Tensor& targets, const VocabSlice& slice, float grad_scale) {
   KernelArgs args(ctx, "vocab_slice_grad",
                   {{&logits, "logits"}, {&sum_exp, "sum_exp"}, {&targets, "targets"}});
-  args.require_cpu();
-  cpu::vocab_slice_grad(ctx, logits, sum_exp, targets, slice, grad_scale);
+  BRAID_DISPATCH(args, vocab_slice_grad, ctx, logits, sum_exp, targets, slice, grad_scale);
 }
 
 }  // namespace braid

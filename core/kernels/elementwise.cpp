@@ -3,58 +3,51 @@
 #include "core/kernels/elementwise.h"
 
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/cuda/cuda_kernels.h"
 #include "core/kernels/dispatch.h"
 
 namespace braid {
 
 void add(ExecContext& ctx, Tensor& y, const Tensor& a, const Tensor& b) {
   KernelArgs args(ctx, "add", {{&y, "y"}, {&a, "a"}, {&b, "b"}});
-  args.require_cpu();
-  cpu::add(ctx, y, a, b);
+  BRAID_DISPATCH(args, add, ctx, y, a, b);
 }
 
 void add_inplace(ExecContext& ctx, Tensor& y, const Tensor& x) {
   KernelArgs args(ctx, "add_inplace", {{&y, "y"}, {&x, "x"}});
-  args.require_cpu();
-  cpu::add_inplace(ctx, y, x);
+  BRAID_DISPATCH(args, add_inplace, ctx, y, x);
 }
 
 void scale_inplace(ExecContext& ctx, Tensor& x, float s) {
   KernelArgs args(ctx, "scale_inplace", {{&x, "x"}});
-  args.require_cpu();
-  cpu::scale_inplace(ctx, x, s);
+  BRAID_DISPATCH(args, scale_inplace, ctx, x, s);
 }
 
 double sum_squares(ExecContext& ctx, const Tensor& x) {
   KernelArgs args(ctx, "sum_squares", {{&x, "x"}});
-  args.require_cpu();
-  return cpu::sum_squares(ctx, x);
+  return BRAID_DISPATCH(args, sum_squares, ctx, x);
 }
 
 void cast(ExecContext& ctx, Tensor& dst, const Tensor& src) {
   KernelArgs args(ctx, "cast", {{&dst, "dst"}, {&src, "src"}});
-  args.require_cpu();
-  cpu::cast(ctx, dst, src);
+  BRAID_DISPATCH(args, cast, ctx, dst, src);
 }
 
 void split_columns(ExecContext& ctx, const std::vector<Tensor*>& parts, const Tensor& src) {
   KernelArgs args(ctx, "split_columns", {{&src, "src"}});
   args.add_all(parts, "parts");
-  args.require_cpu();
-  cpu::split_columns(ctx, parts, src);
+  BRAID_DISPATCH(args, split_columns, ctx, parts, src);
 }
 
 void concat_columns(ExecContext& ctx, Tensor& dst, const std::vector<const Tensor*>& parts) {
   KernelArgs args(ctx, "concat_columns", {{&dst, "dst"}});
   args.add_all(parts, "parts");
-  args.require_cpu();
-  cpu::concat_columns(ctx, dst, parts);
+  BRAID_DISPATCH(args, concat_columns, ctx, dst, parts);
 }
 
 void copy_rows(ExecContext& ctx, Tensor& dst, int64_t row, const Tensor& src) {
   KernelArgs args(ctx, "copy_rows", {{&dst, "dst"}, {&src, "src"}});
-  args.require_cpu();
-  cpu::copy_rows(ctx, dst, row, src);
+  BRAID_DISPATCH(args, copy_rows, ctx, dst, row, src);
 }
 
 }  // namespace braid

@@ -2,6 +2,7 @@
 #include "core/kernels/layernorm.h"
 
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/cuda/cuda_kernels.h"
 #include "core/kernels/dispatch.h"
 
 namespace braid {
@@ -10,8 +11,7 @@ void layernorm_forward(ExecContext& ctx, Tensor& y, Tensor& mean, Tensor& rstd, 
                        const Tensor& w, const Tensor& b, float eps) {
   KernelArgs args(ctx, "layernorm_forward",
                   {{&y, "y"}, {&mean, "mean"}, {&rstd, "rstd"}, {&x, "x"}, {&w, "w"}, {&b, "b"}});
-  args.require_cpu();
-  cpu::layernorm_forward(ctx, y, mean, rstd, x, w, b, eps);
+  BRAID_DISPATCH(args, layernorm_forward, ctx, y, mean, rstd, x, w, b, eps);
 }
 
 void layernorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dy,
@@ -25,8 +25,7 @@ void layernorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, Tensor& db, co
                    {&w, "w"},
                    {&mean, "mean"},
                    {&rstd, "rstd"}});
-  args.require_cpu();
-  cpu::layernorm_backward(ctx, dx, dw, db, dy, x, w, mean, rstd);
+  BRAID_DISPATCH(args, layernorm_backward, ctx, dx, dw, db, dy, x, w, mean, rstd);
 }
 
 }  // namespace braid

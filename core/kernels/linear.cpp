@@ -2,6 +2,7 @@
 #include "core/kernels/linear.h"
 
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/cuda/cuda_kernels.h"
 #include "core/kernels/dispatch.h"
 
 namespace braid {
@@ -9,23 +10,20 @@ namespace braid {
 void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& w,
                     const Tensor& b) {
   KernelArgs args(ctx, "linear_forward", {{&y, "y"}, {&x, "x"}, {&w, "w"}, {&b, "b"}});
-  args.require_cpu();
-  cpu::linear_forward(ctx, y, x, w, b);
+  BRAID_DISPATCH(args, linear_forward, ctx, y, x, w, b);
 }
 
 void linear_backward_input(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor& w,
                            bool accumulate) {
   KernelArgs args(ctx, "linear_backward_input", {{&dx, "dx"}, {&dy, "dy"}, {&w, "w"}});
-  args.require_cpu();
-  cpu::linear_backward_input(ctx, dx, dy, w, accumulate);
+  BRAID_DISPATCH(args, linear_backward_input, ctx, dx, dy, w, accumulate);
 }
 
 void linear_backward_weight(ExecContext& ctx, Tensor& dw, Tensor& db, const Tensor& dy,
                             const Tensor& x) {
   KernelArgs args(ctx, "linear_backward_weight",
                   {{&dw, "dw"}, {&db, "db"}, {&dy, "dy"}, {&x, "x"}});
-  args.require_cpu();
-  cpu::linear_backward_weight(ctx, dw, db, dy, x);
+  BRAID_DISPATCH(args, linear_backward_weight, ctx, dw, db, dy, x);
 }
 
 }  // namespace braid

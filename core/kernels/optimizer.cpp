@@ -2,6 +2,7 @@
 #include "core/kernels/optimizer.h"
 
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/cuda/cuda_kernels.h"
 #include "core/kernels/dispatch.h"
 
 namespace braid {
@@ -9,8 +10,7 @@ namespace braid {
 void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tensor& g,
                   const AdamWStep& s) {
   KernelArgs args(ctx, "adamw_update", {{&w, "w"}, {&m, "m"}, {&v, "v"}, {&g, "g"}});
-  args.require_cpu();
-  cpu::adamw_update(ctx, w, m, v, g, s);
+  BRAID_DISPATCH(args, adamw_update, ctx, w, m, v, g, s);
 }
 
 }  // namespace braid

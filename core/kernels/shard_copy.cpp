@@ -3,6 +3,7 @@
 #include "core/kernels/shard_copy.h"
 
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/cuda/cuda_kernels.h"
 #include "core/kernels/dispatch.h"
 
 namespace braid {
@@ -10,15 +11,13 @@ namespace braid {
 void extract_ranges(ExecContext& ctx, Tensor& part, const Tensor& whole, int dim,
                     const IndexRanges& ranges) {
   KernelArgs args(ctx, "extract_ranges", {{&part, "part"}, {&whole, "whole"}});
-  args.require_cpu();
-  cpu::extract_ranges(ctx, part, whole, dim, ranges);
+  BRAID_DISPATCH(args, extract_ranges, ctx, part, whole, dim, ranges);
 }
 
 void insert_ranges(ExecContext& ctx, Tensor& whole, const Tensor& part, int dim,
                    const IndexRanges& ranges) {
   KernelArgs args(ctx, "insert_ranges", {{&whole, "whole"}, {&part, "part"}});
-  args.require_cpu();
-  cpu::insert_ranges(ctx, whole, part, dim, ranges);
+  BRAID_DISPATCH(args, insert_ranges, ctx, whole, part, dim, ranges);
 }
 
 }  // namespace braid

@@ -1,0 +1,160 @@
+// cuBLASLt GEMMs behind core/kernels/cuda/blas.h. Row-major C = op(A) op(B) is computed as the
+// column-major C^T = op(B)^T op(A)^T, so A and B swap places and no data moves.
+#include "core/kernels/cuda/blas.h"
+
+#include <cublasLt.h>
+#include <fmt/format.h>
+
+#include "core/kernels/cuda/cuda_state.h"
+#include "core/kernels/cuda/ops_util.h"
+#include "core/profile.h"
+
+#define CUBLAS_CHECK(call)                                                                        \
+  do {                                                                                            \
+    const cublasStatus_t braid_blas_st_ = (call);                                                 \
+    if (braid_blas_st_ != CUBLAS_STATUS_SUCCESS) [[unlikely]]                                     \
+      ::braid::detail::throw_error(                                                               \
+          __FILE__, __LINE__,                                                                     \
+          fmt::format("cuBLASLt error in {}: {} ({})", #call,                                     \
+                      cublasLt_status_string(braid_blas_st_), static_cast<int>(braid_blas_st_))); \
+  } while (0)
+
+namespace braid::cuda {
+
+namespace {
+
+const char* cublasLt_status_string(cublasStatus_t s) {
+  switch (s) {
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+      return "not initialised";
+    case CUBLAS_STATUS_ALLOC_FAILED:
+      return "allocation failed";
+    case CUBLAS_STATUS_INVALID_VALUE:
+      return "invalid value";
+    case CUBLAS_STATUS_ARCH_MISMATCH:
+      return "architecture mismatch";
+    case CUBLAS_STATUS_EXECUTION_FAILED:
+      return "execution failed";
+    case CUBLAS_STATUS_INTERNAL_ERROR:
+      return "internal error";
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+      return "not supported";
+    default:
+      return "error";
+  }
+}
+
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // Hopper's kernels want up to 32 MiB
+
+cudaDataType_t cuda_type(DType d) {
+  switch (d) {
+    case DType::BF16:
+      return CUDA_R_16BF;
+    case DType::F16:
+      return CUDA_R_16F;
+    case DType::F32:
+      return CUDA_R_32F;
+    default:
+      BRAID_CHECK(false, "GEMM of {}: expected f32, bf16 or f16", dtype_name(d));
+  }
+}
+
+void destroy(GemmPlanCache& p) {
+  if (p.a) cublasLtMatrixLayoutDestroy(p.a);
+  if (p.b) cublasLtMatrixLayoutDestroy(p.b);
+  if (p.c) cublasLtMatrixLayoutDestroy(p.c);
+  if (p.desc) cublasLtMatmulDescDestroy(p.desc);
+}
+
+}  // namespace
+
+CudaState::CudaState(ExecContext& ctx) {
+  CUBLAS_CHECK(cublasLtCreate(&lt));
+  workspace = ctx.empty({static_cast<int64_t>(kWorkspaceBytes / sizeof(int32_t))}, DType::I32,
+                        MemCategory::Workspace);
+}
+
+CudaState::~CudaState() {
+  for (auto& [k, p] : plans) destroy(p);
+  if (lt) cublasLtDestroy(lt);
+}
+
+CudaState& state_of(ExecContext& ctx) {
+  if (!ctx.backend_state()) ctx.set_backend_state(std::make_unique<CudaState>(ctx));
+  return static_cast<CudaState&>(*ctx.backend_state());
+}
+
+void set_allow_tf32(ExecContext& ctx, bool allow) { state_of(ctx).allow_tf32 = allow; }
+
+void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+          float alpha, const void* A, int64_t lda, const void* B, int64_t ldb, float beta, void* C,
+          int64_t ldc, DType ab_dtype, DType c_dtype) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Gemm);
+  if (M == 0 || N == 0) return;
+  BRAID_CHECK(c_dtype == DType::F32 || c_dtype == ab_dtype,
+              "GEMM: C is {} with {} inputs; expected f32 or {}", dtype_name(c_dtype),
+              dtype_name(ab_dtype), dtype_name(ab_dtype));
+  CudaState& st = state_of(ctx);
+  const bool tf32 = ab_dtype == DType::F32 && st.allow_tf32;
+  const GemmKey key{trans_a,
+                    trans_b,
+                    M,
+                    N,
+                    K,
+                    lda,
+                    ldb,
+                    ldc,
+                    static_cast<int>(ab_dtype),
+                    static_cast<int>(c_dtype),
+                    beta == 0.0f,
+                    tf32};
+  auto it = st.plans.find(key);
+  if (it == st.plans.end()) {
+    GemmPlanCache p;
+    const cublasComputeType_t compute =
+        ab_dtype == DType::F32 ? (tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F)
+                               : CUBLAS_COMPUTE_32F;
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.desc, compute, CUDA_R_32F));
+    // Column-major view: C^T (N, M) = op(B)^T (N, K) op(A)^T (K, M). B's row-major storage is
+    // column-major B^T: no transpose in the column-major op when !trans_b.
+    const cublasOperation_t op_first = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_second = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_first,
+                                                sizeof(op_first)));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second,
+                                                sizeof(op_second)));
+    const cudaDataType_t ab = cuda_type(ab_dtype), ct = cuda_type(c_dtype);
+    // The first operand (B^T as stored): rows x cols in column-major terms.
+    const uint64_t b_rows = trans_b ? static_cast<uint64_t>(K) : static_cast<uint64_t>(N);
+    const uint64_t b_cols = trans_b ? static_cast<uint64_t>(N) : static_cast<uint64_t>(K);
+    const uint64_t a_rows = trans_a ? static_cast<uint64_t>(M) : static_cast<uint64_t>(K);
+    const uint64_t a_cols = trans_a ? static_cast<uint64_t>(K) : static_cast<uint64_t>(M);
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, ab, b_rows, b_cols, ldb));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, ab, a_rows, a_cols, lda));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, ct, static_cast<uint64_t>(N),
+                                            static_cast<uint64_t>(M), ldc));
+    cublasLtMatmulPreference_t pref = nullptr;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    const size_t ws = st.workspace.nbytes();
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t hs =
+        cublasLtMatmulAlgoGetHeuristic(st.lt, p.desc, p.b, p.a, p.c, p.c, pref, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (hs != CUBLAS_STATUS_SUCCESS || found == 0) {
+      destroy(p);
+      BRAID_CHECK(false, "cuBLASLt has no algorithm for GEMM {}x{}x{} ({} inputs, {} output{})", M,
+                  N, K, dtype_name(ab_dtype), dtype_name(c_dtype), trans_a ? ", A transposed" : "");
+    }
+    p.algo = result.algo;
+    it = st.plans.emplace(key, p).first;
+  }
+  const GemmPlanCache& p = it->second;
+  CUBLAS_CHECK(cublasLtMatmul(st.lt, p.desc, &alpha, B, p.b, A, p.a, &beta, C, p.c, C, p.c, &p.algo,
+                              st.workspace.raw(), st.workspace.nbytes(),
+                              static_cast<cudaStream_t>(ctx.stream().handle)));
+}
+
+}  // namespace braid::cuda

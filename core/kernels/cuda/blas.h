@@ -1,0 +1,22 @@
+// GEMMs on the GPU through cuBLASLt, with the CPU GEMM's row-major contract (core/kernels/gemm.h):
+// C (M, N) = alpha * op(A) (M, K) @ op(B) (K, N) + beta * C.
+// op(A) = A (M, K), lda >= K when !trans_a, else A stored (K, M) with lda >= M; the same for B.
+// A and B share one dtype (f32, bf16, f16); C is f32 or that dtype; accumulation is f32
+// (f32 inputs run true f32 unless the context allows TF32). Queued on the context's stream; the
+// heuristic's algorithm is cached per shape, the workspace comes from the context's allocator.
+#pragma once
+
+#include <cstdint>
+
+#include "core/context.h"
+
+namespace braid::cuda {
+
+void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+          float alpha, const void* A, int64_t lda, const void* B, int64_t ldb, float beta, void* C,
+          int64_t ldc, DType ab_dtype, DType c_dtype);
+
+// Whether f32 GEMMs may use TF32 tensor cores on this context (train.tf32; off by default).
+void set_allow_tf32(ExecContext& ctx, bool allow);
+
+}  // namespace braid::cuda

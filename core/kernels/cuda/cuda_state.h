@@ -1,0 +1,43 @@
+// The CUDA backend's per-context state (ExecContext::backend_state): the cuBLASLt handle, its
+// workspace, the algorithm cache by GEMM shape, and options. Made on first use by state_of(ctx).
+#pragma once
+
+#include <cublasLt.h>
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+
+#include "core/context.h"
+
+namespace braid::cuda {
+
+struct GemmKey {
+  bool ta, tb;
+  int64_t m, n, k, lda, ldb, ldc;
+  int ab, c;
+  bool beta_zero;
+  bool tf32;
+  auto tie() const { return std::tie(ta, tb, m, n, k, lda, ldb, ldc, ab, c, beta_zero, tf32); }
+  bool operator<(const GemmKey& o) const { return tie() < o.tie(); }
+};
+
+struct GemmPlanCache {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+class CudaState final : public BackendState {
+ public:
+  explicit CudaState(ExecContext& ctx);
+  ~CudaState() override;
+  cublasLtHandle_t lt = nullptr;
+  Tensor workspace;  // cuBLASLt's scratch, from the context's allocator
+  std::map<GemmKey, GemmPlanCache> plans;
+  bool allow_tf32 = false;
+};
+
+CudaState& state_of(ExecContext& ctx);
+
+}  // namespace braid::cuda

@@ -1,0 +1,112 @@
+// CUDA kernels not written yet: each fails naming the op, so a GPU run stops with a clear message
+// at the first op that has no kernel instead of reaching a host loop with device pointers. An op
+// leaves this list when its .cu/.cpp pair lands (core/kernels/cuda/cuda_kernels.h).
+#include "core/kernels/cuda/cuda_kernels.h"
+#include "core/kernels/dropout.h"
+
+namespace braid::cuda {
+
+namespace {
+[[noreturn]] void pending(const char* op) {
+  throw UserError(
+      fmt::format("no CUDA kernel for {} yet: run this configuration with "
+                  "train.device: cpu",
+                  op));
+}
+}  // namespace
+
+void gelu_forward(ExecContext&, Tensor&, const Tensor&) { pending("gelu_forward"); }
+void gelu_backward(ExecContext&, Tensor&, const Tensor&, const Tensor&) {
+  pending("gelu_backward");
+}
+void swiglu_forward(ExecContext&, Tensor&, const Tensor&, const Tensor&) {
+  pending("swiglu_forward");
+}
+void swiglu_backward(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&, const Tensor&) {
+  pending("swiglu_backward");
+}
+void attention_forward(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&,
+                       const Tensor&) {
+  pending("attention_forward");
+}
+void attention_backward(ExecContext&, Tensor&, Tensor&, Tensor&, const Tensor&, const Tensor&,
+                        const Tensor&, const Tensor&, const Tensor&, const Tensor&) {
+  pending("attention_backward");
+}
+void lm_head_cross_entropy(ExecContext&, Tensor&, Tensor&, Tensor&, const Tensor&, const Tensor&,
+                           const Tensor&, float) {
+  pending("lm_head_cross_entropy");
+}
+LossSum loss_sum(ExecContext&, const Tensor&, const Tensor&) { pending("loss_sum"); }
+void vocab_slice_partials(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&,
+                          const VocabSlice&) {
+  pending("vocab_slice_partials");
+}
+void vocab_slice_exp(ExecContext&, Tensor&, Tensor&, const Tensor&, const VocabSlice&) {
+  pending("vocab_slice_exp");
+}
+void vocab_slice_losses(ExecContext&, Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                        const Tensor&) {
+  pending("vocab_slice_losses");
+}
+void vocab_slice_grad(ExecContext&, Tensor&, const Tensor&, const Tensor&, const VocabSlice&,
+                      float) {
+  pending("vocab_slice_grad");
+}
+void embedding_forward(ExecContext&, Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                       int64_t) {
+  pending("embedding_forward");
+}
+void embedding_backward(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&, int64_t) {
+  pending("embedding_backward");
+}
+void embedding_rows_forward(ExecContext&, Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                            int64_t, int64_t, int64_t) {
+  pending("embedding_rows_forward");
+}
+void embedding_rows_backward(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&,
+                             int64_t) {
+  pending("embedding_rows_backward");
+}
+void layernorm_forward(ExecContext&, Tensor&, Tensor&, Tensor&, const Tensor&, const Tensor&,
+                       const Tensor&, float) {
+  pending("layernorm_forward");
+}
+void layernorm_backward(ExecContext&, Tensor&, Tensor&, Tensor&, const Tensor&, const Tensor&,
+                        const Tensor&, const Tensor&, const Tensor&) {
+  pending("layernorm_backward");
+}
+void linear_forward(ExecContext&, Tensor&, const Tensor&, const Tensor&, const Tensor&) {
+  pending("linear_forward");
+}
+void linear_backward_input(ExecContext&, Tensor&, const Tensor&, const Tensor&, bool) {
+  pending("linear_backward_input");
+}
+void linear_backward_weight(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&) {
+  pending("linear_backward_weight");
+}
+void rmsnorm_forward(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&, float) {
+  pending("rmsnorm_forward");
+}
+void rmsnorm_backward(ExecContext&, Tensor&, Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                      const Tensor&) {
+  pending("rmsnorm_backward");
+}
+void rope_forward(ExecContext&, Tensor&, int64_t, float) { pending("rope_forward"); }
+void rope_backward(ExecContext&, Tensor&, int64_t, float) { pending("rope_backward"); }
+void seq_to_blocks(ExecContext&, Tensor&, const Tensor&, int) { pending("seq_to_blocks"); }
+void blocks_to_seq(ExecContext&, Tensor&, const Tensor&, int) { pending("blocks_to_seq"); }
+void extract_ranges(ExecContext&, Tensor&, const Tensor&, int, const IndexRanges&) {
+  pending("extract_ranges");
+}
+void insert_ranges(ExecContext&, Tensor&, const Tensor&, int, const IndexRanges&) {
+  pending("insert_ranges");
+}
+void adamw_update(ExecContext&, Tensor&, Tensor&, Tensor&, const Tensor&, const AdamWStep&) {
+  pending("adamw_update");
+}
+void dropout_apply(ExecContext&, Tensor&, const Tensor&, float, uint64_t, uint64_t, DropoutWindow) {
+  pending("dropout_apply");
+}
+
+}  // namespace braid::cuda

@@ -1,0 +1,76 @@
+// CUDA elementwise glue ops against their CPU twins (odd sizes, every float dtype).
+#include <gtest/gtest.h>
+
+#include "core/kernels/elementwise.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace braid::gpu_test {
+namespace {
+
+class GpuElementwise : public GpuTest, public ::testing::WithParamInterface<DType> {};
+
+TEST_P(GpuElementwise, AddAxpbyCastMatchCpu) {
+  const DType dt = GetParam();
+  for (int64_t n : {1, 31, 257, 100003}) {
+    Tensor a = random_host({n}, dt, 1), b = random_host({n}, dt, 2);
+    Tensor y_cpu = Tensor::empty({n}, dt);
+    add(cpu(), y_cpu, a, b);
+    Tensor y = poisoned({n}, dt);
+    Tensor ga = up(a), gb = up(b);
+    add(gpu(), y, ga, gb);
+    EXPECT_TRUE(close(y, y_cpu, atol_for(dt), rtol_for(dt))) << "add n=" << n;
+
+    add_inplace(cpu(), y_cpu, a);
+    add_inplace(gpu(), y, ga);
+    EXPECT_TRUE(close(y, y_cpu, atol_for(dt), rtol_for(dt))) << "add_inplace n=" << n;
+
+    scale_inplace(cpu(), y_cpu, -0.75f);
+    scale_inplace(gpu(), y, -0.75f);
+    EXPECT_TRUE(close(y, y_cpu, atol_for(dt), rtol_for(dt))) << "scale_inplace n=" << n;
+
+    const double s_cpu = sum_squares(cpu(), a), s_gpu = sum_squares(gpu(), ga);
+    EXPECT_NEAR(s_gpu, s_cpu, 1e-9 * s_cpu) << "sum_squares n=" << n;
+  }
+}
+
+TEST_P(GpuElementwise, CastsBothWays) {
+  const DType dt = GetParam();
+  Tensor x = random_host({7, 333}, DType::F32, 3, -100.0f, 100.0f);
+  Tensor lo_cpu = Tensor::empty({7, 333}, dt);
+  cast(cpu(), lo_cpu, x);
+  Tensor lo = poisoned({7, 333}, dt);
+  cast(gpu(), lo, up(x));
+  EXPECT_TRUE(close(lo, lo_cpu, 0, 0)) << "round to nearest even on both";
+  Tensor back = poisoned({7, 333}, DType::F32);
+  cast(gpu(), back, lo);
+  EXPECT_TRUE(close(back, lo_cpu, 0, 0));
+}
+
+TEST_P(GpuElementwise, SplitConcatAndCopyRows) {
+  const DType dt = GetParam();
+  Tensor src = random_host({5, 3 + 8 + 1}, dt, 4);
+  Tensor p0c = Tensor::empty({5, 3}, dt), p1c = Tensor::empty({5, 8}, dt),
+         p2c = Tensor::empty({5, 1}, dt);
+  split_columns(cpu(), {&p0c, &p1c, &p2c}, src);
+  Tensor p0 = poisoned({5, 3}, dt), p1 = poisoned({5, 8}, dt), p2 = poisoned({5, 1}, dt);
+  split_columns(gpu(), {&p0, &p1, &p2}, up(src));
+  EXPECT_TRUE(close(p0, p0c, 0, 0));
+  EXPECT_TRUE(close(p1, p1c, 0, 0));
+  EXPECT_TRUE(close(p2, p2c, 0, 0));
+  Tensor whole = poisoned({5, 12}, dt);
+  concat_columns(gpu(), whole, {&p0, &p1, &p2});
+  EXPECT_TRUE(close(whole, src, 0, 0));
+
+  Tensor cache = poisoned({9, 12}, dt);
+  copy_rows(gpu(), cache, 4, whole);
+  const std::vector<float> got = values(cache), want = values(src);
+  for (int64_t i = 0; i < 5 * 12; ++i)
+    EXPECT_EQ(got[static_cast<size_t>(4 * 12 + i)], want[static_cast<size_t>(i)]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, GpuElementwise,
+                         ::testing::Values(DType::F32, DType::BF16, DType::F16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+}  // namespace
+}  // namespace braid::gpu_test
