@@ -48,6 +48,7 @@ ExecContext::~ExecContext() {
 }
 
 Tensor ExecContext::to_device(const Tensor& t, MemCategory cat) {
+  if (!t.defined() || t.device() == device_) return t;
   Tensor out = Tensor::empty(allocator_, t.shape(), t.dtype(), cat);
   out.copy_from(t);
   return out;

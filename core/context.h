@@ -72,8 +72,9 @@ class ExecContext {
   BackendState* backend_state() { return backend_state_.get(); }
   void set_backend_state(std::unique_ptr<BackendState> s) { backend_state_ = std::move(s); }
 
-  // A copy of `t` on this context's device, from its allocator (host <-> device staging for
-  // data, checkpoints and tests; the copy is complete when this returns).
+  // `t` itself when it is already on this context's device, else a copy there from the
+  // context's allocator (host <-> device staging for data, checkpoints and tests; the copy is
+  // complete when this returns).
   Tensor to_device(const Tensor& t, MemCategory cat = MemCategory::Activations);
 
   // Tensors on this context's device, from its allocator.

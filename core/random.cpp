@@ -6,6 +6,13 @@
 namespace braid {
 
 void fill_normal(Tensor& t, float std, uint64_t seed, uint64_t stream) {
+  if (!t.device().is_cpu()) {
+    // A device tensor gets the host's values (initialisation happens once, before training).
+    Tensor h = Tensor::empty(t.shape(), t.dtype());
+    fill_normal(h, std, seed, stream);
+    t.copy_from(h);
+    return;
+  }
   float* p = t.f32();
   const int64_t n = t.numel();
   const uint64_t key = hash_combine(seed, stream);

@@ -124,7 +124,11 @@ void save_safetensors(const std::string& path,
   AtomicFileWriter w(path);
   w.write(len_le, 8);
   w.write(text.data(), text.size());
-  for (const auto& [name, t] : tensors) w.write(t.raw(), t.nbytes());
+  // Device tensors (a GPU run's checkpoint) are staged through host memory one at a time.
+  for (const auto& [name, t] : tensors) {
+    const Tensor h = t.to_host();
+    w.write(h.raw(), h.nbytes());
+  }
   w.commit();
 }
 

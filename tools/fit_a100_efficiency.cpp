@@ -52,6 +52,7 @@ int main() {
         t.sequence_parallel = false;
         t.flash_attention = false;
         t.dp_overlap = false;
+        t.pp_overlap = false;
         const Layout l{c.total_gpus() / (r.tp * r.pp), r.tp, r.pp, 1, "1f1b"};
         const double e = predict(m, t, l, c).hw_tflops_per_gpu / r.reported - 1;
         sq += std::log1p(e) * std::log1p(e);

@@ -3,6 +3,7 @@
 // made) and fail with that reason if they are.
 #if !BRAID_WITH_CUDA
 #include "core/error.h"
+#include "core/kernels/cuda/cuda_kernels.h"
 #include "core/kernels/cuda/runtime.h"
 
 namespace braid::cuda {
@@ -43,6 +44,8 @@ void copy_async(void*, const void*, size_t, void*) { absent(); }
 void copy_sync(void*, const void*, size_t) { absent(); }
 void memset_async(void*, int, size_t, void*) { absent(); }
 bool is_device_pointer(const void*) { return false; }
+int pending_kernel_count() { return -1; }
+void set_allow_tf32(ExecContext&, bool) {}
 
 }  // namespace braid::cuda
 #endif

@@ -18,6 +18,11 @@ void add_inplace(ExecContext& ctx, Tensor& y, const Tensor& x) {
   BRAID_DISPATCH(args, add_inplace, ctx, y, x);
 }
 
+void zero(ExecContext& ctx, Tensor& x) {
+  KernelArgs args(ctx, "zero", {{&x, "x"}});
+  BRAID_DISPATCH(args, zero, ctx, x);
+}
+
 void scale_inplace(ExecContext& ctx, Tensor& x, float s) {
   KernelArgs args(ctx, "scale_inplace", {{&x, "x"}});
   BRAID_DISPATCH(args, scale_inplace, ctx, x, s);

@@ -11,6 +11,8 @@ namespace braid {
 void add(ExecContext& ctx, Tensor& y, const Tensor& a, const Tensor& b);
 // y += x (same shape). The residual connection's backward (gradient flows to both branches).
 void add_inplace(ExecContext& ctx, Tensor& y, const Tensor& x);
+// x = 0 (any dtype), on the context's stream: gradient zeroing in the step.
+void zero(ExecContext& ctx, Tensor& x);
 // x *= s.
 void scale_inplace(ExecContext& ctx, Tensor& x, float s);
 // Sum of squares in double (deterministic for a given thread count), for gradient norms.

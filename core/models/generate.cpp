@@ -50,7 +50,7 @@ std::vector<int32_t> generate(ExecContext& ctx, Transformer& model,
       cfg.context_length, static_cast<int64_t>(prompt.size()) + opt.max_new_tokens);
   KVCache cache = model.make_cache(ctx, max_len);
   Tensor p = Tensor::from_vector_i32(prompt, {1, static_cast<int64_t>(prompt.size())});
-  Tensor logits = model.decode(ctx, p, cache);
+  Tensor logits = model.decode(ctx, ctx.to_device(p), cache).to_host();
   Rng rng(opt.seed);
   std::vector<int32_t> out;
   for (int i = 0; i < opt.max_new_tokens; ++i) {
@@ -59,7 +59,8 @@ std::vector<int32_t> generate(ExecContext& ctx, Transformer& model,
     out.push_back(next);
     if (on_token) on_token(next);
     if (i + 1 == opt.max_new_tokens || cache.len >= max_len) break;  // done, or context full
-    logits = model.decode(ctx, Tensor::from_vector_i32({next}, {1, 1}), cache);
+    logits =
+        model.decode(ctx, ctx.to_device(Tensor::from_vector_i32({next}, {1, 1})), cache).to_host();
   }
   return out;
 }

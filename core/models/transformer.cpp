@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/kernels/elementwise.h"
 #include "core/kernels/linear.h"
 #include "core/profile.h"
 #include "core/random.h"
@@ -114,7 +115,8 @@ void Transformer::init_weights() {
 
 void Transformer::zero_grad(ExecContext& ctx) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Optimizer);
-  for (Parameter* p : params_) p->zero_grad();
+  for (Parameter* p : params_)
+    if (p->has_grad()) zero(ctx, p->grad());
 }
 
 Tensor Transformer::forward(const Tensor& input, MicroBatch& mb) {

@@ -12,6 +12,7 @@
 #include "launch/cli/commands.h"
 #include "launch/config/config.h"
 #include "launch/io/model_io.h"
+#include "launch/train/exec_setup.h"
 
 namespace braid {
 
@@ -36,6 +37,7 @@ std::string default_val_split(const LoadedModel& lm, const std::string& given) {
 
 void add_eval_command(CLI::App& app) {
   struct Opts {
+    std::string device = "auto";
     std::string model, data;
     int seq_len = 0, batch = 8;
     int64_t max_tokens = 0;
@@ -56,8 +58,15 @@ void add_eval_command(CLI::App& app) {
                 "Stop after this many predicted tokens (0: whole file)");
   c->add_flag("--no-adapter", o->no_adapter,
               "On a LoRA run: evaluate the base model alone (by default its adapters are applied)");
+  c->add_option(
+       "--device", o->device,
+       "auto (a GPU when this build has every CUDA kernel and one is visible), cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   c->callback([o] {
-    LoadedModel lm = load_model(o->model, !o->no_adapter);
+    const DeviceDecision dev =
+        choose_device(parse_enum<DeviceChoice>("--device", o->device), "--device");
+    if (!dev.device.is_cpu()) std::fprintf(stderr, "device %s\n", dev.reason.c_str());
+    LoadedModel lm = load_model(o->model, dev.device, !o->no_adapter);
     Transformer& model = *lm.model;
     const ModelConfig& mc = model.config();
     if (o->data.empty()) o->data = default_val_split(lm, o->model);
@@ -84,7 +93,8 @@ void add_eval_command(CLI::App& app) {
         std::copy(buf.begin(), buf.begin() + T, tokens.i32() + b * T);
         std::copy(buf.begin() + 1, buf.end(), targets.i32() + b * T);
       }
-      LossSum l = model.forward_loss(*lm.ctx, tokens, targets);
+      LossSum l =
+          model.forward_loss(*lm.ctx, lm.ctx->to_device(tokens), lm.ctx->to_device(targets));
       sum += l.sum;
       count += l.count;
       if (o->max_tokens > 0 && count >= o->max_tokens) break;

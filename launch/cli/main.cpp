@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/kernels/cuda/cuda_kernels.h"
+#include "core/kernels/cuda/runtime.h"
 #include "launch/calibrate/calibrate.h"
 #include "launch/cli/commands.h"
 #include "launch/config/edit_distance.h"
@@ -67,7 +69,17 @@ int main(int argc, char** argv) {
   // Every option's default is shown in --help; subcommands inherit this.
   app.option_defaults()->always_capture_default();
   app.require_subcommand(1);
-  app.set_version_flag("--version,-V", "braid " BRAID_VERSION_STRING);
+  app.set_version_flag("--version,-V", [] {
+    const braid::cuda::BuildInfo b = braid::cuda::build_info();
+    std::string v = "braid " BRAID_VERSION_STRING "\n";
+    if (!b.built)
+      return v + "CUDA backend: no (built without the CUDA toolkit or with BRAID_CUDA=OFF)";
+    v += "CUDA backend: yes (CUDA runtime " + b.runtime + ", " + b.libraries + "; architectures " +
+         b.archs + ")";
+    const int pending = braid::cuda::pending_kernel_count();
+    if (pending > 0) v += "\n  " + std::to_string(pending) + " ops have no CUDA kernel yet";
+    return v;
+  });
   braid::add_train_command(app);
   braid::add_prepare_command(app);
   braid::add_eval_command(app);

@@ -7,6 +7,7 @@
 #include "core/config_fields.h"
 #include "core/model_config.h"
 #include "core/models/lora_config.h"
+#include "core/device_choice.h"
 #include "core/precision.h"
 #include "data/data_config.h"
 #include "launch/config/checkpoint_config.h"
@@ -31,6 +32,8 @@ struct TrainConfig {
   int checkpoint_every_n_layers = 1;
   Precision precision = Precision::FP32;
   LossScaleConfig loss_scale;  // fp16 only
+  DeviceChoice device = DeviceChoice::Auto;
+  bool tf32 = false;
 
   template <class V>
   void visit(V& v) {
@@ -51,6 +54,13 @@ struct TrainConfig {
       "kernels, gradients and the optimizer's master weights of trainable parameters stay fp32; "
       "frozen ones are converted once and keep no master; fp16 adds dynamic loss scaling).");
     loss_scale.visit(v);
+    v("device", device,
+      "Where the run computes: auto (a GPU when this binary has the CUDA backend, every kernel "
+      "has a CUDA implementation and a GPU is visible, else the CPU; the log's first line says "
+      "which and why), cpu, or cuda (an error when there is no GPU or no CUDA backend).");
+    v("tf32", tf32,
+      "On a GPU, let fp32 GEMMs use TF32 tensor cores (10-bit mantissa inputs, fp32 "
+      "accumulation): faster, not bit-comparable with the CPU. Ignored on the CPU.");
   }
   void validate() const {
     if (steps < 1) config_error("steps", "steps is {}; expected >= 1", steps);

@@ -26,7 +26,8 @@ constexpr const char* kTmpPrefix = ".tmp-";
 
 // "step-00000100" -> 100; nullopt for anything else.
 std::optional<int64_t> parse_dir_name(const std::string& name) {
-  if (name.size() <= 5 || name.compare(0, 5, "step-") != 0 || name.size() > 5 + 18) return std::nullopt;
+  if (name.size() <= 5 || name.compare(0, 5, "step-") != 0 || name.size() > 5 + 18)
+    return std::nullopt;
   int64_t step = 0;
   for (size_t i = 5; i < name.size(); ++i) {
     if (!std::isdigit(static_cast<unsigned char>(name[i]))) return std::nullopt;
@@ -66,7 +67,8 @@ std::vector<std::pair<int64_t, std::string>> list_complete(const fs::path& dir) 
   if (!fs::is_directory(dir, ec)) return out;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::optional<int64_t> step = parse_dir_name(e.path().filename().string());
-    if (step && e.is_directory(ec) && is_complete(e.path())) out.emplace_back(*step, e.path().string());
+    if (step && e.is_directory(ec) && is_complete(e.path()))
+      out.emplace_back(*step, e.path().string());
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -86,7 +88,8 @@ std::string corrupt_advice(const fs::path& ckpt) {
 
 // The first tensor of `named` holding a NaN or an infinity, or "".
 std::string first_non_finite(const std::vector<std::pair<std::string, Tensor>>& named) {
-  for (const auto& [name, t] : named) {
+  for (const auto& [name, dev] : named) {
+    const Tensor t = dev.to_host();  // a GPU run's tensors are checked on the host
     const int64_t n = t.numel();
     bool bad = false;
     if (t.dtype() == DType::F32) {
@@ -191,10 +194,10 @@ nlohmann::json CheckpointManager::write_files(const std::string& staging, int64_
   return out;
 }
 
-std::string CheckpointManager::save(int64_t step,
-                                    const std::vector<std::pair<std::string, Tensor>>& weights,
-                                    const std::vector<std::pair<std::string, Tensor>>& optimizer_state,
-                                    const nlohmann::json& state) {
+std::string CheckpointManager::save(
+    int64_t step, const std::vector<std::pair<std::string, Tensor>>& weights,
+    const std::vector<std::pair<std::string, Tensor>>& optimizer_state,
+    const nlohmann::json& state) {
   // Refuse non-finite values before anything on disk changes.
   for (const auto* named : {&weights, &optimizer_state}) {
     const std::string bad = first_non_finite(*named);
@@ -298,8 +301,10 @@ LoadedCheckpoint CheckpointManager::load(const std::string& path) {
     user_error("checkpoint {} does not exist or is not a directory", path);
   const fs::path manifest_path = dir / kManifest;
   if (!fs::is_regular_file(manifest_path, ec))
-    user_error("{}: no {}; the checkpoint is incomplete (its save was interrupted); resume from "
-               "an earlier one with checkpoint.resume=<path>", path, kManifest);
+    user_error(
+        "{}: no {}; the checkpoint is incomplete (its save was interrupted); resume from "
+        "an earlier one with checkpoint.resume=<path>",
+        path, kManifest);
 
   const std::string mpath = manifest_path.string();
   nlohmann::json m;
@@ -315,8 +320,10 @@ LoadedCheckpoint CheckpointManager::load(const std::string& path) {
                corrupt_advice(dir));
   const int version = m["format_version"].get<int>();
   if (version > kCheckpointFormatVersion)
-    user_error("{}: format_version {} is newer than this braid understands ({}); use a newer "
-               "braid", mpath, version, kCheckpointFormatVersion);
+    user_error(
+        "{}: format_version {} is newer than this braid understands ({}); use a newer "
+        "braid",
+        mpath, version, kCheckpointFormatVersion);
   // SHA-256 since the manifest named it; braid-mix64-v1 in checkpoints written before.
   const nlohmann::json& algo_j =
       m.contains("checksum_algo") ? m["checksum_algo"] : nlohmann::json();
@@ -333,9 +340,9 @@ LoadedCheckpoint CheckpointManager::load(const std::string& path) {
       user_error("{}: does not list {}; {}", mpath, required, corrupt_advice(dir));
   for (const auto& [fname, rec] : m["files"].items()) {
     const fs::path file = dir / fname;
-    if (fname.find('/') != std::string::npos || fname == ".." ||
-        !rec.is_object() || !rec.contains("bytes") || !rec["bytes"].is_number_unsigned() ||
-        !rec.contains("checksum") || !rec["checksum"].is_string())
+    if (fname.find('/') != std::string::npos || fname == ".." || !rec.is_object() ||
+        !rec.contains("bytes") || !rec["bytes"].is_number_unsigned() || !rec.contains("checksum") ||
+        !rec["checksum"].is_string())
       user_error("{}: malformed entry for file '{}'; {}", mpath, fname, corrupt_advice(dir));
     if (!fs::is_regular_file(file, ec))
       user_error("{}: missing (listed in the manifest); {}", file.string(), corrupt_advice(dir));
@@ -351,8 +358,11 @@ LoadedCheckpoint CheckpointManager::load(const std::string& path) {
                  got.hex, algo, corrupt_advice(dir));
   }
 
-  LoadedCheckpoint out{path, m["step"].get<int64_t>(),
-                       m.contains("state") ? m["state"] : nlohmann::json::object(), {}, {}};
+  LoadedCheckpoint out{path,
+                       m["step"].get<int64_t>(),
+                       m.contains("state") ? m["state"] : nlohmann::json::object(),
+                       {},
+                       {}};
   if (!sharded) {
     out.model = CheckpointTensors(SafetensorsFile::open((dir / kModelFile).string()));
     out.optimizer = CheckpointTensors(SafetensorsFile::open((dir / kOptimizerFile).string()));
@@ -366,8 +376,7 @@ LoadedCheckpoint CheckpointManager::load(const std::string& path) {
     if (fname.rfind("model", 0) != 0 && fname.rfind("optimizer", 0) != 0) continue;
     kind.emplace_back(fname, SafetensorsFile::open((dir / fname).string()));
   }
-  if (model.empty())
-    user_error("{}: lists no model files; {}", mpath, corrupt_advice(dir));
+  if (model.empty()) user_error("{}: lists no model files; {}", mpath, corrupt_advice(dir));
   out.model = CheckpointTensors(std::move(model), m["shards"], path + " (model)");
   out.optimizer = CheckpointTensors(std::move(optimizer), m["shards"], path + " (optimizer)");
   return out;
@@ -377,18 +386,21 @@ void check_tensor_matches(const SafetensorsFile& file, const std::string& name,
                           const Shape& expected_shape, DType expected_dtype,
                           const std::string& file_description) {
   if (!file.contains(name))
-    user_error("{}: has no tensor {} but the model expects one of shape {}; the checkpoint was "
-               "written for a different model config", file_description, name,
-               shape_str(expected_shape));
+    user_error(
+        "{}: has no tensor {} but the model expects one of shape {}; the checkpoint was "
+        "written for a different model config",
+        file_description, name, shape_str(expected_shape));
   const SafetensorsInfo& info = file.info(name);
   if (info.shape != expected_shape)
-    user_error("{}: {} has shape {} but the model expects {}; the checkpoint was written for a "
-               "different model config", file_description, name, shape_str(info.shape),
-               shape_str(expected_shape));
+    user_error(
+        "{}: {} has shape {} but the model expects {}; the checkpoint was written for a "
+        "different model config",
+        file_description, name, shape_str(info.shape), shape_str(expected_shape));
   if (!info.dtype || *info.dtype != expected_dtype)
-    user_error("{}: {} has dtype {} but the model expects {}; the checkpoint was written with "
-               "different precision settings", file_description, name, info.dtype_name,
-               dtype_safetensors(expected_dtype));
+    user_error(
+        "{}: {} has dtype {} but the model expects {}; the checkpoint was written with "
+        "different precision settings",
+        file_description, name, info.dtype_name, dtype_safetensors(expected_dtype));
 }
 
 }  // namespace braid

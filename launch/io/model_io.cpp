@@ -229,10 +229,10 @@ std::string LoadedModel::adapter_note() const {
                          : fmt::format("base model only, LoRA adapter not applied ({})", what);
 }
 
-LoadedModel load_model(const std::string& path, bool apply_adapter) {
+LoadedModel load_model(const std::string& path, Device device, bool apply_adapter) {
   const ModelSource src = resolve(path);
   LoadedModel out;
-  out.ctx = make_cpu_context();
+  out.ctx = make_context(device);
   out.model = std::make_unique<Transformer>(*out.ctx, config_of(src));
   load_source_weights(*out.model, src, apply_adapter, &out);
   out.source = src.dir.string();

@@ -47,11 +47,13 @@ struct LoadedModel {
 // `path` may be a braid checkpoint directory (manifest.json), a run directory (uses its
 // checkpoints/latest), or an HF directory with config.json and model.safetensors or a sharded
 // index (a model.safetensors or index file names its directory). The model's size is checked
-// against memory before anything is allocated. A LoRA run's checkpoint holds the base and the
-// adapters: with apply_adapter the adapters (scaled as the run's lora section says) are
+// against memory before anything is allocated. The model is built on `device` (its own
+// context: a GPU's stream and allocator for cuda). A LoRA run's checkpoint holds the base and
+// the adapters: with apply_adapter the adapters (scaled as the run's lora section says) are
 // folded into the base weights, W += scale B A, so the model computes what training did;
 // otherwise only the base is read.
-LoadedModel load_model(const std::string& path, bool apply_adapter = false);
+LoadedModel load_model(const std::string& path, Device device = Device::cpu(),
+                       bool apply_adapter = false);
 
 // The model config stored at `path` (same kinds of path as load_model), without reading
 // weights: what `run.init_from` takes the model shape from.

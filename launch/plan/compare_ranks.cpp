@@ -80,6 +80,8 @@ std::vector<Row> memory_rows(const MemoryBreakdown& m, const MeasuredRun& run) {
                            {"optimizer", m.optimizer / kMiB, meas("optimizer"), ""},
                            {"activations", m.activations / kMiB, meas("activations"), ""},
                            {"communication", m.comm / kMiB, meas("communication"), ""}};
+  if (m.gathered > 0)
+    rows.push_back({"gathered (ZeRO-3)", m.gathered / kMiB, -1, "no allocator category"});
   for (const char* k : {"master_weights", "workspace", "other"})
     if (meas(k) > 0) rows.push_back({k, 0.0, meas(k), "not in the planner's model"});
   rows.push_back({"overhead", m.overhead / kMiB, -1, "runtime + fragmentation; not allocator"});

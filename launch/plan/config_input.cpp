@@ -53,6 +53,9 @@ ConfigPlanInput plan_input_from_run_config(const RunConfig& cfg) {
   t.dropout = 0;             // braid's models have no dropout
   t.sequence_parallel = cfg.parallel.sequence_parallel;  // no effect at tp = 1
   t.grads_in_buckets = true;  // parallel/grad_buckets.h: gradients are views of the buckets
+  // braid posts its pipeline receives early and sends asynchronously, but its multi-rank CPU
+  // runs measured more exposed communication than every transfer (docs/plan.md): all counted.
+  t.pp_overlap = false;
   if (l.pp > 1) {
     const int nv = l.pp * l.vp;
     const std::vector<int> v = braid_virtual_stage_blocks(cfg, t, nv);

@@ -53,6 +53,26 @@ double lora_base_bytes(const std::string& base) {
   user_error("LoRA base '{}' is unknown; expected bf16, int8 or 4bit", base);
 }
 
+double interleaved_inflight_blocks(const ModelConfig& m, const TrainOptions& t,
+                                   const Layout& layout, int micro_batches, int stage) {
+  const int p = layout.pp, v = layout.vp;
+  const bool listed = static_cast<int>(t.virtual_stage_blocks.size()) == p * v;
+  auto chunk_blocks = [&](int j) {  // blocks of this rank's j-th chunk
+    return listed ? static_cast<double>(t.virtual_stage_blocks[static_cast<size_t>(j * p + stage)])
+                  : static_cast<double>((m.n_layer + p - 1) / p) / v;
+  };
+  const int64_t forwards =
+      std::min<int64_t>(static_cast<int64_t>(micro_batches) * v,
+                        2LL * (p - 1 - stage) + static_cast<int64_t>(v - 1) * p + 1);
+  double blocks = 0;
+  for (int64_t k = 0; k < forwards; ++k) {
+    const int64_t group = k / (static_cast<int64_t>(p) * v);  // groups of p micro-batches
+    const int j = static_cast<int>((k - group * p * v) / p);  // chunk within the group
+    blocks += chunk_blocks(j);
+  }
+  return blocks;
+}
+
 int micro_batches_per_step(const TrainOptions& t, const Layout& layout) {
   const int64_t per_step = static_cast<int64_t>(layout.dp) * t.micro_batch;
   if (t.global_batch % per_step != 0)
@@ -104,11 +124,18 @@ MemoryBreakdown stage_memory(const ModelConfig& m, const TrainOptions& t, const 
       (t.optimizer == "adamw" ? 8.0 : 4.0) + (t.precision == Precision::FP32 ? 0.0 : 4.0);
   mem.optimizer = trainable * state_b / (t.zero >= 1 ? shard : 1.0);
   if (t.zero >= 3) {
-    // Each rank keeps 1/shard of the weights, plus the gathered weights of the layer being run
-    // and of the next one (prefetch).
-    const double layer_w = static_cast<double>(block_params(m)) / tp * e;
-    mem.weights = mem.weights / shard + 2.0 * layer_w;
+    // Each rank keeps 1/shard of the weights between uses. While a unit (a block, or this
+    // stage's embedding or head) runs, its weights are gathered whole, and so are the next
+    // zero3_prefetch units'; in backward the unit's whole gradient also waits for its
+    // reduce-scatter. The largest unit of the stage sets the size.
+    const double block = static_cast<double>(block_params(m)) / tp;
+    const double block_lora = layers > 0 ? lora_p / layers : 0.0;
+    const double block_w = lora ? block * lora_base_bytes(t.lora_base) + block_lora * e : block * e;
+    const double unit_w = std::max(block_w, edge * (lora ? 2.0 : e));
+    const double unit_g = (lora ? block_lora : std::max(block, edge)) * grad_b;
+    mem.weights /= shard;
     mem.trainable_weights /= shard;
+    mem.gathered = (1.0 + std::max(0, t.zero3_prefetch)) * unit_w + unit_g;
   }
 
   const int mbs = micro_batches_per_step(t, layout);
@@ -120,7 +147,11 @@ MemoryBreakdown stage_memory(const ModelConfig& m, const TrainOptions& t, const 
   // Context parallelism splits every sequence over cp ranks: each holds 1/cp of the tokens
   // (and of the score rows with standard attention).
   const double per_layer = layer_activation_bytes(m, t, s, b, tp) / cp;
-  double act = layers * inflight * per_layer;
+  // Interleaved (unless a braid run's own split is given): the chunks the warm-up holds.
+  const bool chunks = layout.schedule == "interleaved" && layout.vp > 1 && t.stage_blocks.empty();
+  double act =
+      (chunks ? interleaved_inflight_blocks(m, t, layout, mbs, stage) : layers * inflight) *
+      per_layer;
   if (t.checkpointing == Checkpointing::Full) {
     // Recomputing one block needs its full activations once.
     TrainOptions full = t;

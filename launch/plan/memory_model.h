@@ -16,6 +16,14 @@ double layer_activation_bytes(const ModelConfig& m, const TrainOptions& t, int64
 // gpipe m, 1f1b min(p, m), interleaved p + (p-1)/v (capped by m*... see docs/plan.md).
 double inflight_microbatches(const Layout& layout, int micro_batches);
 
+// Block activations (in units of one block's for one micro-batch) that pipeline rank `stage`
+// holds at the peak of an interleaved schedule: Megatron-LM's warm-up runs 2 (p - 1 - stage) +
+// (v - 1) p + 1 chunk forwards (at most m v) before the first backward, chunk by chunk in groups
+// of p micro-batches, each holding its own chunk's blocks (t.virtual_stage_blocks, or
+// ceil(L/p)/v each). For stage 0 with equal chunks: ceil(L/p) (p + (p - 1)/v).
+double interleaved_inflight_blocks(const ModelConfig& m, const TrainOptions& t,
+                                   const Layout& layout, int micro_batches, int stage);
+
 // Bytes per GPU on pipeline stage `stage` (0 .. pp-1).
 MemoryBreakdown stage_memory(const ModelConfig& m, const TrainOptions& t, const Layout& layout,
                              const GpuSpec& gpu, int stage);

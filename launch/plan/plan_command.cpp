@@ -13,6 +13,7 @@
 #include "launch/plan/compare.h"
 #include "launch/plan/config_input.h"
 #include "launch/plan/cpu_model.h"
+#include "launch/plan/fit_advice.h"
 #include "launch/plan/gpu_table.h"
 #include "launch/plan/inference.h"
 #include "launch/plan/memory_model.h"
@@ -146,9 +147,10 @@ plan::TrainOptions resolve_train(const PlanArgs& a, const plan::ConfigPlanInput*
     t.stage_blocks = f.stage_blocks;  // the run's pipeline split (used while pp matches)
     t.seq = given(a.opt_seq) ? a.seq : f.seq;
   }
-  if (a.attention != "flash" && a.attention != "standard")
-    user_error("--attention '{}' is unknown; expected flash or standard", a.attention);
-  t.flash_attention = a.attention == "flash";
+  if (a.attention != "flash" && a.attention != "standard" && a.attention != "cudnn")
+    user_error("--attention '{}' is unknown; expected flash, cudnn or standard", a.attention);
+  t.flash_attention = a.attention != "standard";
+  t.attention_kernel = a.attention == "cudnn" ? "cudnn" : "flash";
   if (a.dropout == "auto")
     t.dropout = -1;
   else if (a.dropout == "on")
@@ -341,7 +343,10 @@ void run_plan(const PlanArgs& given) {
   }
   if (l.vp > 1 && l.schedule == "1f1b") l.schedule = "interleaved";
   plan::PlanResult r = plan::predict(m, t, l, c);
-  if (!r.fits) r.fit_hints = plan::fit_hints(m, t, l, c);
+  if (!r.fits)
+    r.fit_hints = plan::fit_hints(m, t, l, c);
+  else if (a.compare.empty())
+    r.largest_micro_batch = plan::fit_advice(m, t, l, c).largest_micro_batch;
   if (!a.compare.empty()) {
     if (!from_config)
       user_error(
@@ -425,15 +430,18 @@ void add_plan_command(CLI::App& app, plan::Calibrator calibrate) {
       c->add_option("--micro-batch", a.train.micro_batch, "Sequences per micro-batch");
   a.opt_precision =
       c->add_option("--precision", a.precision, "Compute precision: fp32, bf16 or fp16");
-  a.opt_grad_precision = c->add_option("--grad-precision", a.grad_precision,
-                                       "Gradient dtype: fp32 (braid) or bf16");
+  a.opt_grad_precision =
+      c->add_option("--grad-precision", a.grad_precision, "Gradient dtype: fp32 (braid) or bf16");
   a.opt_optimizer = c->add_option("--optimizer", a.train.optimizer, "adamw or sgd");
   a.opt_zero = c->add_option(
       "--zero", a.train.zero,
       "ZeRO stage: 0, 1 (optimizer state), 2 (+ gradients), 3 (+ weights) sharded over dp x cp");
   c->add_option("--checkpointing", a.checkpointing,
                 "none, full or selective (Megatron-LM's: the attention core recomputed)");
-  c->add_option("--attention", a.attention, "flash (no s^2 activations) or standard");
+  c->add_option(
+      "--attention", a.attention,
+      "flash (FlashAttention-2 class: no s^2 activations), cudnn (cuDNN fused attention or\n"
+      "FlashAttention-3, as Transformer Engine runs on Hopper: faster there) or standard");
   c->add_option("--dropout", a.dropout, "auto (gpt2 on, llama off), on, off");
   c->add_flag("--no-sequence-parallel", a.no_sp, "Keep norm/dropout activations whole on TP ranks");
   c->add_flag("--no-dp-overlap", a.no_dp_overlap, "Same as --dp-overlap off");
@@ -446,6 +454,10 @@ void add_plan_command(CLI::App& app, plan::Calibrator calibrate) {
   c->add_option("--param-gather-overlap", a.param_gather_overlap,
                 "on (default, as FSDP's prefetch): ZeRO-2/3 parameter all-gathers hidden behind "
                 "compute; off");
+  c->add_option("--zero3-prefetch", a.train.zero3_prefetch,
+                "ZeRO-3: units (blocks) gathered ahead of the one computing (default 1, as FSDP's\n"
+                "prefetch); their whole weights count as working memory beside the shards")
+      ->check(CLI::Range(0, 64));
   c->add_option("--tie-embeddings", a.tie,
                 "auto (family default: gpt2 tied, llama untied), on, off (separate LM head)");
   c->add_option(

@@ -38,6 +38,10 @@ struct GpuSpec {
   // Bytes the memory-bound kernels (norms, activations, residuals, casts) move per byte of stored
   // activation, forward and backward together.
   double elementwise_touches = 4.0;
+  // How much faster than attention_efficiency a fused attention kernel written for this chip
+  // runs (cuDNN's fused attention, FlashAttention-3 on Hopper: TrainOptions::attention_kernel
+  // "cudnn"); 1: none faster than FlashAttention-2.
+  double native_attention_speedup = 1.0;
   double overhead_gib = 1.0;  // runtime context, library workspaces, collective buffers
   int gpus_per_node = 8;
   std::string source;  // where the numbers come from
@@ -123,13 +127,23 @@ struct TrainOptions {
   Checkpointing checkpointing = Checkpointing::None;
   bool sequence_parallel = true;  // shard norm/dropout activations over tp
   bool flash_attention = true;    // attention scores never stored (s^2 terms vanish)
-  int dropout = -1;               // -1: family default (gpt2 yes, llama no)
+  // The fused attention kernel: "flash" (FlashAttention-2 class, what the built-in efficiencies
+  // were fitted on) or "cudnn" (cuDNN fused attention / FlashAttention-3, written for Hopper:
+  // GpuSpec::native_attention_speedup faster). Transformer Engine uses cuDNN's on Hopper.
+  std::string attention_kernel = "flash";
+  int dropout = -1;  // -1: family default (gpt2 yes, llama no)
   // Overlap (defaults as the common frameworks ship: DDP overlaps gradient reduction with
   // backward; Megatron's TP communication overlap is opt-in; FSDP prefetches parameters):
   bool dp_overlap = true;            // gradient reduction hidden behind the last backward
   bool tp_overlap = false;           // TP collectives hidden behind the layer's GEMMs
   bool param_gather_overlap = true;  // ZeRO parameter all-gathers hidden behind compute
-  int lora_rank = 0;                 // 0: full training
+  // Pipeline sends and receives of the steady state run beside compute (Megatron-Core's
+  // default); only those of the pipeline's fill and drain wait.
+  bool pp_overlap = true;
+  // ZeRO-3: units (blocks, or the embedding/head) gathered ahead of the one being computed
+  // (FSDP's forward/backward prefetch, DeepSpeed's prefetch bucket); 0: none.
+  int zero3_prefetch = 1;
+  int lora_rank = 0;  // 0: full training
   std::vector<std::string> lora_targets = {"q", "v"};
   std::string lora_base = "bf16";  // frozen base: bf16, int8, 4bit
   double train_tokens = 0;         // 0: no time/cost estimate
@@ -141,12 +155,22 @@ struct TrainOptions {
   // interleaving; used when it has pp entries). Empty: the even split, whose largest stage,
   // ceil(n_layer / pp) blocks, is modelled as the one with the LM head (published runs).
   std::vector<int> stage_blocks;
+  // Blocks of each virtual stage of an interleaved schedule, pp x vp entries in model order
+  // (virtual stage i runs on pipeline rank i % pp), when they are not equal: Llama 3 405B put
+  // no block in the first (embedding only) and the last (head only). Empty: equal chunks.
+  std::vector<int> virtual_stage_blocks;
 };
 
-// Blocks of pipeline stage `stage` of pp: t.stage_blocks when it has pp entries, else
-// ceil(n_layer / pp).
+// Blocks of pipeline stage `stage` of pp: t.stage_blocks when it has pp entries, else the sum of
+// its t.virtual_stage_blocks, else ceil(n_layer / pp).
 inline double stage_blocks_of(const TrainOptions& t, int n_layer, int pp, int stage) {
   if (static_cast<int>(t.stage_blocks.size()) == pp) return t.stage_blocks[stage];
+  const int nv = static_cast<int>(t.virtual_stage_blocks.size());
+  if (nv > 0 && nv % pp == 0) {
+    double sum = 0;
+    for (int i = stage; i < nv; i += pp) sum += t.virtual_stage_blocks[i];
+    return sum;
+  }
   return static_cast<double>((n_layer + pp - 1) / pp);
 }
 
@@ -162,11 +186,18 @@ struct Layout {
 
 // Bytes per GPU (the worst pipeline stage).
 struct MemoryBreakdown {
-  double weights = 0, grads = 0, optimizer = 0, activations = 0, comm = 0, overhead = 0;
+  // Model states (ZeRO's term): weights, gradients and optimizer state as each rank keeps them
+  // between steps, sharded as the ZeRO stage says.
+  double weights = 0, grads = 0, optimizer = 0;
+  // ZeRO-3 working buffers: the un-sharded weights of the unit being computed and of the
+  // prefetched ones, and the un-sharded gradient of the unit awaiting its reduce-scatter.
+  double gathered = 0;
+  double activations = 0, comm = 0, overhead = 0;
   // Not added to total(): the part of `weights` the optimizer updates, and the un-sharded bytes
   // of this stage's weights and gradients (what ZeRO's collectives move).
   double trainable_weights = 0, weight_bytes_full = 0, grad_bytes_full = 0;
-  double total() const { return weights + grads + optimizer + activations + comm + overhead; }
+  double model_states() const { return weights + grads + optimizer; }
+  double total() const { return model_states() + gathered + activations + comm + overhead; }
   int stage = 0;  // which pipeline stage this is (0 or pp-1)
 };
 
@@ -196,7 +227,8 @@ struct PlanResult {
   MemoryBreakdown memory;
   double capacity_bytes = 0;
   bool fits = false;
-  std::vector<std::string> fit_hints;  // single changes that would make it fit
+  std::vector<std::string> fit_hints;  // changes that would make it fit (launch/plan/fit_advice.h)
+  int largest_micro_batch = 0;         // when it fits: the largest micro-batch that still would
   int micro_batches = 0;               // per pipeline per step
   double model_flops_step = 0, hw_flops_step = 0;
   TimeBreakdown time;

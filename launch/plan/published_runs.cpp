@@ -124,6 +124,12 @@ std::vector<PublishedRun> load_published_runs(const std::string& path) {
         p.id);
     t.dropout = optional<int>(r, "dropout", -1, path, p.id);
     t.tp_overlap = optional<bool>(r, "tp_overlap", false, path, p.id);
+    t.attention_kernel = optional<std::string>(r, "attention", "flash", path, p.id);
+    if (t.attention_kernel != "flash" && t.attention_kernel != "cudnn")
+      user_error("{}: run '{}', attention '{}': expected flash or cudnn", path, p.id,
+                 t.attention_kernel);
+    t.virtual_stage_blocks =
+        optional<std::vector<int>>(r, "virtual_stage_blocks", std::vector<int>{}, path, p.id);
     Layout& l = p.layout;
     l.tp = field<int>(r, "tp", path, p.id);
     l.pp = field<int>(r, "pp", path, p.id);

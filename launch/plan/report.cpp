@@ -49,13 +49,16 @@ nlohmann::json plan_json(const PlanResult& r) {
         {"overlap",
          {{"dp", r.train.dp_overlap},
           {"tp", r.train.tp_overlap},
-          {"param_gather", r.train.param_gather_overlap}}}}},
+          {"param_gather", r.train.param_gather_overlap}}},
+        {"zero3_prefetch", r.train.zero3_prefetch}}},
       {"params", r.params},
       {"trainable_params", r.trainable},
       {"memory_bytes",
        {{"weights", m.weights},
         {"grads", m.grads},
         {"optimizer", m.optimizer},
+        {"model_states", m.model_states()},
+        {"zero3_gathered", m.gathered},
         {"activations", m.activations},
         {"comm", m.comm},
         {"overhead", m.overhead},
@@ -64,6 +67,7 @@ nlohmann::json plan_json(const PlanResult& r) {
         {"stage", m.stage}}},
       {"fits", r.fits},
       {"fit_hints", r.fit_hints},
+      {"largest_micro_batch", r.largest_micro_batch},
       {"flops_per_step", {{"model", r.model_flops_step}, {"hardware", r.hw_flops_step}}},
       {"step_seconds",
        {{"compute", t.compute},
@@ -156,10 +160,16 @@ std::string plan_text(const ModelConfig& m, const Cluster& c, const PlanResult& 
                    r.train.param_gather_overlap ? "on" : "off");
   const MemoryBreakdown& mm = r.memory;
   o += fmt::format("memory per GPU (stage {})          GiB\n", mm.stage);
-  auto row = [&](const char* k, double v) { o += fmt::format("  {:<32}{:>8.2f}\n", k, v / kGiB); };
-  row("weights", mm.weights);
+  auto row = [&](const std::string& k, double v) {
+    o += fmt::format("  {:<32}{:>8.2f}\n", k, v / kGiB);
+  };
+  row(r.train.zero >= 3 ? "weights (own shard)" : "weights", mm.weights);
   row("gradients", mm.grads);
   row("optimizer state + master", mm.optimizer);
+  if (r.train.zero >= 3) {
+    row("  = model states", mm.model_states());
+    row(fmt::format("gathered, {}+1 units (working)", r.train.zero3_prefetch), mm.gathered);
+  }
   row("activations", mm.activations);
   row("communication buffers", mm.comm);
   row("framework overhead", mm.overhead);
@@ -167,10 +177,15 @@ std::string plan_text(const ModelConfig& m, const Cluster& c, const PlanResult& 
   row("capacity", r.capacity_bytes);
   if (r.fits) {
     o += fmt::format("  fits, {:.2f} GiB to spare\n", (r.capacity_bytes - mm.total()) / kGiB);
+    if (r.largest_micro_batch > 0)
+      o += fmt::format("    a micro-batch of up to {} would also fit (--micro-batch {})\n",
+                       r.largest_micro_batch, r.largest_micro_batch);
   } else {
     o += fmt::format("  DOES NOT FIT: {:.2f} GiB over\n", (mm.total() - r.capacity_bytes) / kGiB);
     for (const std::string& h : r.fit_hints) o += "    would fit with " + h + "\n";
-    if (r.fit_hints.empty()) o += "    no single change fits; try more GPUs or --layout auto\n";
+    if (r.fit_hints.empty())
+      o += "    no change of recomputation, micro-batch, ZeRO, LoRA base or sequence length fits;\n"
+           "    add GPUs (--nodes, --gpus-per-node) or try --layout auto\n";
   }
   const TimeBreakdown& t = r.time;
   o += fmt::format("\nFLOPs per step  model {:.3e}  hardware (with recompute) {:.3e}\n",

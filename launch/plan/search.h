@@ -1,4 +1,4 @@
-// --layout auto: the fastest layouts that fit, and single changes that make a plan fit.
+// --layout auto: the fastest layouts that fit.
 #pragma once
 
 #include <string>
@@ -25,10 +25,5 @@ struct SearchResult {
 // in memory are ranked. `t` supplies everything else (global batch, precision, LoRA...).
 SearchResult search_layouts(const ModelConfig& m, const TrainOptions& t, const Cluster& c,
                             int keep = 5);
-
-// For a plan that does not fit: single changes (checkpointing, ZeRO-1, micro-batch, tp, pp,
-// a 4-bit LoRA base) that would, each with its per-GPU total.
-std::vector<std::string> fit_hints(const ModelConfig& m, const TrainOptions& t, const Layout& l,
-                                   const Cluster& c);
 
 }  // namespace braid::plan

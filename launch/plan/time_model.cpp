@@ -68,12 +68,21 @@ void check_layout(const ModelConfig& m, const TrainOptions& t, const Layout& l, 
         l.cp, s);
   if (m.n_head % l.tp != 0 || m.kv_heads() % l.tp != 0)
     user_error("tp={} must divide the heads ({}) and kv heads ({})", l.tp, m.n_head, m.kv_heads());
-  if (l.pp * l.vp > m.n_layer)
+  if (l.pp * l.vp > m.n_layer && t.virtual_stage_blocks.empty())
     user_error("pp={} x vp={} exceeds the {} layers", l.pp, l.vp, m.n_layer);
   // The largest stage (ceil(L/p) layers, the one the time model runs) must split into vp equal
   // chunks; smaller first or last stages, as Llama 3 used, are allowed.
+  if (!t.virtual_stage_blocks.empty()) {
+    int sum = 0;
+    for (int b : t.virtual_stage_blocks) sum += b < 0 ? m.n_layer + 1 : b;
+    if (static_cast<int>(t.virtual_stage_blocks.size()) != l.pp * l.vp || sum != m.n_layer)
+      user_error(
+          "virtual stage blocks: {} entries summing to {}; expected pp x vp = {} entries "
+          "(each >= 0) summing to the {} layers",
+          t.virtual_stage_blocks.size(), sum, l.pp * l.vp, m.n_layer);
+  }
   const int stage_layers = (m.n_layer + l.pp - 1) / l.pp;
-  if (l.vp > 1 && stage_layers % l.vp != 0)
+  if (l.vp > 1 && t.virtual_stage_blocks.empty() && stage_layers % l.vp != 0)
     user_error(
         "vp={}: a stage of {} layers ({} layers over pp={}) does not split into {} equal virtual "
         "stages; "
@@ -87,6 +96,8 @@ void check_layout(const ModelConfig& m, const TrainOptions& t, const Layout& l, 
   if (t.zero < 0 || t.zero > 3) user_error("zero is {}; expected 0, 1, 2 or 3", t.zero);
   if (t.stated_mfu < 0 || t.stated_mfu > 1)
     user_error("--mfu is {}; expected a fraction in (0, 1]", t.stated_mfu);
+  if (t.attention_kernel != "flash" && t.attention_kernel != "cudnn")
+    user_error("attention kernel '{}' is unknown; expected flash or cudnn", t.attention_kernel);
   if (t.optimizer != "adamw" && t.optimizer != "sgd")
     user_error("optimizer '{}' is unknown; expected adamw or sgd", t.optimizer);
   if (t.grad_precision == Precision::FP16)
@@ -127,6 +138,8 @@ Rates rates_of(const TrainOptions& t, const Cluster& c) {
   k.rate = k.peak * c.gpu.matmul_efficiency;
   k.attn_rate = k.peak * (c.gpu.attention_efficiency > 0 ? c.gpu.attention_efficiency
                                                          : c.gpu.matmul_efficiency);
+  if (t.flash_attention && t.attention_kernel == "cudnn")
+    k.attn_rate *= std::max(1.0, c.gpu.native_attention_speedup);
   k.hbm = c.gpu.mem_bw_gbs * 1e9;
   k.cpu_comm = c.cpu.comm_bus_gbs > 0;
   k.eff = k.cpu_comm ? 1.0 : kCollectiveEfficiency;
@@ -146,8 +159,8 @@ struct StageTime {
 // The slowest stage: the ceil(L/p)-block one with the LM head, or, for a braid run's own split,
 // whichever of its stages costs most. With a calibrated CPU profile the kernel groups are timed
 // at the rates measured for braid's kernels (and r.cpu_kernels filled in).
-StageTime stage_time(const ModelConfig& m, const TrainOptions& t, const Layout& l,
-                     const Cluster& c, const Rates& k, int64_t s, int mbs, PlanResult& r) {
+StageTime stage_time(const ModelConfig& m, const TrainOptions& t, const Layout& l, const Cluster& c,
+                     const Rates& k, int64_t s, int mbs, PlanResult& r) {
   StageTime st;
   const int64_t b = t.micro_batch;
   st.tok_mb = static_cast<double>(s) * b / l.cp;
@@ -209,9 +222,9 @@ double tp_comm_per_microbatch(const ModelConfig& m, const TrainOptions& t, const
   if (l.tp <= 1) return 0.0;
   const double e = precision_bytes(t.precision);
   const double n_coll = t.checkpointing == Checkpointing::Full ? 6.0 : 4.0;
-  double tp_mb = st.layers * n_coll *
-                 ring_allreduce_s(st.tok_mb * e * m.n_embd, l.tp, k.link(tp_bandwidth(c, l)),
-                                  k.eff, k.hop);
+  double tp_mb =
+      st.layers * n_coll *
+      ring_allreduce_s(st.tok_mb * e * m.n_embd, l.tp, k.link(tp_bandwidth(c, l)), k.eff, k.hop);
   if (t.tp_overlap) tp_mb = std::max(0.0, tp_mb - st.layers * st.layer_flops_s);
   return tp_mb;
 }
@@ -231,27 +244,61 @@ double cp_comm_per_microbatch(const ModelConfig& m, const TrainOptions& t, const
   return st.layers * std::max(0.0, per_layer - attn_core);
 }
 
-// Data parallel over dp x cp ranks (both hold the same weights). ZeRO 0/1: one all-reduce of
-// the gradients per step (ZeRO-1 as reduce-scatter + all-gather, the same volume), hidden
-// behind the last micro-batch's backward with overlap. ZeRO-2: a reduce-scatter per
-// micro-batch behind that micro-batch's backward, then an all-gather of the updated weights
-// before the next forward. ZeRO-3: per micro-batch the weights are all-gathered for forward
-// and again for backward (ZeRO paper §7: 1.5x the data-parallel volume).
+// Seconds of `comm_s` of collectives, split evenly over v model chunks, left exposed after the
+// compute they overlap. Backward (gradient reduction): chunk k's gradients are final after its
+// last backward, k p chunk-backwards before the end (interleaving runs the final group of p
+// micro-batches chunk by chunk, the last chunk first), and its buckets start during that
+// backward; the transfers queue on one link. Forward (parameter gathers before the next step):
+// chunk k's weights are needed at its first forward, k p chunk-forwards after the start, by
+// buckets during it. With v = 1 both are max(0, comm - window).
+double exposed_after(double comm_s, int v, int p, double window_per_chunk, bool first_chunk_last) {
+  if (comm_s <= 0) return 0.0;
+  const double part = comm_s / v;
+  if (first_chunk_last) {
+    // Backward: the end of compute is 0; chunk k may start at -(k p + 1) window_per_chunk.
+    double t = -1e300;
+    for (int k = v - 1; k >= 0; --k)
+      t = std::max(t, -(static_cast<double>(k) * p + 1.0) * window_per_chunk) + part;
+    return std::max(0.0, t);
+  }
+  // Forward: the gathers start at 0; chunk k is needed by (k p + 1) window_per_chunk.
+  double late = 0;
+  for (int k = 0; k < v; ++k)
+    late = std::max(late, (k + 1) * part - (static_cast<double>(k) * p + 1.0) * window_per_chunk);
+  return late;
+}
+
+// Data parallel over dp x cp ranks (both hold the same weights). ZeRO 0: one all-reduce of the
+// gradients per step; ZeRO-1 (Megatron's distributed optimizer, DeepSpeed stage 1, braid's
+// optim.zero 1): a reduce-scatter of the gradients and, after the update, an all-gather of the
+// weights in the compute dtype. With --dp-overlap the gradient reduction runs behind the last
+// micro-batch's backward (chunk by chunk under interleaving); with --param-gather-overlap the
+// weights are gathered behind the next step's first forward. ZeRO-2: a reduce-scatter per
+// micro-batch behind that micro-batch's backward, the same weight all-gather per step. ZeRO-3:
+// per micro-batch the weights are all-gathered for forward and again for backward (ZeRO paper
+// §7: 1.5x the data-parallel volume).
 void dp_comm(const TrainOptions& t, const Layout& l, const Cluster& c, const Rates& k,
              double stage_mb, double stage_compute, int mbs, PlanResult& r) {
   const MemoryBreakdown& mem = r.memory;
   const int shard = l.dp * l.cp;
   const double dp_bw = k.link(dp_bandwidth(c, l));
-  const double backward_window = t.dp_overlap ? stage_mb * 2.0 / 3.0 : 0.0;
-  if (t.zero <= 1) {
-    r.time.dp_exposed = std::max(
-        0.0, ring_allreduce_s(mem.grad_bytes_full, shard, dp_bw, k.eff, k.hop) - backward_window);
+  const double backward_chunk = t.dp_overlap ? stage_mb * 2.0 / 3.0 / l.vp : 0.0;
+  const double forward_chunk = t.param_gather_overlap ? stage_mb / 3.0 / l.vp : 0.0;
+  const double ag = ring_gather_s(mem.weight_bytes_full, shard, dp_bw, k.eff, k.hop);
+  if (t.zero == 0) {
+    r.time.dp_exposed =
+        exposed_after(ring_allreduce_s(mem.grad_bytes_full, shard, dp_bw, k.eff, k.hop), l.vp, l.pp,
+                      backward_chunk, true);
+  } else if (t.zero == 1) {
+    r.time.dp_exposed =
+        exposed_after(ring_gather_s(mem.grad_bytes_full, shard, dp_bw, k.eff, k.hop), l.vp, l.pp,
+                      backward_chunk, true);
+    r.time.param_gather = exposed_after(ag, l.vp, l.pp, forward_chunk, false);
   } else {
     const double rs = ring_gather_s(mem.grad_bytes_full, shard, dp_bw, k.eff, k.hop);
-    r.time.dp_exposed = mbs * std::max(0.0, rs - backward_window);
-    const double ag = ring_gather_s(mem.weight_bytes_full, shard, dp_bw, k.eff, k.hop);
+    r.time.dp_exposed = mbs * std::max(0.0, rs - backward_chunk * l.vp);
     if (t.zero == 2) {
-      r.time.param_gather = std::max(0.0, ag - (t.param_gather_overlap ? stage_mb / 3.0 : 0.0));
+      r.time.param_gather = exposed_after(ag, l.vp, l.pp, forward_chunk, false);
     } else {
       r.time.param_gather =
           mbs * std::max(0.0, 2.0 * ag - (t.param_gather_overlap ? stage_compute : 0.0));
@@ -344,8 +391,12 @@ PlanResult predict(const ModelConfig& m, const TrainOptions& t, const Layout& l,
   if (l.pp > 1) {
     // Activations cross stage boundaries scattered over TP (Narayanan et al. 2021 §4.1).
     const double e = precision_bytes(t.precision);
-    const double xfer = st.tok_mb * e * m.n_embd / l.tp / (k.link(pp_bandwidth(c, l)) * 1e9) + k.hop;
-    r.time.p2p = (2.0 * mbs * l.vp + 2.0 * (l.pp - 1)) * xfer;
+    const double xfer =
+        st.tok_mb * e * m.n_embd / l.tp / (k.link(pp_bandwidth(c, l)) * 1e9) + k.hop;
+    // With overlap (Megatron's default) the steady-state sends and receives run beside compute;
+    // the pipeline's fill and drain still wait on theirs.
+    const double transfers = 2.0 * mbs * l.vp + 2.0 * (l.pp - 1);
+    r.time.p2p = (t.pp_overlap ? 2.0 * (l.pp - 1) : transfers) * xfer;
   }
   dp_comm(t, l, c, k, stage_mb, st.compute, mbs, r);
   r.time.optimizer = optimizer_time(m, t, l, c, k, r);

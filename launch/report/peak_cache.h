@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/context.h"
+#include "core/precision.h"
 #include "launch/report/run_record.h"
 
 namespace braid {
@@ -18,7 +19,10 @@ struct PeakChoice {
 // (CPU model, threads, GEMM backend, ONEDNN_MAX_CPU_ISA). A missing entry is measured
 // (measure_gemm_peak_f32 for probe_seconds) and stored; a cache that cannot be written only
 // costs the next run a new measurement.
-PeakChoice choose_mfu_peak(ExecContext& ctx, double peak_tflops, const MachineInfo& m, double probe_seconds);
+// On a GPU: the published dense peak of the GPU (by its name in the planner's GPU table) for
+// `precision`.
+PeakChoice choose_mfu_peak(ExecContext& ctx, double peak_tflops, const MachineInfo& m,
+                           double probe_seconds, Precision precision = Precision::FP32);
 
 // The cache key of a machine, e.g. "AMD EPYC 7B13 | 2 threads | onednn".
 std::string peak_cache_key(const MachineInfo& m);

@@ -5,11 +5,11 @@
 
 #include "data/loader.h"
 #include "data/shard.h"
-#include "launch/train/exec_setup.h"
-#include "launch/train/model_passes.h"
 #include "launch/plan/config_input.h"
 #include "launch/plan/memory_model.h"
 #include "launch/plan/model_math.h"
+#include "launch/train/exec_setup.h"
+#include "launch/train/model_passes.h"
 #include "optim/adamw.h"
 
 namespace braid {
@@ -65,7 +65,10 @@ void dry_run(const RunConfig& cfg_in) {
     const TokenShard shard(train_path);
     check_shard_vocab(shard, cfg.model.vocab_size);
   }
-  std::unique_ptr<ExecContext> ctx_owner = make_cpu_context(cfg.data.seed);
+  // The device the run would use: on a GPU the measured column is the device allocator's.
+  const DeviceDecision device = choose_device(cfg.train.device, "train.device");
+  std::unique_ptr<ExecContext> ctx_owner =
+      make_context(device.device, cfg.data.seed, cfg.train.tf32);
   ExecContext& ctx = *ctx_owner;
   Transformer model(ctx, cfg.model);
   model.init_weights();
@@ -82,7 +85,7 @@ void dry_run(const RunConfig& cfg_in) {
     Batch b = loader.next();
     MicroBatch mb(ctx);
     mb.dropout_seed = micro_batch_dropout_seed(cfg.data.seed, 0, m);
-    model.forward_backward(mb, b.tokens, b.targets, grad_scale);
+    model.forward_backward(mb, ctx.to_device(b.tokens), ctx.to_device(b.targets), grad_scale);
   }
   clip_grad_norm(ctx, model.parameters(), global_grad_norm(ctx, model.parameters()),
                  cfg.optim.grad_clip);
@@ -94,6 +97,7 @@ void dry_run(const RunConfig& cfg_in) {
   std::printf(
       "braid train --dry-run: memory of one rank (MiB), planner formulas "
       "(launch/plan/memory_model) vs one measured step (allocator peaks)\n");
+  std::printf("  device %s\n", device.reason.c_str());
   std::printf("  %s %s, micro-batch %d x %d, accum %d, checkpointing %s, lora rank %d\n",
               cfg.model.family.c_str(),
               cfg.lora.init_from.empty() ? "" : cfg.lora.init_from.c_str(), cfg.data.micro_batch,

@@ -4,6 +4,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/kernels/cuda/cuda_kernels.h"
+#include "core/kernels/cuda/runtime.h"
+
 namespace braid {
 
 CpuIsa cpu_isa_from_env() {
@@ -44,6 +47,34 @@ std::unique_ptr<ExecContext> make_cpu_context(uint64_t seed) {
   o.gemm = gemm_plan_from_env();
   o.seed = seed;
   return std::make_unique<ExecContext>(std::move(o));
+}
+
+DeviceDecision choose_device(DeviceChoice choice, const char* key) {
+  if (choice == DeviceChoice::Cpu) return {Device::cpu(), "cpu (" + std::string(key) + ": cpu)"};
+  const int gpus = cuda::device_count();
+  const int pending = cuda::pending_kernel_count();
+  if (choice == DeviceChoice::Cuda) {
+    if (gpus == 0)
+      user_error("{}: cuda, but {}; use {}: cpu or auto", key, cuda::unavailable_reason(), key);
+    return {Device::cuda(0), "cuda:0, " + cuda::device_props(0).str() + " (" + key + ": cuda)"};
+  }
+  if (gpus == 0) return {Device::cpu(), "cpu (auto: " + cuda::unavailable_reason() + ")"};
+  if (pending > 0)
+    return {Device::cpu(), fmt::format("cpu (auto: a GPU is visible, but {} kernels of this "
+                                       "build have no CUDA implementation yet; {}: cuda runs "
+                                       "until the first of them)",
+                                       pending, key)};
+  return {Device::cuda(0), "cuda:0, " + cuda::device_props(0).str() + " (auto: a GPU is visible)"};
+}
+
+std::unique_ptr<ExecContext> make_context(Device device, uint64_t seed, bool tf32) {
+  if (device.is_cpu()) return make_cpu_context(seed);
+  ExecOptions o;
+  o.device = device;
+  o.seed = seed;
+  auto ctx = std::make_unique<ExecContext>(std::move(o));
+  cuda::set_allow_tf32(*ctx, tf32);
+  return ctx;
 }
 
 }  // namespace braid

@@ -4,8 +4,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "core/context.h"
+#include "core/device_choice.h"
 
 namespace braid {
 
@@ -20,5 +22,18 @@ GemmPlan gemm_plan_from_env();
 
 // A CPU context with the environment's level and GEMM plan and a fresh caching allocator.
 std::unique_ptr<ExecContext> make_cpu_context(uint64_t seed = 0);
+
+// The device a run computes on, and why (the first log line).
+struct DeviceDecision {
+  Device device;
+  std::string reason;  // "cuda: NVIDIA H200 (sm_90, ...)", "cpu: no GPU is visible ..."
+};
+// auto: cuda:0 when the binary has the CUDA backend with every kernel and a GPU is visible,
+// else the CPU; cpu; cuda: cuda:0 or a UserError naming `key` and why there is none.
+DeviceDecision choose_device(DeviceChoice choice, const char* key);
+
+// A context on `device`: the CPU's as make_cpu_context, a GPU's with its own stream and
+// caching allocator (and TF32 for f32 GEMMs when `tf32`).
+std::unique_ptr<ExecContext> make_context(Device device, uint64_t seed = 0, bool tf32 = false);
 
 }  // namespace braid

@@ -1,8 +1,8 @@
 // RankModel: this rank's chunks, the tensor-parallel pass, the pipeline step and checkpoints.
 #include "launch/train/rank_model.h"
 
-#include "launch/train/train_optimizer.h"
 #include "launch/train/model_passes.h"
+#include "launch/train/train_optimizer.h"
 #include "parallel/stage_split.h"
 #include "parallel/tensor_parallel.h"
 
@@ -124,9 +124,10 @@ PipelineStepResult RankModel::step(const std::vector<Batch>& micro, float grad_s
   BRAID_CHECK(static_cast<int>(micro.size()) == micro_batches_, "{} micro-batches for a step of {}",
               micro.size(), micro_batches_);
   PipelineStepInput in;
+  // Token ids go where the model computes (on a GPU: copied from the loader's host batches).
   for (const Batch& b : micro) {
-    in.tokens.push_back(b.tokens);
-    in.targets.push_back(b.targets);
+    in.tokens.push_back(ctx_.to_device(b.tokens));
+    in.targets.push_back(ctx_.to_device(b.targets));
   }
   in.batch = micro[0].tokens.dim(0);
   in.seq = micro[0].tokens.dim(1);
@@ -139,7 +140,8 @@ PipelineStepResult RankModel::step(const std::vector<Batch>& micro, float grad_s
 }
 
 LossSum RankModel::evaluate(const Batch& b) {
-  return executor_->evaluate(b.tokens, b.targets, b.tokens.dim(0), b.tokens.dim(1));
+  return executor_->evaluate(ctx_.to_device(b.tokens), ctx_.to_device(b.targets), b.tokens.dim(0),
+                             b.tokens.dim(1));
 }
 
 const Parameter* RankModel::owner(const std::string& name) const {

@@ -9,8 +9,8 @@
 #include "data/shard.h"
 #include "data/tokenizer.h"
 #include "launch/config/config.h"
-#include "launch/train/exec_setup.h"
 #include "launch/io/model_io.h"
+#include "launch/train/exec_setup.h"
 #include "launch/train/model_passes.h"
 #include "parallel/scalar_reduce.h"
 
@@ -68,7 +68,9 @@ TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
   std::optional<LoadedCheckpoint> ck = load_resume_checkpoint();
 
   // One rank's execution context: allocator, profiler and GEMM plan (launch/train/exec_setup.h).
-  ctx = make_cpu_context(cfg.data.seed);
+  // The device: train.device (auto picks a GPU where the build and the machine allow).
+  device_choice = choose_device(cfg.train.device, "train.device");
+  ctx = make_context(device_choice.device, cfg.data.seed, cfg.train.tf32);
   // Weights in every layout come from whole tensors: run.init_from's before the split, a
   // resumed checkpoint's cut to each rank's part.
   model = std::make_unique<RankModel>(
@@ -110,9 +112,9 @@ TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
   grad_scale = static_cast<float>(1.0 / tokens_per_step);
   // The MFU peak (a 2 s probe unless cached) only where MFU is reported: one rank's peak,
   // times the ranks (each computes with its own threads).
-  const PeakChoice peak_choice =
-      lead ? choose_mfu_peak(*ctx, cfg.train.peak_tflops, machine, kPeakProbeSeconds)
-           : PeakChoice{1.0, "not measured on this rank"};
+  const PeakChoice peak_choice = lead ? choose_mfu_peak(*ctx, cfg.train.peak_tflops, machine,
+                                                        kPeakProbeSeconds, cfg.train.precision)
+                                      : PeakChoice{1.0, "not measured on this rank"};
   peak_flops_per_s = peak_choice.flops_per_s * layout.ranks;
   print_header(peak_choice);
   if (lead) log.open_metrics(run_dir, cfg.train.steps, start_step);
@@ -186,9 +188,10 @@ void TrainRun::print_header(const PeakChoice& peak) const {
   if (!dims.lead()) return;
   const int dp = dims.dp_size(), tp = dims.tp_size(), pp = dims.pp_size();
   const int accum = cfg.data.grad_accum;
-  std::printf("braid train: %s, %s %.2fM params, %d threads, gemm %s, run dir %s\n",
+  std::printf("braid train: %s, %s %.2fM params, device %s, %d threads, gemm %s, run dir %s\n",
               config_path.c_str(), cfg.model.family.c_str(), cfg.model.num_params() / 1e6,
-              omp_get_max_threads(), gemm_backend_name(ctx->gemm()).c_str(),
+              device_choice.reason.c_str(), omp_get_max_threads(),
+              ctx->device().is_cpu() ? gemm_backend_name(ctx->gemm()).c_str() : "cuBLASLt",
               run_dir.string().c_str());
   if (dims.world_size() > 1) {
     std::string line = fmt::format("parallel: {} over {} ranks", dims.mesh().str(), layout.ranks);

@@ -17,6 +17,7 @@
 #include "data/loader.h"
 #include "launch/io/checkpoint.h"
 #include "launch/train/dist_run.h"
+#include "launch/train/exec_setup.h"
 #include "launch/report/peak_cache.h"
 #include "launch/train/rank_model.h"
 #include "launch/train/run_lock.h"
@@ -56,6 +57,7 @@ class TrainRun {
   RunLog log;                       // rank log from the lock on, metrics from the header on
   CheckpointManager ckpt;
   std::optional<std::string> resume_from;  // the checkpoint this run continues
+  DeviceDecision device_choice;  // where this rank computes, and why
   std::unique_ptr<ExecContext> ctx;
   std::unique_ptr<RankModel> model;
   std::unique_ptr<DataParallel> data_parallel;

@@ -106,7 +106,8 @@ TEST(PlanRanks, RunLayoutComesFromRunJson) {
 
 TEST(PlanRanks, MeasuredCommunicationTimesTheCollectives) {
   const ModelConfig m = testing::tiny_gpt2();
-  const TrainOptions t = testing::tiny_train(4);  // 2 micro-batches of 2 x 32 tokens
+  TrainOptions t = testing::tiny_train(4);  // 2 micro-batches of 2 x 32 tokens
+  t.pp_overlap = false;                     // as a braid config: every pipeline message waits
   DeviceProfile d = testing::cpu_profile();
   Cluster c = testing::cpu_cluster(d);
   c.gpus_per_node = 2;
@@ -123,6 +124,10 @@ TEST(PlanRanks, MeasuredCommunicationTimesTheCollectives) {
   // Pipeline messages use the same link: (2 m v + 2 (p - 1)) transfers.
   const PlanResult pp = predict(m, t, Layout{1, 1, 2, 1, "1f1b"}, c);
   EXPECT_NEAR(pp.time.p2p, (2 * 2 + 2) * (bytes / 1e9 + 15e-6), 1e-12);
+  // With overlap only the fill and drain, 2 (p - 1), wait.
+  t.pp_overlap = true;
+  const PlanResult overlapped = predict(m, t, Layout{1, 1, 2, 1, "1f1b"}, c);
+  EXPECT_NEAR(overlapped.time.p2p, 2 * (bytes / 1e9 + 15e-6), 1e-12);
 }
 
 TEST(PlanRanks, TensorParallelSplitsTheActivationKernels) {

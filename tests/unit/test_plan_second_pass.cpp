@@ -2,6 +2,7 @@
 // context parallelism, overlap, --mfu, untied embeddings, gradient dtype, serving answers).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 
@@ -156,8 +157,13 @@ TEST(PlanZero, StagesShardStatesGradientsWeights) {
   EXPECT_NEAR(z1.memory.optimizer, z0.memory.optimizer / 8, 1);
   EXPECT_NEAR(z2.memory.grads, z0.memory.grads / 8, 1);
   EXPECT_EQ(z1.memory.grads, z0.memory.grads);
-  // ZeRO-3: 1/8 of the weights + two gathered layers.
-  EXPECT_NEAR(z3.memory.weights, z0.memory.weights / 8 + 2.0 * block_params(m) * 2, 1);
+  // ZeRO-3: 1/8 of the weights as model states; apart from them, the largest unit (here the
+  // embedding + head of the single stage) gathered twice in bf16 (running + prefetched) and its
+  // fp32 gradient before the reduce-scatter.
+  EXPECT_NEAR(z3.memory.weights, z0.memory.weights / 8, 1);
+  const double unit = std::max<double>(block_params(m), embedding_params(m) + head_params(m));
+  EXPECT_NEAR(z3.memory.gathered, 2 * 2 * unit + 4 * unit, 1);
+  EXPECT_EQ(z2.memory.gathered, 0);
   // With overlap off, ZeRO-3's per-micro-batch gathers are all exposed.
   t.param_gather_overlap = false;
   t.dp_overlap = false;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "launch/plan/fit_advice.h"
 #include "launch/plan/gpu_table.h"
 #include "launch/plan/plan_command.h"
 #include "launch/plan/presets.h"
@@ -48,6 +49,7 @@ TrainOptions megatron_2021(int64_t batch) {
   t.sequence_parallel = false;
   t.flash_attention = false;
   t.dp_overlap = false;
+  t.pp_overlap = false;  // blocking pipeline sends in the 2021 code
   return t;
 }
 
@@ -119,18 +121,21 @@ TEST(PlanValidation, Bloom176B) {
 }
 
 // Llama 3 405B (Dubey et al. 2024, Table 4): tp 8 pp 16, 16M-token batches of 8K sequences:
-// 430 TFLOP/s on 8,192 H100 and 400 on 16,384. Virtual stages are not published; 4 assumed.
+// 430 TFLOP/s on 8,192 H100 and 400 on 16,384. The paper's split: one-block virtual stages
+// (v = 8), the first holding only the embedding and the last only the head.
 TEST(PlanValidation, Llama3_405B_H100) {
   const ModelConfig m = shape("llama", 126, 16384, 128, 8, 53248, 128256, 8192);
   TrainOptions t;
   t.global_batch = 2048;
   t.zero = 1;
-  expect_within(
-      predict(m, t, {64, 8, 16, 4, "interleaved"}, cluster("h100-sxm", 1024)).tflops_per_gpu, 430,
-      0.15, "Llama 3 8K GPUs");
-  expect_within(
-      predict(m, t, {128, 8, 16, 4, "interleaved"}, cluster("h100-sxm", 2048)).tflops_per_gpu, 400,
-      0.15, "Llama 3 16K GPUs");
+  t.virtual_stage_blocks.assign(128, 1);
+  t.virtual_stage_blocks.front() = t.virtual_stage_blocks.back() = 0;
+  const PlanResult a = predict(m, t, {64, 8, 16, 8, "interleaved"}, cluster("h100-sxm", 1024));
+  const PlanResult b = predict(m, t, {128, 8, 16, 8, "interleaved"}, cluster("h100-sxm", 2048));
+  expect_within(a.tflops_per_gpu, 430, 0.15, "Llama 3 8K GPUs");
+  expect_within(b.tflops_per_gpu, 400, 0.15, "Llama 3 16K GPUs");
+  EXPECT_TRUE(a.fits);
+  EXPECT_TRUE(b.fits);
 }
 
 // ZeRO paper (Rajbhandari et al. 2020, Figure 1): a 7.5B model with mixed-precision Adam needs

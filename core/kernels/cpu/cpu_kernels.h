@@ -41,6 +41,7 @@ void vocab_slice_grad(ExecContext& ctx, Tensor& logits, const Tensor& sum_exp,
                       const Tensor& targets, const VocabSlice& slice, float grad_scale);
 void add(ExecContext& ctx, Tensor& y, const Tensor& a, const Tensor& b);
 void add_inplace(ExecContext& ctx, Tensor& y, const Tensor& x);
+void zero(ExecContext& ctx, Tensor& x);
 void scale_inplace(ExecContext& ctx, Tensor& x, float s);
 double sum_squares(ExecContext& ctx, const Tensor& x);
 void cast(ExecContext& ctx, Tensor& dst, const Tensor& src);

@@ -62,6 +62,8 @@ void add_inplace(ExecContext& ctx, Tensor& y, const Tensor& x) {
   for (int64_t i = 0; i < n; ++i) yp[i] += xp[i];
 }
 
+void zero(ExecContext&, Tensor& x) { x.zero_(); }
+
 // Untimed here: its callers (clipping) charge it to the optimizer group.
 void scale_inplace(ExecContext& ctx, Tensor& x, float s) {
   if (any_low_precision({&x})) {  // bf16/f16 storage: f32 arithmetic on staged copies

@@ -115,6 +115,11 @@ std::string native_bf16_missing(GemmBackend b) {
 
 GemmPlan default_gemm_plan(GemmBackend backend, CpuIsa isa) {
   GemmPlan plan;
+#if BRAID_NO_ONEDNN
+  // A build without oneDNN (core/kernels/cpu/gemm_absent.cpp) runs its default on the
+  // reference GEMM.
+  if (backend == GemmBackend::OneDnn) backend = GemmBackend::Reference;
+#endif
   plan.backend = backend;
   // Native bf16 kernels pay off only with bf16 dot instructions, at the context's level and
   // in the library (oneDNN's effective ISA honours ONEDNN_MAX_CPU_ISA); without them widening

@@ -1,8 +1,7 @@
-// CPU optimizer update kernels.
-#include <cmath>
-
+// CPU optimizer update kernels (the per-element AdamW arithmetic is core/kernels/math/adamw.h).
 #include "core/kernels/cpu/cpu_checks.h"
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/math/adamw.h"
 #include "core/profile.h"
 
 namespace braid::cpu {
@@ -26,13 +25,7 @@ void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tenso
   const int64_t n = w.numel();
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i) {
-    const float gi = gp[i];
-    const float mi = b1 * mp[i] + (1.0f - b1) * gi;
-    const float vi = b2 * vp[i] + (1.0f - b2) * gi * gi;
-    mp[i] = mi;
-    vp[i] = vi;
-    const float denom = std::sqrt(vi) * inv_sqrt_bc2 + eps;
-    wp[i] -= step_size * mi / denom + decay * wp[i];
+    math::adamw_element(wp[i], mp[i], vp[i], gp[i], b1, b2, eps, step_size, inv_sqrt_bc2, decay);
   }
 }
 

@@ -1,5 +1,6 @@
 // CPU steps of the vocab-parallel cross-entropy on one rank's (N, rows) block of the logits:
-// partial row max and target logit, exp and row sums, losses, and the in-place gradient.
+// partial row max and target logit, exp and row sums, losses, and the in-place gradient (the
+// per-element arithmetic is core/kernels/math/cross_entropy.h, shared with the CUDA kernels).
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
@@ -9,6 +10,7 @@
 
 #include "core/kernels/cpu/cpu_checks.h"
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/math/cross_entropy.h"
 #include "core/profile.h"
 
 namespace braid {
@@ -113,7 +115,8 @@ void vocab_slice_losses(ExecContext& ctx, Tensor& losses, const Tensor& sum_exp,
   const float* tl = target_logit.f32();  // target_logit: (N)
   const int32_t* tgt = targets.i32();    // targets: (N)
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < N; ++i) out[i] = tgt[i] < 0 ? 0.0f : std::log(se[i]) + mx[i] - tl[i];
+  for (int64_t i = 0; i < N; ++i)
+    out[i] = tgt[i] < 0 ? 0.0f : math::softmax_xent_loss(se[i], mx[i], tl[i]);
 }
 
 void vocab_slice_grad(ExecContext& ctx, Tensor& logits, const Tensor& sum_exp,
@@ -130,9 +133,11 @@ void vocab_slice_grad(ExecContext& ctx, Tensor& logits, const Tensor& sum_exp,
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < N; ++i) {
     const float inv = tgt[i] < 0 ? 0.0f : grad_scale / se[i];
-    for (int64_t j = 0; j < rows; ++j) lg[i * rows + j] = j < real ? lg[i * rows + j] * inv : 0;
-    const int64_t local = tgt[i] - row_begin;
-    if (tgt[i] >= 0 && local >= 0 && local < real) lg[i * rows + local] -= grad_scale;
+    // The target's column, or -1 where this block does not hold it (or the row is ignored).
+    const int64_t local = tgt[i] >= 0 ? tgt[i] - row_begin : -1;
+    for (int64_t j = 0; j < rows; ++j)
+      lg[i * rows + j] =
+          j < real ? math::softmax_xent_grad(lg[i * rows + j], inv, j == local, grad_scale) : 0;
   }
 }
 

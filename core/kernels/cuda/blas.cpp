@@ -5,6 +5,9 @@
 #include <cublasLt.h>
 #include <fmt/format.h>
 
+#include <cstdint>
+
+#include "core/kernels/cuda/cuda_kernels.h"
 #include "core/kernels/cuda/cuda_state.h"
 #include "core/kernels/cuda/ops_util.h"
 #include "core/profile.h"
@@ -59,6 +62,14 @@ cudaDataType_t cuda_type(DType d) {
   }
 }
 
+// The largest power of two, up to 256 (cuBLASLt's default assumption), dividing the address.
+int alignment(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  int align = 1;
+  while (align < 256 && (a & static_cast<uintptr_t>(align)) == 0) align <<= 1;
+  return align;
+}
+
 void destroy(GemmPlanCache& p) {
   if (p.a) cublasLtMatrixLayoutDestroy(p.a);
   if (p.b) cublasLtMatrixLayoutDestroy(p.b);
@@ -107,7 +118,10 @@ void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, in
                     static_cast<int>(ab_dtype),
                     static_cast<int>(c_dtype),
                     beta == 0.0f,
-                    tf32};
+                    tf32,
+                    alignment(A),
+                    alignment(B),
+                    alignment(C)};
   auto it = st.plans.find(key);
   if (it == st.plans.end()) {
     GemmPlanCache p;
@@ -138,6 +152,18 @@ void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, in
     const size_t ws = st.workspace.nbytes();
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    // The first cuBLASLt operand is B, the second A (the column-major view above).
+    const uint32_t align_first = static_cast<uint32_t>(key.align_b),
+                   align_second = static_cast<uint32_t>(key.align_a),
+                   align_c = static_cast<uint32_t>(key.align_c);
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_first, sizeof(align_first)));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_second, sizeof(align_second)));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof(align_c)));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c, sizeof(align_c)));
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     const cublasStatus_t hs =

@@ -16,7 +16,4 @@ void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, in
           float alpha, const void* A, int64_t lda, const void* B, int64_t ldb, float beta, void* C,
           int64_t ldc, DType ab_dtype, DType c_dtype);
 
-// Whether f32 GEMMs may use TF32 tensor cores on this context (train.tf32; off by default).
-void set_allow_tf32(ExecContext& ctx, bool allow);
-
 }  // namespace braid::cuda

@@ -20,6 +20,12 @@
 
 namespace braid::cuda {
 
+// How many ops still have no CUDA kernel (core/kernels/cuda/pending.cpp): device auto picks a
+// GPU only at 0. A binary without the CUDA backend answers -1.
+int pending_kernel_count();
+// f32 GEMMs on TF32 tensor cores on this context (train.tf32; core/kernels/cuda/blas.cpp).
+void set_allow_tf32(ExecContext& ctx, bool allow);
+
 void gelu_forward(ExecContext& ctx, Tensor& y, const Tensor& x);
 void gelu_backward(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor& x);
 void swiglu_forward(ExecContext& ctx, Tensor& y, const Tensor& gate, const Tensor& up);
@@ -44,6 +50,7 @@ void vocab_slice_grad(ExecContext& ctx, Tensor& logits, const Tensor& sum_exp,
                       const Tensor& targets, const VocabSlice& slice, float grad_scale);
 void add(ExecContext& ctx, Tensor& y, const Tensor& a, const Tensor& b);
 void add_inplace(ExecContext& ctx, Tensor& y, const Tensor& x);
+void zero(ExecContext& ctx, Tensor& x);
 void scale_inplace(ExecContext& ctx, Tensor& x, float s);
 double sum_squares(ExecContext& ctx, const Tensor& x);
 void cast(ExecContext& ctx, Tensor& dst, const Tensor& src);

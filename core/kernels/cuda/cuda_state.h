@@ -18,7 +18,13 @@ struct GemmKey {
   int ab, c;
   bool beta_zero;
   bool tf32;
-  auto tie() const { return std::tie(ta, tb, m, n, k, lda, ldb, ldc, ab, c, beta_zero, tf32); }
+  // Byte alignment (a power of two, at most 256) of the A, B and C pointers: an algorithm chosen
+  // for aligned operands may refuse, or misread, a view that starts mid-row.
+  int align_a, align_b, align_c;
+  auto tie() const {
+    return std::tie(ta, tb, m, n, k, lda, ldb, ldc, ab, c, beta_zero, tf32, align_a, align_b,
+                    align_c);
+  }
   bool operator<(const GemmKey& o) const { return tie() < o.tie(); }
 };
 

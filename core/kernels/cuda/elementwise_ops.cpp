@@ -29,6 +29,11 @@ void add_inplace(ExecContext& ctx, Tensor& y, const Tensor& x) {
   check_launch("add_inplace");
 }
 
+void zero(ExecContext& ctx, Tensor& x) {
+  if (x.nbytes())
+    CUDA_CHECK(cudaMemsetAsync(x.raw(), 0, x.nbytes(), static_cast<cudaStream_t>(stream_of(ctx))));
+}
+
 void scale_inplace(ExecContext& ctx, Tensor& x, float s) {
   check_float(x, "scale_inplace", "x");
   launch_axpby(stream_of(ctx), x.raw(), code(x), s, x.raw(), code(x), 0.0f, x.numel());

@@ -1,0 +1,68 @@
+// Helper kernels of the CUDA linear layer: the bias written into every output row before the
+// GEMM adds x W^T onto it (so the sum is rounded once, as on the CPU), and a constant fill
+// (the ones vector whose product with dy gives the bias gradient). Buffers are contiguous;
+// dtypes are uniform across a launch, so the switches below do not diverge.
+#include "core/kernels/cuda/common.cuh"
+#include "core/kernels/cuda/linear.h"
+
+namespace braid::cuda {
+
+namespace {
+
+__device__ __forceinline__ float ld(const void* p, int t, int64_t i) {
+  switch (t) {
+    case kBF16:
+      return load_f32(static_cast<const __nv_bfloat16*>(p), i);
+    case kF16:
+      return load_f32(static_cast<const __half*>(p), i);
+    default:
+      return static_cast<const float*>(p)[i];
+  }
+}
+__device__ __forceinline__ void st(void* p, int t, int64_t i, float v) {
+  switch (t) {
+    case kBF16:
+      store_f32(static_cast<__nv_bfloat16*>(p), i, v);
+      break;
+    case kF16:
+      store_f32(static_cast<__half*>(p), i, v);
+      break;
+    default:
+      static_cast<float*>(p)[i] = v;
+      break;
+  }
+}
+
+// y: (rows, cols); b: (cols).
+__global__ void broadcast_rows_kernel(void* y, int ty, const void* b, int tb, int64_t rows,
+                                      int64_t cols) {
+  const int64_t n = rows * cols;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    st(y, ty, i, ld(b, tb, i % cols));
+}
+
+__global__ void fill_kernel(void* p, int t, float value, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    st(p, t, i, value);
+}
+
+constexpr int kThreads = 256;
+
+}  // namespace
+
+void launch_broadcast_rows(void* stream, void* y, int ty, const void* b, int tb, int64_t rows,
+                           int64_t cols) {
+  const int64_t n = rows * cols;
+  if (n == 0) return;
+  broadcast_rows_kernel<<<grid_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(y, ty, b, tb,
+                                                                                   rows, cols);
+}
+
+void launch_fill(void* stream, void* p, int t, float value, int64_t n) {
+  if (n == 0) return;
+  fill_kernel<<<grid_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(p, t, value, n);
+}
+
+}  // namespace braid::cuda

@@ -1,0 +1,26 @@
+// CUDA optimizer updates (core/kernels/optimizer.h) on the context's stream.
+#include "core/kernels/cuda/cuda_kernels.h"
+#include "core/kernels/cuda/ops_util.h"
+#include "core/kernels/cuda/optimizer.h"
+#include "core/profile.h"
+
+namespace braid::cuda {
+
+void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tensor& g,
+                  const AdamWStep& s) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Optimizer);
+  const char* op = "adamw_update";
+  for (auto [t, name] :
+       {std::pair<const Tensor*, const char*>{&w, "w"}, {&m, "m"}, {&v, "v"}, {&g, "g"}}) {
+    BRAID_CHECK(t->defined() && t->dtype() == DType::F32, "{}: {} is {}; expected f32", op, name,
+                t->defined() ? t->str() : std::string("undefined"));
+  }
+  check_shape(m, w.shape(), "adamw_update m");
+  check_shape(v, w.shape(), "adamw_update v");
+  check_shape(g, w.shape(), "adamw_update g");
+  launch_adamw(stream_of(ctx), w.f32(), m.f32(), v.f32(), g.f32(), w.numel(),
+               {s.beta1, s.beta2, s.eps, s.step_size, s.inv_sqrt_bc2, s.decay});
+  check_launch(op);
+}
+
+}  // namespace braid::cuda

@@ -1,0 +1,27 @@
+// The AdamW update of one element, shared by the CPU kernel and the CUDA kernel
+// (core/kernels/cpu/optimizer.cpp, core/kernels/cuda/optimizer.cu). Every product and sum is
+// rounded on its own (fp.h), and division and square root are IEEE on both, so the two backends
+// produce the same bits.
+#pragma once
+
+#include <cmath>
+
+#include "core/kernels/math/fp.h"
+#include "core/kernels/math/hd.h"
+
+namespace braid::math {
+
+// m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
+// w -= step_size * m / (sqrt(v) * inv_sqrt_bc2 + eps) + decay * w
+// (the constants of core/kernels/optimizer.h's AdamWStep).
+BRAID_HD void adamw_element(float& w, float& m, float& v, float g, float b1, float b2, float eps,
+                            float step_size, float inv_sqrt_bc2, float decay) {
+  const float mi = add_rn(mul_rn(b1, m), mul_rn(1.0f - b1, g));
+  const float vi = add_rn(mul_rn(b2, v), mul_rn(mul_rn(1.0f - b2, g), g));
+  m = mi;
+  v = vi;
+  const float denom = add_rn(mul_rn(sqrtf(vi), inv_sqrt_bc2), eps);
+  w = w - add_rn(mul_rn(step_size, mi) / denom, mul_rn(decay, w));
+}
+
+}  // namespace braid::math

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Device selection: `braid --version` says whether the binary has the CUDA backend; the training
+# log's first line says which device a run uses and why; on a machine without a GPU (or a build
+# without CUDA) `device: auto` trains on the CPU, and `device: cuda` (train, eval, generate)
+# fails with the reason before anything is written. On a machine with a GPU the cuda case is
+# the GPU tests' job (tests/gpu), so it is skipped here.
+source "$(dirname "$0")/common.bash"
+"$BRAID" --version | grep -q "CUDA backend: " || fail "--version does not say whether CUDA is built"
+make_corpus
+"$BRAID" prepare --input corpus --out data --tokenizer byte --val-fraction 0.1 > /dev/null
+write_config "$WORK/data" dev cfg.yaml
+"$BRAID" train cfg.yaml > auto.log
+grep -m1 "braid train:" auto.log | grep -q "device cpu (auto: " ||
+  fail "the header does not say auto chose the CPU and why: $(grep -m1 'braid train:' auto.log)"
+"$BRAID" train cfg.yaml --set run.name=cpu --set train.device=cpu > cpu.log
+grep -m1 "braid train:" cpu.log | grep -q "device cpu (train.device: cpu)" ||
+  fail "device cpu not in the header: $(grep -m1 'braid train:' cpu.log)"
+if "$BRAID" --version | grep -q "CUDA backend: yes" && command -v nvidia-smi > /dev/null &&
+    nvidia-smi -L > /dev/null 2>&1; then
+  echo "a GPU is visible: the cuda failures are not tested here"
+  exit 0
+fi
+expect_fail "train.device: cuda, but" "$BRAID" train cfg.yaml --set run.name=gpu --set train.device=cuda
+[ ! -e runs/gpu/checkpoints ] || fail "a refused cuda run wrote checkpoints"
+expect_fail "--device: cuda, but" "$BRAID" eval runs/dev --device cuda
+expect_fail "--device: cuda, but" "$BRAID" generate runs/dev --device cuda --tokens 3
+expect_fail "train.device" "$BRAID" train cfg.yaml --set run.name=bad --set train.device=gpu
+echo "device selection ok"

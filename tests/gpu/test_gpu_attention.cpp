@@ -1,0 +1,80 @@
+// CUDA causal attention against its CPU twin: odd sequence lengths (1, 7, 129) and head
+// dimensions (1, 17, 64, 128, 160, 300), grouped-query heads, fewer query rows than keys (KV-cache
+// decoding), every float dtype; out, lse, dq, dk, dv all start as NaN.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/kernels/attention.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace braid::gpu_test {
+namespace {
+
+struct AttnCase {
+  int64_t B, Tq, Tk, Hq, Hkv, D;
+};
+const AttnCase kCases[] = {
+    {1, 1, 1, 1, 1, 1},    {2, 7, 7, 4, 2, 17},    {1, 129, 129, 2, 2, 64}, {1, 1, 33, 4, 1, 32},
+    {2, 5, 40, 3, 3, 128}, {1, 65, 65, 4, 1, 160}, {1, 9, 9, 1, 1, 300},    {3, 33, 70, 2, 1, 40},
+};
+
+std::string name(const AttnCase& c) {
+  return fmt::format("B{} Tq{} Tk{} Hq{} Hkv{} D{}", c.B, c.Tq, c.Tk, c.Hq, c.Hkv, c.D);
+}
+
+// f32 storage: both sides compute in f32 and differ in summation order and exp; 16-bit outputs
+// may round the other way once.
+double atol(DType d) { return d == DType::F32 ? 2e-5 : atol_for(d); }
+double rtol(DType d) { return d == DType::F32 ? 1e-4 : rtol_for(d); }
+
+class GpuAttention : public GpuTest, public ::testing::WithParamInterface<DType> {};
+
+TEST_P(GpuAttention, ForwardAndBackwardMatchCpu) {
+  const DType dt = GetParam();
+  uint64_t seed = 1;
+  for (const AttnCase& c : kCases) {
+    const Shape qs{c.B, c.Tq, c.Hq, c.D}, ks{c.B, c.Tk, c.Hkv, c.D}, ls{c.B, c.Hq, c.Tq};
+    Tensor q = random_host(qs, dt, seed++, -2.0f, 2.0f),
+           k = random_host(ks, dt, seed++, -2.0f, 2.0f);
+    Tensor v = random_host(ks, dt, seed++), dout = random_host(qs, dt, seed++);
+    Tensor out_c = Tensor::empty(qs, dt), lse_c = Tensor::empty(ls);
+    attention_forward(cpu(), out_c, lse_c, q, k, v);
+    Tensor gq = up(q), gk = up(k), gv = up(v);
+    Tensor out = poisoned(qs, dt), lse = poisoned(ls, DType::F32);
+    attention_forward(gpu(), out, lse, gq, gk, gv);
+    EXPECT_TRUE(close(out, out_c, atol(dt), rtol(dt))) << "out " << name(c);
+    EXPECT_TRUE(close(lse, lse_c, 2e-5, 1e-5)) << "lse " << name(c);
+
+    // The backward from the CPU's saved output and lse, so it is compared on its own.
+    Tensor dq_c = Tensor::empty(qs, dt), dk_c = Tensor::empty(ks, dt), dv_c = Tensor::empty(ks, dt);
+    attention_backward(cpu(), dq_c, dk_c, dv_c, dout, q, k, v, out_c, lse_c);
+    Tensor dq = poisoned(qs, dt), dk = poisoned(ks, dt), dv = poisoned(ks, dt);
+    attention_backward(gpu(), dq, dk, dv, up(dout), gq, gk, gv, up(out_c), up(lse_c));
+    EXPECT_TRUE(close(dq, dq_c, atol(dt), rtol(dt))) << "dq " << name(c);
+    EXPECT_TRUE(close(dk, dk_c, atol(dt), rtol(dt))) << "dk " << name(c);
+    EXPECT_TRUE(close(dv, dv_c, atol(dt), rtol(dt))) << "dv " << name(c);
+  }
+}
+
+// No query rows: nothing flows back, dk and dv are zero.
+TEST_P(GpuAttention, NoQueriesGivesZeroKeyGradients) {
+  const DType dt = GetParam();
+  const Shape qs{1, 0, 2, 8}, ks{1, 5, 2, 8};
+  Tensor q = up(random_host(qs, dt, 7)), k = up(random_host(ks, dt, 8)),
+         v = up(random_host(ks, dt, 9));
+  Tensor dq = poisoned(qs, dt), dk = poisoned(ks, dt), dv = poisoned(ks, dt);
+  Tensor lse = poisoned({1, 2, 0}, DType::F32), out = poisoned(qs, dt), dout = poisoned(qs, dt);
+  attention_backward(gpu(), dq, dk, dv, dout, q, k, v, out, lse);
+  const Tensor zeros = Tensor::zeros(ks);
+  EXPECT_TRUE(close(dk, zeros, 0, 0));
+  EXPECT_TRUE(close(dv, zeros, 0, 0));
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, GpuAttention,
+                         ::testing::Values(DType::F32, DType::BF16, DType::F16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+}  // namespace
+}  // namespace braid::gpu_test

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# The one prepared check of the CUDA backend on a machine with a GPU, run as one command:
+# builds braid_core with the CUDA backend (BRAID_CORE_ONLY: no MPI, yaml-cpp or oneDNN needed),
+# runs the GPU tests (every CUDA kernel and whole training steps against the CPU) and the GPU
+# benchmark (GPT-2 124M and a 1B Llama in bf16: tokens/s, MFU, peak memory), and prints one
+# table. Within about 8 minutes on one H200.
+#
+#   bash tools/gpu_check.sh --prepare   here, on a machine with the -dev packages: collects what
+#                                       a bare GPU machine lacks into .gpu_deps/ (fmt and
+#                                       nlohmann_json headers, libcrypto, GoogleTest's sources;
+#                                       about 10 MiB) and dry-runs the build and the run as the
+#                                       GPU machine would, without a GPU (the tests skip)
+#   bash tools/gpu_check.sh [OUTDIR]    on the GPU machine (carry .gpu_deps): the check itself;
+#                                       logs and the table go to OUTDIR (default $OUT or
+#                                       build-gpu/out)
+# Environment: GPU_ARCH (default 90-real: the H100/H200), JOBS (default all cores).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+deps=$here/.gpu_deps
+
+prepare() {
+  rm -rf "$deps" && mkdir -p "$deps/include" "$deps/lib"
+  cp -r /usr/include/fmt /usr/include/nlohmann /usr/include/openssl "$deps/include/"
+  cp -r /usr/include/x86_64-linux-gnu/openssl/* "$deps/include/openssl/" 2>/dev/null || true
+  cp -L /usr/lib/x86_64-linux-gnu/libcrypto.so.3 "$deps/lib/"
+  ln -s libcrypto.so.3 "$deps/lib/libcrypto.so"
+  cp -r /usr/src/googletest "$deps/googletest"
+  grep -qx '/.gpu_deps/' "$here/.git/info/exclude" 2>/dev/null ||
+    echo '/.gpu_deps/' >>"$here/.git/info/exclude"
+  echo "gpu_check: .gpu_deps/ is $(du -sh "$deps" | cut -f1); dry run without a GPU:"
+  DRY_RUN=1 run_check "$here/build-gpu-dry/out"
+}
+
+run_check() {
+  local out=$1 build=$here/build-gpu${DRY_RUN:+-dry}
+  mkdir -p "$out"
+  local t0=$SECONDS
+  # cuBLASLt: the toolkit's, else the pip wheel's (GPU images keep CUDA libraries there).
+  local libdirs="" py=${PYTHON:-python3}
+  if command -v "$py" >/dev/null; then
+    libdirs=$("$py" - <<'PY' 2>/dev/null || true
+import importlib, os
+dirs = []
+for m in ("nvidia.cublas", "nvidia.cuda_runtime", "nvidia.cu13", "nvidia.cudnn", "nvidia.nccl"):
+    try:
+        mod = importlib.import_module(m)
+        for p in mod.__path__:
+            if os.path.isdir(os.path.join(p, "lib")): dirs.append(os.path.join(p, "lib"))
+    except Exception:
+        pass
+print(";".join(dirs))
+PY
+)
+  fi
+  export LD_LIBRARY_PATH="${libdirs//;/:}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}:$deps/lib"
+  local dry_args=()
+  # The dry run hides this machine's fmt, nlohmann_json, GoogleTest, oneDNN and OpenBLAS, so
+  # it builds from .gpu_deps exactly as the GPU machine will.
+  [ -n "${DRY_RUN:-}" ] && dry_args=(-DCMAKE_DISABLE_FIND_PACKAGE_fmt=ON
+    -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON
+    -DBRAID_GEMM_LIBS=OFF)
+  cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBRAID_CORE_ONLY=ON \
+    -DBRAID_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=${GPU_ARCH:-90-real}" \
+    "-DCMAKE_PREFIX_PATH=$deps" "-DOPENSSL_ROOT_DIR=$deps" "-DBRAID_GTEST_SOURCE=$deps/googletest" \
+    "-DBRAID_CUDA_LIB_DIRS=$libdirs" "${dry_args[@]}" >"$out/configure.log" 2>&1 ||
+    { tail -30 "$out/configure.log"; return 1; }
+  cmake --build "$build" -j "${JOBS:-$(nproc)}" --target braid_gpu_tests bench_gpu \
+    >"$out/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$out/build.log" | head -40; return 1; }
+  local built=$SECONDS
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
+    >"$out/gpu.txt" 2>/dev/null || echo "no nvidia-smi" >"$out/gpu.txt"
+  local rc=0
+  "$build/tests/braid_gpu_tests" --gtest_brief=1 >"$out/tests.log" 2>&1 || rc=$?
+  local tests_done=$SECONDS
+  : >"$out/bench.md"
+  if [ $rc -ne 77 ]; then
+    "$build/bench_gpu" --model gpt2-124m --batch 16 --seq 1024 >>"$out/bench.md" 2>&1 || true
+    "$build/bench_gpu" --model llama-1b --batch 4 --seq 2048 | tail -1 >>"$out/bench.md" 2>&1 || true
+  else
+    "$build/bench_gpu" >>"$out/bench.md" 2>&1 || true
+  fi
+  # The table.
+  local passed failed skipped
+  passed=$(grep -c '^\[       OK \]' "$out/tests.log" || true)
+  failed=$(grep -c '^\[  FAILED  \]' "$out/tests.log" || true)
+  skipped=$(grep -c '^\[  SKIPPED \]' "$out/tests.log" || true)
+  {
+    echo "## gpu_check $(date -u +%Y-%m-%dT%H:%MZ) on $(head -1 "$out/gpu.txt")"
+    echo
+    echo "| stage | result |"
+    echo "| --- | --- |"
+    echo "| build (core + CUDA, ${GPU_ARCH:-90-real}) | $((built - t0)) s |"
+    if [ $rc -eq 77 ]; then
+      echo "| GPU tests | skipped: $(tail -1 "$out/tests.log") |"
+    else
+      echo "| GPU tests | exit $rc: $passed passed, $failed failed, $skipped skipped ($((tests_done - built)) s) |"
+    fi
+    echo
+    cat "$out/bench.md"
+    if [ "$failed" != 0 ]; then
+      echo
+      echo "failed tests:"
+      grep '^\[  FAILED  \]' "$out/tests.log" | sort -u | head -40
+    fi
+  } | tee "$out/summary.md"
+  [ $rc -eq 0 ] || [ $rc -eq 77 ]
+}
+
+if [ "${1:-}" = "--prepare" ]; then
+  prepare
+else
+  [ -d "$deps" ] || { echo "gpu_check: no .gpu_deps/; run 'bash tools/gpu_check.sh --prepare' where the -dev packages are and carry .gpu_deps" >&2; exit 2; }
+  run_check "${1:-${OUT:-$here/build-gpu/out}}"
+fi
