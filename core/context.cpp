@@ -50,6 +50,12 @@ ExecContext::~ExecContext() {
 Tensor ExecContext::to_device(const Tensor& t, MemCategory cat) {
   if (!t.defined() || t.device() == device_) return t;
   Tensor out = Tensor::empty(allocator_, t.shape(), t.dtype(), cat);
+  if (t.device().is_cpu() && stream_.handle) {
+    // Host -> this GPU, ordered on the context's stream: no device-wide wait. From pageable
+    // memory the call returns once the bytes are staged, so `t` may be freed right after.
+    cuda::copy_async(out.raw(), t.raw(), t.nbytes(), stream_.handle);
+    return out;
+  }
   out.copy_from(t);
   return out;
 }

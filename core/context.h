@@ -73,8 +73,9 @@ class ExecContext {
   void set_backend_state(std::unique_ptr<BackendState> s) { backend_state_ = std::move(s); }
 
   // `t` itself when it is already on this context's device, else a copy there from the
-  // context's allocator (host <-> device staging for data, checkpoints and tests; the copy is
-  // complete when this returns).
+  // context's allocator (data batches, checkpoints, tests). A host tensor's copy to this GPU is
+  // queued on the context's stream (kernels queued after it see the data); `t` may be reused
+  // as soon as this returns.
   Tensor to_device(const Tensor& t, MemCategory cat = MemCategory::Activations);
 
   // Tensors on this context's device, from its allocator.

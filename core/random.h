@@ -5,19 +5,15 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/kernels/math/counter_rng.h"
 #include "core/tensor.h"
 
 namespace braid {
 
-// SplitMix64 finaliser: a good 64-bit mix of one integer.
-inline uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-inline uint64_t hash_combine(uint64_t a, uint64_t b) { return mix64(a ^ mix64(b)); }
+// SplitMix64 finaliser and the combine of two values: core/kernels/math/counter_rng.h, shared
+// with the CUDA kernels (dropout masks).
+using math::hash_combine;
+using math::mix64;
 
 // FNV-1a of a string, to derive a stream id from a parameter name.
 inline uint64_t hash_string(std::string_view s) {
@@ -28,7 +24,7 @@ inline uint64_t hash_string(std::string_view s) {
 
 // Uniform in [0, 1) with 53 random bits.
 inline double uniform_at(uint64_t seed, uint64_t stream, uint64_t index) {
-  return static_cast<double>(hash_combine(hash_combine(seed, stream), index) >> 11) * 0x1.0p-53;
+  return math::unit_interval(hash_combine(hash_combine(seed, stream), index));
 }
 
 // Fills an f32 tensor with N(0, std^2) draws; element i depends only on (seed, stream, i).

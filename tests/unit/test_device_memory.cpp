@@ -166,7 +166,7 @@ TEST(DeviceMemory, PendingListNamesExactlyTheStubs) {
   for (auto it = std::sregex_iterator(src.begin(), src.end(), call); it != std::sregex_iterator();
        ++it)
     stubs.insert((*it)[1]);
-  const size_t begin = src.find("kPendingOps[] = {"), end = src.find("};", begin);
+  const size_t begin = src.find("kPendingOps = {"), end = src.find("};", begin);
   ASSERT_NE(begin, std::string::npos);
   const std::string list = src.substr(begin, end - begin);
   const std::regex name(R"re("([a-z_0-9]+)")re");

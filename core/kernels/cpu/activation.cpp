@@ -5,6 +5,8 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 
+#include "core/kernels/math/activation.h"
+
 #include <algorithm>
 
 #include "core/kernels/cpu/cpu_checks.h"
@@ -17,51 +19,31 @@ namespace braid {
 
 namespace {
 
-constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
-constexpr float kGeluCubic = 0.044715f;
 // Elements per task: large enough to amortise the call, small enough to balance threads.
 constexpr int64_t kSpan = 8192;
 
-// 0.5 (1 + tanh(u)) == sigmoid(2u), which needs one exp and no tanh. y may be x.
+// The per-element math is core/kernels/math/activation.h (shared with the CUDA kernels).
+// y may be x.
 BRAID_CPU_CLONES void gelu_forward_span(float* y, const float* x, int64_t n) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    const float u = kGeluScale * (v + kGeluCubic * v * v * v);
-    y[i] = v * cpu::sigmoid_f32(2.0f * u);
-  }
+  for (int64_t i = 0; i < n; ++i) y[i] = math::gelu(x[i]);
 }
 
-// d/dx [x s(x)] with s = sigmoid(2u): s + x * 2 s (1 - s) * du/dx. dx may be dy.
+// dx may be dy.
 BRAID_CPU_CLONES void gelu_backward_span(float* dx, const float* dy, const float* x, int64_t n) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    const float u = kGeluScale * (v + kGeluCubic * v * v * v);
-    const float du = kGeluScale * (1.0f + 3.0f * kGeluCubic * v * v);
-    const float s = cpu::sigmoid_f32(2.0f * u);
-    dx[i] = dy[i] * (s + 2.0f * v * s * (1.0f - s) * du);
-  }
+  for (int64_t i = 0; i < n; ++i) dx[i] = math::gelu_grad(dy[i], x[i]);
 }
 
 BRAID_CPU_CLONES void swiglu_forward_span(float* y, const float* gate, const float* up, int64_t n) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    y[i] = g * cpu::sigmoid_f32(g) * up[i];
-  }
+  for (int64_t i = 0; i < n; ++i) y[i] = math::swiglu(gate[i], up[i]);
 }
 
-// silu'(g) = s + g s (1 - s) with s = sigmoid(g).
 BRAID_CPU_CLONES void swiglu_backward_span(float* dgate, float* dup, const float* dy,
                                            const float* gate, const float* up, int64_t n) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i], u = up[i], d = dy[i];
-    const float s = cpu::sigmoid_f32(g);
-    dgate[i] = d * u * s * (1.0f + g * (1.0f - s));
-    dup[i] = d * g * s;
-  }
+  for (int64_t i = 0; i < n; ++i) math::swiglu_grad(dy[i], gate[i], up[i], dgate[i], dup[i]);
 }
 
 }  // namespace

@@ -1,4 +1,7 @@
-// CPU dropout: one counter-based draw per element, independent of thread count.
+// CPU dropout: one counter-based draw per element, independent of thread count (the rule is
+// core/kernels/math/dropout.h, shared with the CUDA kernel).
+#include "core/kernels/math/dropout.h"
+
 #include "core/kernels/cpu/cpu_checks.h"
 #include "core/kernels/cpu/dropout_cpu.h"
 #include "core/profile.h"
@@ -21,11 +24,8 @@ void dropout_apply(ExecContext& ctx, Tensor& y, const Tensor& x, float p, uint64
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) {
     // The element's index in the whole tensor (itself unless x is a column window of it).
-    const int64_t idx =
-        window.full_cols > 0 ? (i / cols) * window.full_cols + window.col_offset + i % cols : i;
-    const double u =
-        static_cast<double>(hash_combine(base, static_cast<uint64_t>(idx)) >> 11) * 0x1.0p-53;
-    yp[i] = u < p ? 0.0f : xp[i] * keep_scale;
+    const int64_t idx = math::dropout_index(i, cols, window.full_cols, window.col_offset);
+    yp[i] = math::dropout_value(xp[i], base, idx, p, keep_scale);
   }
 }
 

@@ -1,4 +1,5 @@
-// CPU LayerNorm over the last dimension, forward and backward (rows in parallel).
+// CPU LayerNorm over the last dimension, forward and backward (rows in parallel); the
+// per-element formulas are core/kernels/math/norms.h, shared with the CUDA kernels.
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -7,6 +8,7 @@
 #include "core/kernels/cpu/cpu_checks.h"
 #include "core/kernels/cpu/cpu_kernels.h"
 #include "core/kernels/cpu/lowp.h"
+#include "core/kernels/math/norms.h"
 #include "core/profile.h"
 
 namespace braid {
@@ -52,9 +54,9 @@ void layernorm_forward(ExecContext& ctx, Tensor& y, Tensor& mean, Tensor& rstd, 
     float v = 0.0f;
 #pragma omp simd reduction(+ : v)
     for (int64_t c = 0; c < C; ++c) v += (xr[c] - m) * (xr[c] - m);
-    const float rs = 1.0f / std::sqrt(v * inv_c + eps);
+    const float rs = math::norm_rstd(v * inv_c, eps);
 #pragma omp simd
-    for (int64_t c = 0; c < C; ++c) yr[c] = (xr[c] - m) * rs * wp[c] + bp[c];
+    for (int64_t c = 0; c < C; ++c) yr[c] = math::layernorm_y(xr[c], m, rs, wp[c], bp[c]);
     mp[r] = m;
     rp[r] = rs;
   }
@@ -137,13 +139,13 @@ void layernorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, Tensor& db, co
           const float d = dyr[c];
           pw[c] += d * xhat;
           pb[c] += d;
-          dxr[c] = rs * (d * wp[c] - mg - xhat * mgx);
+          dxr[c] = math::layernorm_dx(d, wp[c], xhat, rs, mg, mgx);
         }
       } else {
 #pragma omp simd
         for (int64_t c = 0; c < C; ++c) {
           const float xhat = (xr[c] - m) * rs;
-          dxr[c] = rs * (dyr[c] * wp[c] - mg - xhat * mgx);
+          dxr[c] = math::layernorm_dx(dyr[c], wp[c], xhat, rs, mg, mgx);
         }
       }
     }

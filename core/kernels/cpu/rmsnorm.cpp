@@ -1,4 +1,5 @@
-// CPU RMSNorm over the last dimension, forward and backward (rows in parallel).
+// CPU RMSNorm over the last dimension, forward and backward (rows in parallel); the per-element
+// formulas are core/kernels/math/norms.h, shared with the CUDA kernels.
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -7,6 +8,7 @@
 #include "core/kernels/cpu/cpu_checks.h"
 #include "core/kernels/cpu/cpu_kernels.h"
 #include "core/kernels/cpu/lowp.h"
+#include "core/kernels/math/norms.h"
 #include "core/profile.h"
 
 namespace braid {
@@ -44,9 +46,9 @@ void rmsnorm_forward(ExecContext& ctx, Tensor& y, Tensor& rstd, const Tensor& x,
     float ss = 0.0f;
 #pragma omp simd reduction(+ : ss)
     for (int64_t c = 0; c < C; ++c) ss += xr[c] * xr[c];
-    const float rs = 1.0f / std::sqrt(ss * inv_c + eps);
+    const float rs = math::norm_rstd(ss * inv_c, eps);
 #pragma omp simd
-    for (int64_t c = 0; c < C; ++c) yr[c] = xr[c] * rs * wp[c];
+    for (int64_t c = 0; c < C; ++c) yr[c] = math::rmsnorm_y(xr[c], rs, wp[c]);
     rp[r] = rs;
   }
 }
@@ -115,11 +117,12 @@ void rmsnorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, const Tensor& dy
           const float xhat = xr[c] * rs;
           const float d = dyr[c];
           pw[c] += d * xhat;
-          dxr[c] = rs * (d * wp[c] - xhat * mgx);
+          dxr[c] = math::rmsnorm_dx(d, wp[c], xhat, rs, mgx);
         }
       } else {
 #pragma omp simd
-        for (int64_t c = 0; c < C; ++c) dxr[c] = rs * (dyr[c] * wp[c] - xr[c] * rs * mgx);
+        for (int64_t c = 0; c < C; ++c)
+          dxr[c] = math::rmsnorm_dx(dyr[c], wp[c], xr[c] * rs, rs, mgx);
       }
     }
   }

@@ -1,4 +1,7 @@
-// CPU rotary position embedding (HF Llama "rotate half"), applied in place, and its inverse.
+// CPU rotary position embedding (HF Llama "rotate half"), applied in place, and its inverse; the
+// frequency and the pair rotation are core/kernels/math/rope.h, shared with the CUDA kernel.
+#include "core/kernels/math/rope.h"
+
 #include <cmath>
 #include <vector>
 
@@ -57,11 +60,8 @@ void rope_rotate(ExecContext& ctx, Tensor& x, int64_t pos_offset, const RopeScal
         float* x1 = xp + ((b * T + t) * H + h) * D;
         float* x2 = x1 + half;
 #pragma omp simd
-        for (int64_t i = 0; i < half; ++i) {
-          const float a = x1[i], c = x2[i];
-          x1[i] = a * cosv[i] - c * sinv[i];
-          x2[i] = c * cosv[i] + a * sinv[i];
-        }
+        for (int64_t i = 0; i < half; ++i)
+          math::rope_rotate_pair(x1[i], x2[i], cosv[i], sinv[i], x1[i], x2[i]);
       }
     }
   }

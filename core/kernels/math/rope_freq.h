@@ -1,19 +1,16 @@
-// RoPE frequencies of the rope types as transformers computes them (modeling_rope_utils:
-// default, linear, llama3, yarn), per pair, in plain numbers: both backends build their cos/sin
-// tables from these (core/kernels/rope_freq.h picks them by a RopeScaling).
+// RoPE frequencies of the scaled rope types as transformers computes them (modeling_rope_utils:
+// linear, llama3, yarn), per pair, in plain numbers, on top of the unscaled rope_freq of
+// core/kernels/math/rope.h: both backends build their cos/sin tables from these
+// (core/kernels/rope_freq.h picks them by a RopeScaling).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
 #include "core/kernels/math/hd.h"
+#include "core/kernels/math/rope.h"
 
-namespace braid {
-
-// theta^(-2i/D): the unscaled frequency of pair i of a head of size D.
-BRAID_HD double rope_base_inv_freq(double theta, int64_t i, int64_t D) {
-  return 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(D));
-}
+namespace braid::math {
 
 // llama3: a wavelength above original / low_freq_factor is divided by factor, one below
 // original / high_freq_factor kept, and the band between blended by original / wavelength.
@@ -62,4 +59,4 @@ BRAID_HD double yarn_mscale(double scale, double m) {
   return scale <= 1.0 ? 1.0 : 0.1 * m * std::log(scale) + 1.0;
 }
 
-}  // namespace braid
+}  // namespace braid::math

@@ -1,0 +1,62 @@
+// CUDA rotary position embedding against its CPU twin: the same double-precision cos/sin table
+// (core/kernels/math/rope.h), odd shapes, long positions, every float dtype, and backward
+// undoing forward. The op rotates x in place, so there is no output to poison.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/kernels/rope.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace braid::gpu_test {
+namespace {
+
+double atol(DType d) { return d == DType::F32 ? 1e-5 : atol_for(d); }
+double rtol(DType d) { return d == DType::F32 ? 1e-5 : rtol_for(d); }
+
+struct Case {
+  Shape shape;  // (B, T, H, D)
+  int64_t pos_offset;
+  float theta;
+};
+const Case kCases[] = {{{1, 1, 1, 2}, 0, 10000.0f},
+                       {{2, 31, 3, 64}, 0, 10000.0f},
+                       {{1, 257, 2, 130}, 100000, 500000.0f},
+                       {{3, 5, 1, 4098}, 7, 10000.0f},
+                       {{2, 17, 5, 6}, 123456789, 10000.0f}};
+
+class GpuRope : public GpuTest, public ::testing::WithParamInterface<DType> {};
+
+TEST_P(GpuRope, ForwardAndBackwardMatchCpu) {
+  const DType dt = GetParam();
+  for (const Case& c : kCases) {
+    const std::string at = "T=" + std::to_string(c.shape[1]) + " D=" + std::to_string(c.shape[3]) +
+                           " pos=" + std::to_string(c.pos_offset);
+    const Tensor x = random_host(c.shape, dt, 1, -2.0f, 2.0f);
+    Tensor x_c = x.clone();
+    rope_forward(cpu(), x_c, c.pos_offset, c.theta);
+    Tensor gx = up(x);
+    rope_forward(gpu(), gx, c.pos_offset, c.theta);
+    EXPECT_TRUE(close(gx, x_c, atol(dt), rtol(dt))) << "forward " << at;
+
+    rope_backward(cpu(), x_c, c.pos_offset, c.theta);
+    rope_backward(gpu(), gx, c.pos_offset, c.theta);
+    EXPECT_TRUE(close(gx, x_c, atol(dt), rtol(dt))) << "backward " << at;
+    // The rotation is orthogonal: backward after forward gives x back (to rounding).
+    EXPECT_TRUE(close(gx, x, 2 * atol(dt), 2 * rtol(dt))) << "round trip " << at;
+  }
+}
+
+TEST_P(GpuRope, RejectsWhatTheCpuRejects) {
+  Tensor odd = up(random_host({1, 2, 1, 3}, GetParam(), 2));
+  EXPECT_THROW(rope_forward(gpu(), odd, 0, 10000.0f), std::runtime_error);
+  Tensor x = up(random_host({1, 2, 1, 4}, GetParam(), 3));
+  EXPECT_THROW(rope_forward(gpu(), x, -1, 10000.0f), std::runtime_error);
+  EXPECT_THROW(rope_backward(gpu(), x, 0, 0.0f), std::runtime_error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, GpuRope, ::testing::Values(DType::F32, DType::BF16, DType::F16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+}  // namespace
+}  // namespace braid::gpu_test
