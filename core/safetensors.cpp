@@ -280,6 +280,17 @@ const void* SafetensorsFile::raw(const std::string& name) const {
   return static_cast<const char*>(map_) + data_offset_ + info(name).begin;
 }
 
+void SafetensorsFile::drop_pages(const std::string& name) const {
+  const SafetensorsInfo& i = info(name);
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t base = reinterpret_cast<uintptr_t>(map_);
+  const uintptr_t begin = (base + data_offset_ + i.begin) / page * page;
+  const uintptr_t end =
+      std::min(base + map_bytes_, (base + data_offset_ + i.end + page - 1) / page * page);
+  // Advice only: a failure leaves the pages resident, which is harmless.
+  if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 Tensor SafetensorsFile::get(const std::string& name) const {
   const DType t = dtype(name);
   const SafetensorsInfo& i = info(name);

@@ -27,10 +27,10 @@ void save_safetensors(const std::string& path,
 
 // One header entry.
 struct SafetensorsInfo {
-  std::string dtype_name;        // as in the file: "F32", "BF16", "I64", ...
-  std::optional<DType> dtype;    // set when braid has the dtype (F32, BF16, F16, I32)
+  std::string dtype_name;      // as in the file: "F32", "BF16", "I64", ...
+  std::optional<DType> dtype;  // set when braid has the dtype (F32, BF16, F16, I32)
   Shape shape;
-  uint64_t begin = 0, end = 0;   // byte range inside the data buffer
+  uint64_t begin = 0, end = 0;  // byte range inside the data buffer
 };
 
 // A validated, memory-mapped safetensors file. open() checks the whole header (sizes, offsets,
@@ -61,15 +61,18 @@ class SafetensorsFile {
   Tensor get(const std::string& name) const;
   // Pointer to the tensor's bytes inside the mapping (valid while this object lives).
   const void* raw(const std::string& name) const;
+  // Hands the tensor's pages back to the kernel (they are read from the file again if used),
+  // so a reader that streams a large file keeps only the tensor it is copying resident.
+  void drop_pages(const std::string& name) const;
 
  private:
   SafetensorsFile() = default;
   void unmap();
 
   std::string path_;
-  void* map_ = nullptr;          // whole file
+  void* map_ = nullptr;  // whole file
   size_t map_bytes_ = 0;
-  size_t data_offset_ = 0;       // file offset of the data buffer
+  size_t data_offset_ = 0;  // file offset of the data buffer
   std::map<std::string, SafetensorsInfo> entries_;
   std::vector<std::string> names_;
   std::map<std::string, std::string> metadata_;

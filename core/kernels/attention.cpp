@@ -7,16 +7,33 @@
 
 namespace braid {
 
+namespace {
+
+// The CUDA kernels have no sliding window yet.
+void check_cuda_window(const KernelArgs& args, const ExecContext& ctx, int64_t window) {
+  if (window != 0)
+    user_error("{} on {}: sliding_window {} has no CUDA kernel yet (0 only)", args.op(),
+               ctx.device().str(), window);
+}
+
+}  // namespace
+
 void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
-                       const Tensor& v) {
+                       const Tensor& v, int64_t window) {
   KernelArgs args(ctx, "attention_forward",
                   {{&out, "out"}, {&lse, "lse"}, {&q, "q"}, {&k, "k"}, {&v, "v"}});
-  BRAID_DISPATCH(args, attention_forward, ctx, out, lse, q, k, v);
+  if (args.on_cpu()) return cpu::attention_forward(ctx, out, lse, q, k, v, window);
+  check_cuda_window(args, ctx, window);
+#if BRAID_WITH_CUDA
+  cuda::attention_forward(ctx, out, lse, q, k, v);
+#else
+  args.cuda_absent<void>();
+#endif
 }
 
 void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                        const Tensor& lse) {
+                        const Tensor& lse, int64_t window) {
   KernelArgs args(ctx, "attention_backward",
                   {{&dq, "dq"},
                    {&dk, "dk"},
@@ -27,7 +44,14 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
                    {&v, "v"},
                    {&out, "out"},
                    {&lse, "lse"}});
-  BRAID_DISPATCH(args, attention_backward, ctx, dq, dk, dv, dout, q, k, v, out, lse);
+  if (args.on_cpu())
+    return cpu::attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse, window);
+  check_cuda_window(args, ctx, window);
+#if BRAID_WITH_CUDA
+  cuda::attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse);
+#else
+  args.cuda_absent<void>();
+#endif
 }
 
 }  // namespace braid

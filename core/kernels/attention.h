@@ -11,13 +11,15 @@ namespace braid {
 // q: (B, Tq, Hq, D); k, v: (B, Tk, Hkv, D) with Hq % Hkv == 0 (query head h uses kv head
 // h / (Hq / Hkv)); Tq <= Tk. Query row i sits at absolute position Tk - Tq + i and attends to
 // keys 0 ..= Tk - Tq + i (so Tq == Tk is ordinary causal training, Tq == 1 is a decode step
-// against a KV cache). Scale 1/sqrt(D).
+// against a KV cache). Scale 1/sqrt(D). A window > 0 (sliding-window attention, Mistral's)
+// also hides keys more than window - 1 positions before the query: row i sees keys
+// max(0, p - window + 1) ..= p, p its absolute position; 0 hides none.
 // out: (B, Tq, Hq, D); lse: (B, Hq, Tq) f32 log-sum-exp of the scaled scores (for backward).
 void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
-                       const Tensor& v);
+                       const Tensor& v, int64_t window = 0);
 // dq (B, Tq, Hq, D), dk, dv (B, Tk, Hkv, D): overwritten.
 void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                        const Tensor& lse);
+                        const Tensor& lse, int64_t window = 0);
 
 }  // namespace braid

@@ -13,15 +13,16 @@ SelfAttention::SelfAttention(ExecContext& ctx, const ModelConfig& cfg, const std
       llama_(cfg.is_llama()),
       layer_(layer),
       head_dim_(cfg.head_dim()),
-      rope_theta_(cfg.rope_theta) {
+      rope_(cfg.rope()),
+      window_(cfg.sliding_window) {
   const int64_t C = cfg.n_embd, kv = cfg.kv_heads() * head_dim_;
   auto linear = [&](const char* name, int64_t in, int64_t out, bool bias) {
     add_slot(name, std::make_unique<Linear>(ctx, path + "." + name, in, out, bias));
   };
   if (llama_) {
-    linear("q_proj", C, C, false);
-    linear("k_proj", C, kv, false);
-    linear("v_proj", C, kv, false);
+    linear("q_proj", C, C, cfg.qkv_bias);
+    linear("k_proj", C, kv, cfg.qkv_bias);
+    linear("v_proj", C, kv, cfg.qkv_bias);
     linear("o_proj", C, C, false);
   } else {
     linear("c_attn", C, 3 * C, true);
@@ -49,8 +50,8 @@ void SelfAttention::project(ExecContext& ctx, const Tensor& x, MicroBatch* mb, I
     k = k.view({B, T, k.dim(2) / D, D});
     v = run(2);
     v = v.view({B, T, v.dim(2) / D, D});
-    rope_forward(ctx, q, pos, rope_theta_);
-    rope_forward(ctx, k, pos, rope_theta_);
+    rope_forward(ctx, q, pos, rope_);
+    rope_forward(ctx, k, pos, rope_);
   } else {
     // The fused projection's rows are its q, k and v heads, in that order.
     Tensor qkv = run(0);
@@ -72,7 +73,7 @@ Tensor SelfAttention::forward(const Tensor& x_in, MicroBatch& mb) {
   const int64_t H = q.dim(2);
   Tensor out = x.new_empty({B, T, H, head_dim_}, x.dtype());
   Tensor lse = x.new_empty({B, H, T}, DType::F32);
-  attention_forward(ctx, out, lse, q, k, v);
+  attention_forward(ctx, out, lse, q, k, v, window_);
   mb.push(q);
   mb.push(k);
   mb.push(v);
@@ -89,11 +90,11 @@ Tensor SelfAttention::backward(const Tensor& dy, MicroBatch& mb) {
   const int64_t B = q.dim(0), T = q.dim(1), Cq = q.dim(2) * head_dim_;
   dout = dout.view(q.shape());
   Tensor dq = empty_like(q), dk = empty_like(k), dv = empty_like(v);
-  attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse);
+  attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse, window_);
   Tensor dx;
   if (llama_) {
-    rope_backward(ctx, dq, 0, rope_theta_);
-    rope_backward(ctx, dk, 0, rope_theta_);
+    rope_backward(ctx, dq, 0, rope_);
+    rope_backward(ctx, dk, 0, rope_);
     const int64_t kv = k.dim(2) * head_dim_;
     dx = child(2).backward(dv.view({B, T, kv}), mb);
     add_inplace(ctx, dx, child(1).backward(dk.view({B, T, kv}), mb));
@@ -101,8 +102,7 @@ Tensor SelfAttention::backward(const Tensor& dy, MicroBatch& mb) {
   } else {
     Tensor dqkv = dout.new_empty({B, T, 3 * Cq}, dout.dtype());
     Tensor dqkv2 = dqkv.view({B * T, 3 * Cq});
-    const Tensor dq2 = dq.view({B * T, Cq}), dk2 = dk.view({B * T, Cq}),
-                 dv2 = dv.view({B * T, Cq});
+    const Tensor dq2 = dq.view({B * T, Cq}), dk2 = dk.view({B * T, Cq}), dv2 = dv.view({B * T, Cq});
     concat_columns(ctx, dqkv2, {&dq2, &dk2, &dv2});
     dx = child(0).backward(dqkv, mb);
   }
@@ -131,7 +131,7 @@ Tensor SelfAttention::infer(const Tensor& x_in, InferState& st) {
   const Tensor vc = cache.v.slice0(0, pos + Tn).view({1, pos + Tn, Hkv, head_dim_});
   Tensor out = x.new_empty({1, Tn, H, head_dim_}, x.dtype());
   Tensor lse = x.new_empty({1, H, Tn}, DType::F32);
-  attention_forward(ctx, out, lse, q, kc, vc);
+  attention_forward(ctx, out, lse, q, kc, vc, window_);
   return out_proj().infer(out.view({1, Tn, H * head_dim_}), st);
 }
 

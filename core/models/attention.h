@@ -1,5 +1,6 @@
 // Causal self-attention for both families: GPT-2 (fused c_attn, biases) and Llama (separate
-// q/k/v/o projections, RoPE, grouped-query heads). The projections are child slots. The head
+// q/k/v/o projections, RoPE of any rope type, grouped-query heads, optional q/k/v biases and
+// sliding window). The projections are child slots. The head
 // counts are the projections' (their weights' rows over the head size), so a placement that
 // keeps some heads' rows (tensor parallelism) runs the same code on them; such a placement
 // also gives the module an input region (set_input_region), the module that hands the
@@ -39,7 +40,8 @@ class SelfAttention : public Module {
   int layer_;
   int64_t head_dim_;
   Module* region_ = nullptr;
-  float rope_theta_;
+  RopeScaling rope_;
+  int64_t window_;  // sliding window, 0: none
 };
 
 }  // namespace braid

@@ -41,6 +41,7 @@ void add_eval_command(CLI::App& app) {
     std::string model, data;
     int seq_len = 0, batch = 8;
     int64_t max_tokens = 0;
+    bool no_adapter = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = app.add_subcommand(
@@ -55,6 +56,8 @@ void add_eval_command(CLI::App& app) {
   c->add_option("--batch", o->batch, "Windows per forward pass")->check(CLI::Range(1, 1 << 30));
   c->add_option("--max-tokens", o->max_tokens,
                 "Stop after this many predicted tokens (0: whole file)");
+  c->add_flag("--no-adapter", o->no_adapter,
+              "On a LoRA run: evaluate the base model alone (by default its adapters are applied)");
   c->add_option(
        "--device", o->device,
        "auto (a GPU when this build has every CUDA kernel and one is visible), cpu or cuda")
@@ -63,7 +66,7 @@ void add_eval_command(CLI::App& app) {
     const DeviceDecision dev =
         choose_device(parse_enum<DeviceChoice>("--device", o->device), "--device");
     if (!dev.device.is_cpu()) std::fprintf(stderr, "device %s\n", dev.reason.c_str());
-    LoadedModel lm = load_model(o->model, dev.device);
+    LoadedModel lm = load_model(o->model, dev.device, !o->no_adapter);
     Transformer& model = *lm.model;
     const ModelConfig& mc = model.config();
     if (o->data.empty()) o->data = default_val_split(lm, o->model);
@@ -104,6 +107,10 @@ void add_eval_command(CLI::App& app) {
                         {"seq_len", T},
                         {"loss", loss},
                         {"perplexity", std::exp(loss)}};
+    if (lm.adapter_modules > 0) {  // a LoRA run: say which weights were evaluated
+      j["adapter"] = lm.adapter_applied;
+      j["adapter_note"] = lm.adapter_note();
+    }
     std::printf("%s\n", j.dump(2).c_str());
   });
 }

@@ -1,17 +1,18 @@
 // `braid export MODEL --out DIR` and `braid import HF_DIR --out RUN_DIR`: HF safetensors
 // with config.json <-> braid checkpoints.
-#include <filesystem>
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "data/file_util.h"
 #include "data/hf_tokenizer.h"
 #include "data/tokenizer.h"
-#include "launch/io/checkpoint.h"
-#include "launch/config/config.h"
 #include "launch/cli/commands.h"
+#include "launch/config/config.h"
 #include "launch/config/config_json.h"
+#include "launch/io/checkpoint.h"
+#include "launch/io/hf_export.h"
 #include "launch/io/hf_format.h"
 #include "launch/io/model_io.h"
 
@@ -86,51 +87,54 @@ void write_dir_atomically(const fs::path& out, Fn&& fill) {
 
 void add_export_command(CLI::App& app) {
   struct Opts {
-    std::string model, out, dtype = "f32";
+    std::string model, out, dtype = "f32", max_shard_size = kDefaultMaxShardSize;
     bool force = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = app.add_subcommand(
-      "export", "Write HF-compatible model.safetensors + config.json (GPT-2 or Llama names)");
+      "export",
+      "Write an HF model directory: safetensors weights (sharded above --max-shard-size), "
+      "config.json, generation_config.json and the tokenizer");
   c->add_option("model", o->model, "Checkpoint directory or run directory")->required();
   c->add_option("--out", o->out, "Output directory")->required();
   c->add_option("--dtype", o->dtype, "Tensor dtype in the file: f32, bf16 or f16")
       ->check(CLI::IsMember({"f32", "bf16", "f16"}));
+  c->add_option("--max-shard-size", o->max_shard_size,
+                "Largest weight file: above it the weights are split into "
+                "model-0000N-of-0000M.safetensors with model.safetensors.index.json, as "
+                "transformers writes them (5GB, 500MB, 2GiB, or bytes)")
+      ->capture_default_str();
   c->add_flag("--force", o->force, "Replace a non-empty output directory");
   c->callback([o] {
+    HfExport how;
+    how.max_shard_bytes = parse_byte_size(o->max_shard_size, "--max-shard-size");
     const fs::path out = normalized_out(o->out);
     refuse_to_overwrite(out, o->force);
     refuse_source_inside(out, o->model);
     LoadedModel lm = load_model(o->model);
-    DType dt = DType::F32;
-    parse_dtype(o->dtype, &dt);
+    parse_dtype(o->dtype, &how.dtype);
     const ModelConfig& cfg = lm.model->config();
-    auto hf = to_hf_tensors(cfg, named_weights(*lm.model));
-    if (dt != DType::F32)
-      for (auto& [name, t] : hf) t = t.to(dt);
     std::unique_ptr<Tokenizer> tok;
     if (!lm.tokenizer.empty()) tok = Tokenizer::load(lm.tokenizer);
+    if (tok) how.eos_token_id = tok->eot_id();
     std::string tok_warning;
+    std::vector<std::string> files;
     write_dir_atomically(out, [&](const fs::path& dir) {
-      save_safetensors((dir / "model.safetensors").string(), hf, {{"format", "pt"}});
-      nlohmann::json j = hf_config_json(cfg);
-      j["torch_dtype"] = dt == DType::F32 ? "float32" : dt == DType::BF16 ? "bfloat16" : "float16";
-      const std::optional<int32_t> eot = tok ? tok->eot_id() : std::nullopt;
-      j["bos_token_id"] = eot ? nlohmann::json(*eot) : nlohmann::json(nullptr);
-      j["eos_token_id"] = j["bos_token_id"];
-      write_json(dir / "config.json", j);
+      files = write_hf_model(dir, cfg, named_weights(*lm.model), how);
       if (!tok) return;
       tok->save((dir / kTokenizerFile).string());
       write_json(dir / "tokenizer.json", hf_tokenizer_json(*tok, &tok_warning));
       write_json(dir / "tokenizer_config.json", hf_tokenizer_config_json(*tok, cfg.context_length));
-      write_json(dir / "generation_config.json",
-                 {{"bos_token_id", j["bos_token_id"]}, {"eos_token_id", j["eos_token_id"]},
-                  {"max_length", cfg.context_length}, {"do_sample", true}});
     });
-    if (!tok) std::fprintf(stderr, "warning: no tokenizer found near %s; the export has none\n", lm.source.c_str());
-    if (!tok_warning.empty()) std::fprintf(stderr, "warning: tokenizer.json: %s\n", tok_warning.c_str());
-    std::printf("exported %s (%s, %zu tensors, %s) to %s\n", lm.source.c_str(), cfg.family.c_str(),
-                hf.size(), o->dtype.c_str(), out.c_str());
+    if (!tok)
+      std::fprintf(stderr, "warning: no tokenizer found near %s; the export has none\n",
+                   lm.source.c_str());
+    if (!tok_warning.empty())
+      std::fprintf(stderr, "warning: tokenizer.json: %s\n", tok_warning.c_str());
+    const size_t shards = files.size() == 1 ? 1 : files.size() - 1;  // the index is not a shard
+    std::printf("exported %s (%s, %s, %zu weight file%s) to %s\n", lm.source.c_str(),
+                std::string(hf_config_json(cfg)["model_type"]).c_str(), o->dtype.c_str(), shards,
+                shards == 1 ? "" : "s", out.c_str());
   });
 }
 
@@ -141,11 +145,17 @@ void add_import_command(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = app.add_subcommand(
-      "import", "Turn an HF GPT-2/Llama directory (config.json + model.safetensors) into a braid "
-                "run directory with a step-0 checkpoint");
-  c->add_option("hf_dir", o->hf, "Directory with config.json and model.safetensors")->required();
-  c->add_option("--out", o->out, "Run directory to create (use it with eval, generate, export, "
-                "or run.init_from=<out> to fine-tune; it holds a config.yaml for that)")->required();
+      "import",
+      "Turn an HF directory (config.json and model.safetensors or its shards; GPT-2, "
+      "Llama, Mistral, Qwen2) into a braid run directory with a step-0 checkpoint");
+  c->add_option("hf_dir", o->hf,
+                "Directory with config.json and model.safetensors (or model.safetensors.index.json "
+                "and its shards)")
+      ->required();
+  c->add_option("--out", o->out,
+                "Run directory to create (use it with eval, generate, export, "
+                "or run.init_from=<out> to fine-tune; it holds a config.yaml for that)")
+      ->required();
   c->add_flag("--force", o->force, "Replace a non-empty output directory");
   c->callback([o] {
     const fs::path out = normalized_out(o->out);
@@ -179,11 +189,11 @@ void add_import_command(CLI::App& app) {
       rc.data.seq_len = std::min(rc.data.seq_len, cfg.context_length);
       save_run_config(rc, dir / "config.yaml");
     });
-    std::printf("imported %s (%s, %.2fM parameters%s) into %s\n"
-                "fine-tune with: braid train %s --set data.dir=<prepared data>\n",
-                o->hf.c_str(), cfg.family.c_str(), cfg.num_params() / 1e6,
-                tok ? ", tokenizer" : ", no tokenizer", out.c_str(),
-                (out / "config.yaml").c_str());
+    std::printf(
+        "imported %s (%s, %.2fM parameters%s) into %s\n"
+        "fine-tune with: braid train %s --set data.dir=<prepared data>\n",
+        o->hf.c_str(), cfg.family.c_str(), cfg.num_params() / 1e6,
+        tok ? ", tokenizer" : ", no tokenizer", out.c_str(), (out / "config.yaml").c_str());
   });
 }
 

@@ -28,7 +28,7 @@ void add_generate_command(CLI::App& app) {
     int tokens = 200, top_k = 40;
     float temperature = 0.8f;
     uint64_t seed = 0;
-    bool ids = false;
+    bool ids = false, no_adapter = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = app.add_subcommand("generate", "Sample text from a checkpoint (KV-cache decoding)");
@@ -46,6 +46,9 @@ void add_generate_command(CLI::App& app) {
   c->add_option("--tokenizer", o->tokenizer,
                 "Tokenizer file (default: the one saved with the model)");
   c->add_flag("--ids", o->ids, "Print the token ids (prompt, then generated) instead of text");
+  c->add_flag("--no-adapter", o->no_adapter,
+              "On a LoRA run: sample from the base model alone (by default its adapters are "
+              "applied)");
   c->add_option(
        "--device", o->device,
        "auto (a GPU when this build has every CUDA kernel and one is visible), cpu or cuda")
@@ -54,7 +57,8 @@ void add_generate_command(CLI::App& app) {
     const DeviceDecision dev =
         choose_device(parse_enum<DeviceChoice>("--device", o->device), "--device");
     if (!dev.device.is_cpu()) std::fprintf(stderr, "device %s\n", dev.reason.c_str());
-    LoadedModel lm = load_model(o->model, dev.device);
+    LoadedModel lm = load_model(o->model, dev.device, !o->no_adapter);
+    if (lm.adapter_modules > 0) std::fprintf(stderr, "note: %s\n", lm.adapter_note().c_str());
     const std::string tok_path = o->tokenizer.empty() ? lm.tokenizer : o->tokenizer;
     BRAID_USER_CHECK(!tok_path.empty(), "no tokenizer file found near {}; pass --tokenizer",
                      lm.source);

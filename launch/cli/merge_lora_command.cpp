@@ -1,12 +1,14 @@
 // `braid merge-lora RUN_DIR --out DIR`: folds a run's LoRA adapters (RUN_DIR/adapter, PEFT
-// layout) into its base weights and writes a plain HF model (model.safetensors +
-// config.json), loadable without PEFT.
+// layout) into its base weights and writes a plain HF model (safetensors weights, sharded above
+// --max-shard-size, config.json, generation_config.json), loadable without PEFT.
 #include <filesystem>
 #include <fstream>
 #include <memory>
 
 #include "core/safetensors.h"
+#include "data/tokenizer.h"
 #include "launch/cli/commands.h"
+#include "launch/io/hf_export.h"
 #include "launch/io/hf_format.h"
 #include "launch/io/lora_adapter.h"
 #include "launch/io/model_io.h"
@@ -17,7 +19,7 @@ namespace fs = std::filesystem;
 
 void add_merge_lora_command(CLI::App& app) {
   struct Opts {
-    std::string run, adapter, out;
+    std::string run, adapter, out, max_shard_size = kDefaultMaxShardSize;
     bool force = false;
   };
   auto o = std::make_shared<Opts>();
@@ -29,8 +31,13 @@ void add_merge_lora_command(CLI::App& app) {
       ->required();
   c->add_option("--adapter", o->adapter, "PEFT adapter directory (default RUN_DIR/adapter)");
   c->add_option("--out", o->out, "Output directory")->required();
+  c->add_option("--max-shard-size", o->max_shard_size,
+                "Largest weight file; above it the weights are sharded with an index")
+      ->capture_default_str();
   c->add_flag("--force", o->force, "Replace a non-empty output directory");
   c->callback([o] {
+    HfExport how;
+    how.max_shard_bytes = parse_byte_size(o->max_shard_size, "--max-shard-size");
     const fs::path out = o->out;
     if (fs::exists(out) && !fs::is_empty(out) && !o->force)
       user_error("{} exists and is not empty; choose another --out or pass --force", o->out);
@@ -40,14 +47,11 @@ void add_merge_lora_command(CLI::App& app) {
     LoadedModel lm = load_model(o->run);  // a plain model: only the base tensors are read
     merge_peft_adapter(*lm.model, adapter);
     const ModelConfig& cfg = lm.model->config();
-    const NamedTensors hf = to_hf_tensors(cfg, named_weights(*lm.model));
     const fs::path tmp = out.string() + ".tmp-braid";
     fs::remove_all(tmp);
     fs::create_directories(tmp);
-    save_safetensors((tmp / "model.safetensors").string(), hf, {{"format", "pt"}});
-    nlohmann::json j = hf_config_json(cfg);
-    j["torch_dtype"] = "float32";
-    std::ofstream(tmp / "config.json") << j.dump(2) << "\n";
+    if (!lm.tokenizer.empty()) how.eos_token_id = Tokenizer::load(lm.tokenizer)->eot_id();
+    write_hf_model(tmp, cfg, named_weights(*lm.model), how);
     if (!lm.tokenizer.empty()) fs::copy_file(lm.tokenizer, tmp / "tokenizer.json");
     if (fs::exists(out)) fs::remove_all(out);
     fs::rename(tmp, out);

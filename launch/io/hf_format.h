@@ -14,6 +14,7 @@
 
 #include "core/model_config.h"
 #include "core/tensor.h"
+#include "launch/io/hf_weights.h"
 
 namespace braid {
 
@@ -40,6 +41,33 @@ bool hf_transposed(const ModelConfig& cfg, const std::string& name);
 // Transposed tensors are new; the others share storage with `params`. A tied model's
 // lm_head.weight is not written.
 NamedTensors to_hf_tensors(const ModelConfig& cfg, const NamedTensors& params);
+
+// Where one braid parameter comes from in HF files.
+struct HfTensorSource {
+  std::string param;      // braid name
+  std::string file_name;  // the tensor's name in the file (maybe without the base prefix)
+  bool transposed = false;
+};
+
+struct HfImportPlan {
+  std::vector<HfTensorSource> params;  // every parameter of the config, canonical order
+  std::string tied_head;  // an lm_head.weight in the files of a tied config ("" when none)
+};
+
+// Matches the tensors of HF files (names and shapes, from headers only) to the parameters of
+// `cfg`, with the same rules and errors as from_hf_tensors; the caller then reads one tensor at
+// a time. `tied_head`, when set, must equal the token embedding (the caller checks the bytes).
+HfImportPlan plan_hf_import(const ModelConfig& cfg,
+                            const std::vector<std::pair<std::string, Shape>>& file_tensors,
+                            const std::string& path_for_errors);
+
+// The braid value of the file tensor `t` that `src` names (a new tensor when transposed).
+Tensor hf_tensor_to_braid(const HfTensorSource& src, const Tensor& t);
+
+// The same as to_hf_tensors, made on demand for save_hf_weights: each tensor is transposed
+// and converted to `dtype` only when its shard is written.
+std::vector<HfTensorOut> hf_tensors_out(const ModelConfig& cfg, const NamedTensors& params,
+                                        DType dtype);
 
 // Tensors read from an HF file -> braid parameters in canonical order. Accepts names without
 // the base-model prefix ("h.0.attn.c_attn.weight" as saved by GPT2Model), skips non-parameter

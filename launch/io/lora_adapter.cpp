@@ -116,8 +116,12 @@ void merge_peft_adapter(Transformer& model, const PeftAdapter& adapter) {
     BRAID_USER_CHECK(a.shape() == (Shape{r, in}) && b->shape() == (Shape{out, r}),
                      "{}: A {} and B {} do not fit the weight {}", module, shape_str(a.shape()),
                      shape_str(b->shape()), shape_str(w->value.shape()));
-    // An offline fold, done once: plain loops, accumulated in double.
-    float* wp = w->value.f32();
+    // An offline fold, done once: plain loops on the host, accumulated in double (a model on
+    // a device is folded in a host copy and copied back).
+    const bool on_host = w->value.device().is_cpu();
+    Tensor host = on_host ? w->value : Tensor::empty(w->value.shape());
+    if (!on_host) host.copy_from(w->value);
+    float* wp = host.f32();
     const float* ap = a.f32();
     const float* bp = b->f32();
     for (int64_t o = 0; o < out; ++o)
@@ -126,6 +130,7 @@ void merge_peft_adapter(Transformer& model, const PeftAdapter& adapter) {
         for (int64_t k = 0; k < r; ++k) s += static_cast<double>(bp[o * r + k]) * ap[k * in + i];
         wp[o * in + i] += static_cast<float>(adapter.scale * s);
       }
+    if (!on_host) w->value.copy_from(host);
     ++merged;
   }
   BRAID_USER_CHECK(merged > 0, "the adapter holds no lora_A weights");

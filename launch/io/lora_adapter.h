@@ -36,7 +36,8 @@ struct PeftAdapter {
 // naming the file and key when something is missing or not LoRA).
 PeftAdapter load_peft_adapter(const std::filesystem::path& dir);
 
-// W += scale * B A for every adapter pair, in place on `model` (a plain, unwrapped model).
+// W += scale * B A for every adapter pair, in place on `model` (a plain, unwrapped model, on
+// the host or a device).
 // Throws UserError when an adapter names a Linear the model lacks or shapes disagree.
 void merge_peft_adapter(Transformer& model, const PeftAdapter& adapter);
 

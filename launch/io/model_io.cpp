@@ -2,13 +2,19 @@
 #include "launch/io/model_io.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <map>
 
 #include "data/file_util.h"
 #include "data/tokenizer.h"
+#include "launch/config/config.h"
 #include "launch/config/config_json.h"
 #include "launch/io/checkpoint.h"
 #include "launch/io/hf_format.h"
+#include "launch/io/hf_weights.h"
+#include "launch/io/lora_adapter.h"
 #include "launch/io/model_limits.h"
 #include "launch/train/exec_setup.h"
 
@@ -62,7 +68,8 @@ ModelSource resolve(const std::string& path_in) {
                    "{} does not exist; expected a checkpoint directory, a "
                    "run directory or an HF model directory",
                    path_in);
-  if (fs::is_regular_file(path, ec) && path.extension() == ".safetensors")
+  if (fs::is_regular_file(path, ec) &&
+      (path.extension() == ".safetensors" || path.filename() == kHfIndexFile))
     path = path.parent_path();
   BRAID_USER_CHECK(fs::is_directory(path, ec),
                    "{} is not a directory; expected a checkpoint "
@@ -114,33 +121,97 @@ ModelConfig config_of(const ModelSource& src) {
   return checked(cfg, p);
 }
 
+// Streams the HF files into the model: each file is mapped in turn and each tensor copied
+// (widened to f32, transposed where HF stores it so) straight into its parameter, then its
+// pages are dropped, so host memory beyond the model stays about one tensor.
 void load_hf_weights(Transformer& model, const fs::path& dir) {
   const ModelConfig& cfg = model.config();
-  SafetensorsFile f = SafetensorsFile::open((dir / "model.safetensors").string());
-  std::vector<std::pair<std::string, Tensor>> hf;
-  for (const std::string& n : f.names()) hf.emplace_back(n, f.get(n));
-  auto named = from_hf_tensors(cfg, hf, f.path());
-  for (Parameter* p : model.parameters()) {
-    auto it = std::find_if(named.begin(), named.end(), [&](auto& e) { return e.first == p->name; });
-    BRAID_USER_CHECK(it != named.end(), "{}: tensor {} is missing", f.path(), p->name);
-    BRAID_USER_CHECK(it->second.shape() == p->value.shape(),
-                     "{}: {} has shape {} but config.json implies {}", f.path(), p->name,
-                     shape_str(it->second.shape()), shape_str(p->value.shape()));
-    BRAID_USER_CHECK(it->second.dtype() != DType::I32, "{}: {} is i32; expected a float tensor",
-                     f.path(), p->name);
-    p->value.copy_from(it->second.to(DType::F32));  // bf16/f16 files are widened
+  HfWeights w = HfWeights::open(dir);
+  const HfImportPlan plan = plan_hf_import(cfg, w.tensors(), w.source());
+  std::map<std::string, Parameter*> params;
+  for (Parameter* p : model.parameters()) params.emplace(p->name, p);
+  std::vector<std::vector<const HfTensorSource*>> by_file(w.num_files());
+  for (const HfTensorSource& src : plan.params) {
+    BRAID_USER_CHECK(params.count(src.param), "{}: tensor {} is missing", w.source(), src.param);
+    by_file[w.file_of(src.file_name)].push_back(&src);
+  }
+  if (!plan.tied_head.empty()) {
+    // The files must hold the same bytes for the head and the embedding the config ties.
+    const HfTensorSource& emb = plan.params.front();
+    const size_t fh = w.file_of(plan.tied_head), fe = w.file_of(emb.file_name);
+    const SafetensorsFile& head_file = w.file(fh);
+    const SafetensorsFile& emb_file = w.file(fe);
+    const SafetensorsInfo &hi = head_file.info(plan.tied_head), &ei = emb_file.info(emb.file_name);
+    if (hi.shape != ei.shape || hi.dtype_name != ei.dtype_name ||
+        std::memcmp(head_file.raw(plan.tied_head), emb_file.raw(emb.file_name),
+                    hi.end - hi.begin) != 0)
+      user_error(
+          "{}: lm_head.weight differs from {} but the config ties them "
+          "(tie_word_embeddings); set tie_word_embeddings false to import an untied head",
+          w.source(), emb.param);
+    w.close_file(fh);
+    w.close_file(fe);
+  }
+  for (size_t i = 0; i < w.num_files(); ++i) {
+    if (by_file[i].empty()) continue;
+    const SafetensorsFile& f = w.file(i);
+    for (const HfTensorSource* src : by_file[i]) {
+      Parameter* p = params.at(src->param);
+      BRAID_USER_CHECK(f.dtype(src->file_name) != DType::I32,
+                       "{}: {} is i32; expected a float tensor", f.path(), src->file_name);
+      Tensor t = hf_tensor_to_braid(*src, f.get(src->file_name));
+      f.drop_pages(src->file_name);
+      BRAID_USER_CHECK(t.shape() == p->value.shape(),
+                       "{}: {} has shape {} but config.json implies {}", f.path(), src->file_name,
+                       shape_str(t.shape()), shape_str(p->value.shape()));
+      p->value.copy_from(t.dtype() == DType::F32 ? t : t.to(DType::F32));  // bf16/f16 widened
+    }
+    w.close_file(i);
   }
 }
 
-// Loads weights into model; returns the checkpoint's step (0 for HF).
-int64_t load_source_weights(Transformer& model, const ModelSource& src) {
+// The LoRA pairs a checkpoint holds (braid names) and the scale its run's lora section gives.
+PeftAdapter checkpoint_adapter(const LoadedCheckpoint& ck, int* rank) {
+  PeftAdapter a;
+  for (const std::string& n : ck.model.names())
+    if (n.ends_with(".lora_A.weight") || n.ends_with(".lora_B.weight"))
+      a.tensors.emplace_back(n, ck.model.get(n).to(DType::F32));
+  if (a.tensors.empty()) return a;
+  BRAID_USER_CHECK(ck.state.is_object() && ck.state.contains("config_yaml") &&
+                       ck.state["config_yaml"].is_string(),
+                   "{} holds LoRA adapters but no run config to scale them by; pass --no-adapter "
+                   "to use the base model",
+                   ck.path);
+  const RunConfig rc = parse_run_config(ck.state["config_yaml"].get<std::string>(),
+                                        ck.path + "/manifest.json (config_yaml)");
+  const LoraConfig& l = rc.lora;
+  BRAID_USER_CHECK(l.rank > 0, "{} holds LoRA adapters but its config has lora.rank 0", ck.path);
+  a.scale = l.rslora ? l.alpha / std::sqrt(static_cast<float>(l.rank))
+                     : l.alpha / static_cast<float>(l.rank);
+  *rank = l.rank;
+  return a;
+}
+
+// Loads weights into model (and, when asked, folds the checkpoint's LoRA adapters in).
+void load_source_weights(Transformer& model, const ModelSource& src, bool apply_adapter,
+                         LoadedModel* out) {
   if (src.hf) {
     load_hf_weights(model, src.dir);
-    return 0;
+    return;
   }
   LoadedCheckpoint ck = CheckpointManager::load(src.dir.string());
   load_weights(model, ck.model);
-  return ck.step;
+  if (!out) return;
+  out->step = ck.step;
+  int rank = 0;
+  const PeftAdapter adapter = checkpoint_adapter(ck, &rank);
+  out->adapter_modules = static_cast<int>(adapter.tensors.size() / 2);
+  out->adapter_rank = rank;
+  out->adapter_scale = adapter.scale;
+  if (apply_adapter && out->adapter_modules > 0) {
+    merge_peft_adapter(model, adapter);
+    out->adapter_applied = true;
+  }
 }
 
 std::string find_tokenizer(const ModelSource& src) {
@@ -150,12 +221,20 @@ std::string find_tokenizer(const ModelSource& src) {
 
 }  // namespace
 
-LoadedModel load_model(const std::string& path, Device device) {
+std::string LoadedModel::adapter_note() const {
+  if (adapter_modules == 0) return "";
+  const std::string what = fmt::format("{} LoRA-wrapped linears, rank {}, scale {}",
+                                       adapter_modules, adapter_rank, adapter_scale);
+  return adapter_applied ? fmt::format("LoRA adapter applied ({})", what)
+                         : fmt::format("base model only, LoRA adapter not applied ({})", what);
+}
+
+LoadedModel load_model(const std::string& path, Device device, bool apply_adapter) {
   const ModelSource src = resolve(path);
   LoadedModel out;
   out.ctx = make_context(device);
   out.model = std::make_unique<Transformer>(*out.ctx, config_of(src));
-  out.step = load_source_weights(*out.model, src);
+  load_source_weights(*out.model, src, apply_adapter, &out);
   out.source = src.dir.string();
   out.run_dir = src.run_dir;
   out.tokenizer = find_tokenizer(src);
@@ -166,7 +245,7 @@ ModelConfig model_config_at(const std::string& path) { return config_of(resolve(
 
 void init_weights_from(Transformer& model, const std::string& path) {
   const ModelSource src = resolve(path);
-  load_source_weights(model, src);
+  load_source_weights(model, src, false, nullptr);
 }
 
 }  // namespace braid

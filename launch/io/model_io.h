@@ -33,13 +33,27 @@ struct LoadedModel {
   std::string tokenizer;  // tokenizer file next to it, "" when none was found
   std::string run_dir;    // the braid run directory it belongs to, "" for HF directories
   int64_t step = 0;       // training step of a braid checkpoint (0 for HF files)
+  // The LoRA adapters the checkpoint holds (a LoRA run's): how many wrapped Linears, their
+  // rank and scale, and whether they were folded into the weights.
+  int adapter_modules = 0;
+  int adapter_rank = 0;
+  float adapter_scale = 0.0f;
+  bool adapter_applied = false;
+  // One line for the user: which weights are in use ("LoRA adapter applied: ...", "base model
+  // only: ...", or "" when the checkpoint has no adapter).
+  std::string adapter_note() const;
 };
 
 // `path` may be a braid checkpoint directory (manifest.json), a run directory (uses its
-// checkpoints/latest), or an HF directory / model.safetensors file with config.json beside it.
-// The model's size is checked against memory before anything is allocated.
-// The model is built on `device` (its own context: a GPU's stream and allocator for cuda).
-LoadedModel load_model(const std::string& path, Device device = Device::cpu());
+// checkpoints/latest), or an HF directory with config.json and model.safetensors or a sharded
+// index (a model.safetensors or index file names its directory). The model's size is checked
+// against memory before anything is allocated. The model is built on `device` (its own
+// context: a GPU's stream and allocator for cuda). A LoRA run's checkpoint holds the base and
+// the adapters: with apply_adapter the adapters (scaled as the run's lora section says) are
+// folded into the base weights, W += scale B A, so the model computes what training did;
+// otherwise only the base is read.
+LoadedModel load_model(const std::string& path, Device device = Device::cpu(),
+                       bool apply_adapter = false);
 
 // The model config stored at `path` (same kinds of path as load_model), without reading
 // weights: what `run.init_from` takes the model shape from.

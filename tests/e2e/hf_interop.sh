@@ -65,10 +65,19 @@ grep -q '"rope_theta": *50000' runs/new/checkpoints/step-00000000/manifest.json 
 variant hf_old "c.pop('rope_parameters')"
 "$BRAID" import hf_old --out runs/old > /dev/null
 grep -q '"rope_theta": *50000' runs/old/checkpoints/step-00000000/manifest.json || fail "top-level rope_theta ignored"
-variant hf_yarn "c['rope_parameters']={'rope_type':'yarn','rope_theta':50000.0,'factor':4.0}"
-expect_fail "yarn" "$BRAID" import hf_yarn --out runs/yarn
+variant hf_yarn "c['rope_parameters']={'rope_type':'yarn','rope_theta':50000.0,'factor':4.0,'original_max_position_embeddings':8}"
+"$BRAID" import hf_yarn --out runs/yarn > /dev/null
+grep -q '"rope_type": *"yarn"' runs/yarn/checkpoints/step-00000000/manifest.json || fail "yarn not read"
+"$BRAID" export runs/yarn --out hf_yarn_again > /dev/null
+python3 -c "import json; c=json.load(open('hf_yarn_again/config.json')); p=c['rope_parameters']; assert p['rope_type']=='yarn' and p['factor']==4.0 and p['original_max_position_embeddings']==8, p; assert c['rope_scaling']['rope_type']=='yarn', c" \
+  || fail "export did not write the yarn settings back"
 variant hf_scaling "c.pop('rope_parameters'); c['rope_scaling']={'type':'linear','factor':2.0}"
-expect_fail "linear" "$BRAID" import hf_scaling --out runs/scaling
+"$BRAID" import hf_scaling --out runs/scaling > /dev/null
+grep -q '"rope_type": *"linear"' runs/scaling/checkpoints/step-00000000/manifest.json || fail "linear not read"
+variant hf_dynamic "c.pop('rope_parameters'); c['rope_scaling']={'rope_type':'dynamic','factor':2.0}"
+expect_fail 'rope_type "dynamic"' "$BRAID" import hf_dynamic --out runs/dynamic
+variant hf_field "c['rope_parameters']={'rope_type':'linear','rope_theta':50000.0,'factor':2.0,'foo':1}"
+expect_fail 'field "foo"' "$BRAID" import hf_field --out runs/field
 variant hf_headdim "c['head_dim']=16"
 expect_fail "head_dim" "$BRAID" import hf_headdim --out runs/headdim
 variant hf_bias "c['attention_bias']=True"
@@ -78,6 +87,20 @@ expect_fail "mlp_bias" "$BRAID" import hf_mlpbias --out runs/mlpbias
 variant hf_tied "c['tie_word_embeddings']=True"
 expect_fail "lm_head" "$BRAID" import hf_tied --out runs/tied
 echo "ok: RoPE settings, head_dim, biases and tying are read or refused"
+
+# ---- sharded export and import ----
+"$BRAID" export runs/llama --out hf_sharded --max-shard-size 40KB > export_sharded.log
+grep -q "weight files" export_sharded.log || fail "export did not say it sharded: $(cat export_sharded.log)"
+[ -f hf_sharded/model.safetensors.index.json ] && [ ! -f hf_sharded/model.safetensors ] || fail "no index"
+[ -f hf_sharded/generation_config.json ] || fail "sharded export wrote no generation_config.json"
+ls hf_sharded/model-0000?-of-0000?.safetensors > /dev/null || fail "no shards"
+"$BRAID" generate hf_sharded --prompt "The licence " --tokens 6 --temperature 0 --ids > d.txt
+cmp a.txt d.txt || fail "generate on the sharded export differs"
+"$BRAID" import hf_sharded --out runs/from_shards > /dev/null
+cp -r hf_sharded hf_broken && rm hf_broken/model-00002-of-*.safetensors
+expect_fail "does not exist" "$BRAID" import hf_broken --out runs/broken
+expect_fail "--max-shard-size" "$BRAID" export runs/llama --out hf_bad --max-shard-size 5XB
+echo "ok: sharded export, import and a missing shard refused"
 
 # ---- old runs: a tokenizer.json in braid's format still loads ----
 cp -r runs/llama runs/oldname && mv runs/oldname/braid_tokenizer.json runs/oldname/tokenizer.json

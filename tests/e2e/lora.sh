@@ -56,6 +56,17 @@ YAML
   base=$("$BRAID" eval hf_$family --data data/val.bin | grep '"loss"')
   merged=$("$BRAID" eval merged_$family --data data/val.bin | grep '"loss"')
   [ "$base" != "$merged" ] || fail "$family: merged model evaluates like the base"
+  # eval and generate on the LoRA run apply its adapter (and say so); --no-adapter is the base.
+  "$BRAID" eval runs/lora_$family --data data/val.bin > lora_eval_$family.json
+  grep -q '"adapter": true' lora_eval_$family.json || fail "eval does not say the adapter is applied"
+  [ "$(grep '"loss"' lora_eval_$family.json)" = "$merged" ] || fail "$family: eval on the LoRA run differs from the merged model"
+  base_only=$("$BRAID" eval runs/lora_$family --data data/val.bin --no-adapter)
+  echo "$base_only" | grep -q '"adapter": false' || fail "--no-adapter not reported"
+  [ "$(echo "$base_only" | grep '"loss"')" = "$base" ] || fail "$family: --no-adapter is not the base"
+  "$BRAID" generate runs/lora_$family --prompt "ab" --tokens 3 --temperature 0 2> gen_$family.err > /dev/null
+  grep -q "LoRA adapter applied" gen_$family.err || fail "generate does not say the adapter is applied"
+  "$BRAID" generate runs/lora_$family --prompt "ab" --tokens 3 --temperature 0 --no-adapter 2> gen_$family.err > /dev/null
+  grep -q "base model only" gen_$family.err || fail "generate --no-adapter does not say so"
   echo "ok: $family LoRA from HF, PEFT adapter, frozen base, merge ($base -> $merged)"
 done
 expect_fail "lora.targets" "$BRAID" train lora_gpt2.yaml --set lora.targets=[q] --set run.name=x

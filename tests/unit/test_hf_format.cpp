@@ -112,6 +112,67 @@ TEST(HfFormat, LlamaConfigRoundTrip) {
   expect_same_model(model_config_from_hf(k, "config.json"), d);
 }
 
+// Every rope type, the q/k/v biases and the window go out to config.json and come back the
+// same; the model_type is the HF architecture that computes it.
+TEST(HfFormat, LlamaVariantsAndRopeRoundTrip) {
+  std::vector<std::pair<ModelConfig, std::string>> cases;
+  ModelConfig c = tiny_llama();
+  c.rope_type = RopeType::Linear;
+  c.rope_factor = 2.5f;
+  cases.push_back({c, "llama"});
+  c = tiny_llama();
+  c.rope_type = RopeType::Llama3;
+  c.rope_theta = 500000.0f;
+  c.rope_factor = 8.0f;
+  c.rope_low_freq_factor = 1.0f;
+  c.rope_high_freq_factor = 4.0f;
+  c.rope_original_context = 8192;
+  cases.push_back({c, "llama"});
+  c = tiny_llama();
+  c.rope_type = RopeType::Yarn;
+  c.rope_factor = 4.0f;
+  c.rope_original_context = 4;
+  c.rope_beta_fast = 16.0f;
+  c.rope_attention_factor = 1.25f;
+  c.rope_mscale = 0.707f;
+  c.rope_mscale_all_dim = 1.0f;
+  c.rope_truncate = false;
+  cases.push_back({c, "llama"});
+  c = tiny_llama();
+  c.sliding_window = 4;
+  cases.push_back({c, "mistral"});
+  c = tiny_llama();
+  c.qkv_bias = true;
+  c.tie_embeddings = true;
+  cases.push_back({c, "qwen2"});
+  c.sliding_window = 6;  // Qwen2 with every layer sliding
+  cases.push_back({c, "qwen2"});
+  for (const auto& [cfg, type] : cases) {
+    const nlohmann::json j = hf_config_json(cfg);
+    EXPECT_EQ(j["model_type"], type) << j.dump();
+    const ModelConfig back = model_config_from_hf(j, "config.json");
+    expect_same_model(back, cfg);
+    EXPECT_EQ(back.rope_type, cfg.rope_type) << j.dump();
+    EXPECT_EQ(back.rope_factor, cfg.rope_factor);
+    EXPECT_EQ(back.rope_low_freq_factor, cfg.rope_low_freq_factor);
+    EXPECT_EQ(back.rope_high_freq_factor, cfg.rope_high_freq_factor);
+    EXPECT_EQ(back.rope_original_context > 0 ? back.rope_original_context : back.context_length,
+              cfg.rope_original_context > 0 ? cfg.rope_original_context : cfg.context_length);
+    EXPECT_EQ(back.rope_beta_fast, cfg.rope_beta_fast);
+    EXPECT_EQ(back.rope_beta_slow, cfg.rope_beta_slow);
+    EXPECT_EQ(back.rope_attention_factor, cfg.rope_attention_factor);
+    EXPECT_EQ(back.rope_mscale, cfg.rope_mscale);
+    EXPECT_EQ(back.rope_mscale_all_dim, cfg.rope_mscale_all_dim);
+    EXPECT_EQ(back.rope_truncate, cfg.rope_truncate);
+    EXPECT_EQ(back.qkv_bias, cfg.qkv_bias);
+    EXPECT_EQ(back.sliding_window, cfg.sliding_window) << j.dump();
+    // Both layouts carry the type, so transformers 4 (rope_scaling) and 5 read the same.
+    if (cfg.rope_type != RopeType::Default) {
+      EXPECT_EQ(j["rope_scaling"]["rope_type"], j["rope_parameters"]["rope_type"]);
+    }
+  }
+}
+
 TEST(HfFormat, ConfigErrors) {
   const std::string t5 = message_of([] {
     model_config_from_hf({{"model_type", "t5"}, {"d_model", 512}}, "/m/config.json");
@@ -132,8 +193,9 @@ TEST(HfFormat, ConfigErrors) {
   bad["n_head"] = 3;  // 4 is not a multiple of 3
   EXPECT_NE(message_of([&] { model_config_from_hf(bad, "c.json"); }).find("n_embd"),
             std::string::npos);
-  EXPECT_NE(message_of([] { model_config_from_hf(nlohmann::json::object(), "c.json"); })
-                .find("missing \"model_type\""),
+  EXPECT_NE(message_of([] {
+              model_config_from_hf(nlohmann::json::object(), "c.json");
+            }).find("missing \"model_type\""),
             std::string::npos);
 }
 
@@ -152,7 +214,8 @@ TEST(HfFormat, Gpt2TransposesAreExactAndRoundTrip) {
       const int64_t rows = t.dim(0), cols = t.dim(1);  // braid (out, in)
       ASSERT_EQ(h.shape(), (Shape{cols, rows})) << name;
       for (int64_t r = 0; r < rows; ++r)
-        for (int64_t q = 0; q < cols; ++q) ASSERT_EQ(h.f32()[q * rows + r], t.f32()[r * cols + q]) << name;
+        for (int64_t q = 0; q < cols; ++q)
+          ASSERT_EQ(h.f32()[q * rows + r], t.f32()[r * cols + q]) << name;
     } else {
       EXPECT_TRUE(h.same_storage(t)) << name;
     }
@@ -166,7 +229,8 @@ TEST(HfFormat, Gpt2TransposesAreExactAndRoundTrip) {
   for (size_t k = 0; k < back.size(); ++k) {
     EXPECT_EQ(back[k].first, params[k].first);
     ASSERT_EQ(back[k].second.shape(), params[k].second.shape());
-    EXPECT_EQ(std::memcmp(back[k].second.raw(), params[k].second.raw(), params[k].second.nbytes()), 0)
+    EXPECT_EQ(std::memcmp(back[k].second.raw(), params[k].second.raw(), params[k].second.nbytes()),
+              0)
         << back[k].first;
   }
 
@@ -205,7 +269,8 @@ TEST(HfFormat, Gpt2ImportAcceptsHfQuirks) {
   NamedTensors wrong = hf;
   wrong[4].second = Tensor::zeros({12, 4});  // c_attn in braid orientation, not Conv1D's
   const std::string shape = message_of([&] { from_hf_tensors(c, wrong, "m.safetensors"); });
-  EXPECT_NE(shape.find("m.safetensors: h.0.attn.c_attn.weight has shape [12, 4]"), std::string::npos)
+  EXPECT_NE(shape.find("m.safetensors: h.0.attn.c_attn.weight has shape [12, 4]"),
+            std::string::npos)
       << shape;
 
   NamedTensors short_of_one(hf.begin() + 1, hf.end());
@@ -231,7 +296,8 @@ TEST(HfFormat, LlamaTensorsPassThrough) {
   with_buffer.emplace_back("model.layers.0.self_attn.rotary_emb.inv_freq", Tensor::zeros({1}));
   const NamedTensors back = from_hf_tensors(c, with_buffer, "m.safetensors");
   ASSERT_EQ(back.size(), params.size());
-  for (size_t k = 0; k < back.size(); ++k) EXPECT_TRUE(back[k].second.same_storage(params[k].second));
+  for (size_t k = 0; k < back.size(); ++k)
+    EXPECT_TRUE(back[k].second.same_storage(params[k].second));
 
   ModelConfig tied = c;
   tied.tie_embeddings = true;

@@ -1,6 +1,7 @@
 // Causal GQA attention kernels vs a naive double-precision reference (forward, lse, backward).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -16,6 +17,7 @@ using kernel_test::expect_close;
 
 struct Dims {
   int64_t B, Tq, Tk, Hq, Hkv, D;
+  int64_t window = 0;  // sliding window; 0: none
 };
 
 std::vector<float> random_values(int64_t n, uint32_t seed, float amp = 1.0f) {
@@ -62,13 +64,15 @@ RefResult reference(const Dims& d, const Inputs& in) {
       const int64_t g = h / (d.Hq / d.Hkv);
       for (int64_t i = 0; i < d.Tq; ++i) {
         const int64_t n = d.Tk - d.Tq + i + 1;
+        // Keys outside the window get probability 0: exp(-inf).
+        const int64_t first = d.window > 0 ? std::max<int64_t>(0, n - d.window) : 0;
         std::vector<double> p(static_cast<size_t>(n)), dp(static_cast<size_t>(n));
         double m = -1e300;
         for (int64_t j = 0; j < n; ++j) {
           double s = 0;
           for (int64_t c = 0; c < d.D; ++c)
             s += double(in.q[qi(d, b, i, h, c)]) * in.k[ki(d, b, j, g, c)];
-          p[j] = s * scale;
+          p[j] = j < first ? -INFINITY : s * scale;
           m = std::max(m, p[j]);
         }
         double sum = 0;
@@ -115,14 +119,15 @@ Outputs run_kernels(const Dims& d, const Inputs& in, ExecContext& ctx = test_ctx
   o.dq.fill_(NAN);
   o.dk.fill_(NAN);
   o.dv.fill_(NAN);
-  attention_forward(ctx, o.out, o.lse, q, k, v);
-  attention_backward(ctx, o.dq, o.dk, o.dv, dout, q, k, v, o.out, o.lse);
+  attention_forward(ctx, o.out, o.lse, q, k, v, d.window);
+  attention_backward(ctx, o.dq, o.dk, o.dv, dout, q, k, v, o.out, o.lse, d.window);
   return o;
 }
 
 void check_against_reference(ExecContext& ctx, const Dims& d, uint32_t seed) {
   SCOPED_TRACE(testing::Message() << "B=" << d.B << " Tq=" << d.Tq << " Tk=" << d.Tk
-                                  << " Hq=" << d.Hq << " Hkv=" << d.Hkv << " D=" << d.D);
+                                  << " Hq=" << d.Hq << " Hkv=" << d.Hkv << " D=" << d.D
+                                  << " window=" << d.window);
   const Inputs in = make_inputs(d, seed);
   const RefResult ref = reference(d, in);
   const Outputs o = run_kernels(d, in, ctx);
@@ -147,6 +152,14 @@ TEST_P(KernelsAttentionAt, MatchesReferenceOnAwkwardShapes) {
       {2, 3, 7, 2, 2, 6},       // Tq = 3, Tk = 7
       {1, 130, 130, 2, 1, 16},  // several query blocks, ragged last block
       {1, 70, 150, 4, 2, 8},    // Tq < Tk across block boundaries
+      // Sliding windows: inside one block, across blocks, a decode step, only the query itself
+      // and a window longer than the sequence.
+      {2, 7, 7, 4, 2, 3, 3},
+      {1, 130, 130, 2, 1, 16, 50},
+      {1, 70, 150, 4, 2, 8, 20},
+      {1, 1, 5, 4, 1, 4, 2},
+      {2, 9, 9, 2, 2, 4, 1},
+      {1, 9, 9, 2, 1, 4, 100},
   };
   uint32_t seed = 11;
   for (const Dims& d : shapes) check_against_reference(ctx(), d, seed += 10);

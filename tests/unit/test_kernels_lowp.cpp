@@ -174,12 +174,12 @@ TEST_P(KernelsLowp, GeluSwigluAndRope) {
     expect_low(dglo, dg, t, "swiglu dgate");
     expect_low(dulo, du, t, "swiglu dup");
     Tensor r = x.clone(), rlo = as(x, t);  // in place
-    rope_forward(ctx(), r, 3, 10000.0f);
-    rope_forward(ctx(), rlo, 3, 10000.0f);
+    rope_forward(ctx(), r, 3, RopeScaling{});
+    rope_forward(ctx(), rlo, 3, RopeScaling{});
     expect_low(rlo, r, t, "rope forward");
     Tensor rb = dy.clone(), rblo = as(dy, t);
-    rope_backward(ctx(), rb, 3, 10000.0f);
-    rope_backward(ctx(), rblo, 3, 10000.0f);
+    rope_backward(ctx(), rb, 3, RopeScaling{});
+    rope_backward(ctx(), rblo, 3, RopeScaling{});
     expect_low(rblo, rb, t, "rope backward");
   }
 }

@@ -4,6 +4,7 @@
 // whose score block (rows x visible keys) lives in a per-thread scratch buffer. The block
 // products use cpu::small_gemm (single-threaded register-tiled), because oneDNN's sgemm ran
 // these small shapes at well under half its large-GEMM rate.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -27,6 +28,11 @@ struct AttnDims {
   int64_t group() const { return Hq / Hkv; }
   int64_t q_stride() const { return Hq * D; }  // between consecutive rows of one q head
   int64_t kv_stride() const { return Hkv * D; }
+  int64_t window = 0;  // 0: every earlier key; else the last `window` keys up to the query
+  // The first key visible to the query at absolute position pos.
+  int64_t first_key(int64_t pos) const {
+    return window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
+  }
 };
 
 void check_input(const Tensor& t, const char* op, const char* name) {
@@ -36,7 +42,8 @@ void check_input(const Tensor& t, const char* op, const char* name) {
   check_dtype(t, DType::F32, name);
 }
 
-AttnDims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v) {
+AttnDims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
+                   int64_t window) {
   check_input(q, op, "q");
   check_input(k, op, "k");
   check_input(v, op, "v");
@@ -49,6 +56,8 @@ AttnDims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tenso
   BRAID_CHECK(d.Hkv > 0 && d.Hq % d.Hkv == 0,
               "{}: {} query heads are not a multiple of {} kv heads", op, d.Hq, d.Hkv);
   BRAID_CHECK(d.Tq <= d.Tk, "{}: {} query rows but only {} keys", op, d.Tq, d.Tk);
+  BRAID_CHECK(window >= 0, "{}: window is {}; expected >= 0", op, window);
+  d.window = window;
   return d;
 }
 
@@ -107,16 +116,16 @@ void causal_keys_accumulate(CpuIsa isa, int64_t rows, int64_t base, int64_t D, c
 namespace cpu {
 
 void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
-                       const Tensor& v) {
+                       const Tensor& v, int64_t window) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Attention);
   if (any_low_precision({&out, &q, &k, &v})) {  // bf16/f16 storage: f32 arithmetic on staged copies
     F32Staging s(ctx, "attention_forward");
     Tensor out32 = s.out(out, "out");
-    cpu::attention_forward(ctx, out32, lse, s.in(q, "q"), s.in(k, "k"), s.in(v, "v"));
+    cpu::attention_forward(ctx, out32, lse, s.in(q, "q"), s.in(k, "k"), s.in(v, "v"), window);
     return s.finish();
   }
   const char* op = "attention_forward";
-  const AttnDims d = check_qkv(op, q, k, v);
+  const AttnDims d = check_qkv(op, q, k, v, window);
   check_input(out, op, "out");
   check_input(lse, op, "lse");
   check_shape(out, q.shape(), "out");
@@ -156,7 +165,10 @@ void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor&
         for (int64_t r = 0; r < rows; ++r) {
           float* row = s + r * nk;
           const int64_t visible = d.offset() + i0 + r + 1;
-          lse_bh[i0 + r] = cpu::softmax_row(isa, row, visible, 1.0f);
+          // Keys before the window are scored but given probability zero.
+          const int64_t first = d.first_key(visible - 1);
+          lse_bh[i0 + r] = cpu::softmax_row(isa, row + first, visible - first, 1.0f);
+          std::memset(row, 0, sizeof(float) * static_cast<size_t>(first));
           std::memset(row + visible, 0, sizeof(float) * static_cast<size_t>(nk - visible));
         }
         causal_rows_product(isa, rows, base, d.D, s, nk, v_bh, ldk, o_bh + i0 * ldq, ldq);
@@ -167,18 +179,18 @@ void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor&
 
 void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                        const Tensor& lse) {
+                        const Tensor& lse, int64_t window) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Attention);
   if (any_low_precision({&dq, &dk, &dv, &dout, &q, &k, &v,
                          &out})) {  // bf16/f16 storage: f32 arithmetic on staged copies
     F32Staging s(ctx, "attention_backward");
     Tensor dq32 = s.out(dq, "dq"), dk32 = s.out(dk, "dk"), dv32 = s.out(dv, "dv");
     cpu::attention_backward(ctx, dq32, dk32, dv32, s.in(dout, "dout"), s.in(q, "q"), s.in(k, "k"),
-                            s.in(v, "v"), s.in(out, "out"), lse);
+                            s.in(v, "v"), s.in(out, "out"), lse, window);
     return s.finish();
   }
   const char* op = "attention_backward";
-  const AttnDims d = check_qkv(op, q, k, v);
+  const AttnDims d = check_qkv(op, q, k, v, window);
   check_input(dq, op, "dq");
   check_input(dk, op, "dk");
   check_input(dv, op, "dv");
@@ -252,14 +264,18 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
           causal_scores(isa, rows, base, d.D, 1.0f, do_blk, ldq, vt, d.Tk, ds, nk);
           for (int64_t r = 0; r < rows; ++r) {
             const int64_t visible = d.offset() + i0 + r + 1;
+            const int64_t first = d.first_key(visible - 1);
             const size_t masked = static_cast<size_t>(nk - visible);
+            const size_t before = static_cast<size_t>(first);
             float* p_row = p + r * nk;
             float* ds_row = ds + r * nk;
-            cpu::exp_shifted_row(isa, p_row, visible, lse_bh[i0 + r]);
+            cpu::exp_shifted_row(isa, p_row + first, visible - first, lse_bh[i0 + r]);
+            std::memset(p_row, 0, sizeof(float) * before);
             std::memset(p_row + visible, 0, sizeof(float) * masked);
             // sum_j p_j dp_j equals dout . out for the row, which is cheaper (D, not nk).
             const float dot = cpu::dot_row(isa, do_blk + r * ldq, o_blk + r * ldq, d.D);
-            cpu::softmax_grad_row(isa, ds_row, p_row, visible, dot, scale);
+            cpu::softmax_grad_row(isa, ds_row + first, p_row + first, visible - first, dot, scale);
+            std::memset(ds_row, 0, sizeof(float) * before);
             std::memset(ds_row + visible, 0, sizeof(float) * masked);
           }
           causal_keys_accumulate(isa, rows, base, d.D, p, nk, do_blk, ldq, dv_b, ldk);
