@@ -39,6 +39,10 @@ constexpr const char* kPendingOps[] = {
     "extract_ranges",
     "insert_ranges",
     "dropout_apply",
+    "quantize_blockwise",
+    "dequantize_blockwise",
+    "linear_forward_quantized",
+    "linear_backward_input_quantized",
 };
 
 int pending_kernel_count() { return static_cast<int>(std::size(kPendingOps)); }
@@ -95,6 +99,21 @@ void insert_ranges(ExecContext&, Tensor&, const Tensor&, int, const IndexRanges&
 }
 void dropout_apply(ExecContext&, Tensor&, const Tensor&, float, uint64_t, uint64_t, DropoutWindow) {
   pending("dropout_apply");
+}
+void quantize_blockwise(ExecContext&, Tensor&, Tensor&, const Tensor&, QuantCode, int64_t) {
+  pending("quantize_blockwise");
+}
+void dequantize_blockwise(ExecContext&, Tensor&, const Tensor&, const Tensor&, QuantCode, int64_t,
+                          int64_t) {
+  pending("dequantize_blockwise");
+}
+void linear_forward_quantized(ExecContext&, Tensor&, const Tensor&, const QuantizedWeight&,
+                              const Tensor&) {
+  pending("linear_forward_quantized");
+}
+void linear_backward_input_quantized(ExecContext&, Tensor&, const Tensor&, const QuantizedWeight&,
+                                     bool) {
+  pending("linear_backward_input_quantized");
 }
 
 }  // namespace braid::cuda
