@@ -96,7 +96,8 @@ TEST(Quantize, ErrorBoundsAndOddSizes) {
   for (const int64_t n : {1, 63, 65, 1000, 4097}) {
     Tensor x = random_tensor({n}, 100 + n, -1.0, 1.0);
     if (n > 64)
-      std::fill(x.f32() + 64, x.f32() + 128 < x.f32() + n ? x.f32() + 128 : x.f32() + n, 0.0f);
+      if (n > 64)
+        std::fill(x.f32() + 64, x.f32() + std::min<int64_t>(n, 128), 0.0f);  // a zero block
     for (const QuantCode code : {QuantCode::Nf4, QuantCode::Int8, QuantCode::Dynamic}) {
       const int64_t block = code == QuantCode::Dynamic ? 256 : 64;
       const Quantized qz = quantize(x, code, block);
@@ -108,9 +109,13 @@ TEST(Quantize, ErrorBoundsAndOddSizes) {
         const float am = qz.absmax.f32()[i / block];
         ASSERT_LE(std::fabs(y.f32()[i] - x.f32()[i]), half_gap * am + 1e-7)
             << "n " << n << " i " << i << " code " << static_cast<int>(code);
-        if (am == 0.0f) ASSERT_EQ(y.f32()[i], 0.0f);
+        if (am == 0.0f) {
+          ASSERT_EQ(y.f32()[i], 0.0f);
+        }
       }
-      if (n == 65) EXPECT_EQ(qz.absmax.f32()[1], std::fabs(x.f32()[64]));
+      if (n == 65) {
+        EXPECT_EQ(qz.absmax.f32()[1], std::fabs(x.f32()[64]));
+      }
     }
   }
 }
