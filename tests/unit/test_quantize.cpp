@@ -96,13 +96,13 @@ TEST(Quantize, ErrorBoundsAndOddSizes) {
   for (const int64_t n : {1, 63, 65, 1000, 4097}) {
     Tensor x = random_tensor({n}, 100 + n, -1.0, 1.0);
     if (n > 64)
-      if (n > 64)
+      if (n > 128)
         std::fill(x.f32() + 64, x.f32() + std::min<int64_t>(n, 128), 0.0f);  // a zero block
     for (const QuantCode code : {QuantCode::Nf4, QuantCode::Int8, QuantCode::Dynamic}) {
       const int64_t block = code == QuantCode::Dynamic ? 256 : 64;
       const Quantized qz = quantize(x, code, block);
       const Tensor y = dequantize(qz, n, code, block);
-      const double half_gap = code == QuantCode::Nf4    ? (1.0 - 0.7229568362236023) / 2
+      const double half_gap = code == QuantCode::Nf4    ? (1.0 - 0.6961928009986877) / 2
                               : code == QuantCode::Int8 ? 0.5 / 127
                                                         : 0.0071;
       for (int64_t i = 0; i < n; ++i) {
@@ -113,7 +113,7 @@ TEST(Quantize, ErrorBoundsAndOddSizes) {
           ASSERT_EQ(y.f32()[i], 0.0f);
         }
       }
-      if (n == 65) {
+      if (n == 65 && block == 64) {  // the tail block of one value has its own absmax
         EXPECT_EQ(qz.absmax.f32()[1], std::fabs(x.f32()[64]));
       }
     }
@@ -154,7 +154,8 @@ TEST(Quantize, DoubleQuantisedWeight) {
   EXPECT_GT(static_cast<double>(single.bytes()) / static_cast<double>(w.numel()), 0.5 + 0.06);
   Tensor y = Tensor::empty({256, 384});
   dequantize_weight(test_ctx(), y, dq);
-  for (int64_t i = 0; i < w.numel(); ++i) ASSERT_NEAR(y.f32()[i], w.f32()[i], 0.15 * 0.05) << i;
+  for (int64_t i = 0; i < w.numel(); ++i)
+    ASSERT_NEAR(y.f32()[i], w.f32()[i], 0.16 * 0.05) << i;  // half NF4 widest gap x absmax
 }
 
 class BitsandbytesReference : public ::testing::Test {
@@ -189,6 +190,26 @@ TEST_F(BitsandbytesReference, Nf4CodesAbsmaxAndDequantisation) {
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y.f32()[i], ref_y.f32()[i]) << i;
 }
 
+// Counts the values whose code differs from bitsandbytes' and checks that ours is never
+// further from the value than bitsandbytes' (bitsandbytes' C++ CPU 8-bit search is not an exact
+// nearest-code search: it maps 0 to code 131 (2.1e-5) instead of 127 (0), and near-ties can go
+// either way), so a difference is allowed only where braid's code is at least as close.
+int64_t codes_no_worse_than(const Tensor& x, const Tensor& q, const Tensor& absmax,
+                            const Tensor& ref_q, const Tensor& ref_absmax, int64_t block) {
+  const Tensor table = quant_code_table(QuantCode::Dynamic);
+  int64_t differ = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int a = q.data<uint8_t>()[i], b = ref_q.data<uint8_t>()[i];
+    if (a == b) continue;
+    ++differ;
+    const float am = absmax.f32()[i / block];
+    EXPECT_EQ(am, ref_absmax.f32()[i / block]);
+    const float s = x.f32()[i] / am;
+    EXPECT_LE(std::fabs(table.f32()[a] - s), std::fabs(table.f32()[b] - s) + 1e-7f) << i;
+  }
+  return differ;
+}
+
 TEST_F(BitsandbytesReference, DoubleQuantisationAndDynamic8Bit) {
   // The nested codes of absmax - offset (blocks of 256; three blocks, the last partial).
   const Tensor ref_a = f.get("nf4_absmax");
@@ -201,19 +222,17 @@ TEST_F(BitsandbytesReference, DoubleQuantisationAndDynamic8Bit) {
   const Tensor ref_n = f.get("nested_absmax"), ref_n2 = f.get("nested_absmax2");
   for (int64_t b = 0; b < ref_n2.numel(); ++b)
     ASSERT_EQ(nested.absmax.f32()[b], ref_n2.f32()[b]) << b;
-  int64_t wrong = 0;
-  for (int64_t b = 0; b < ref_n.numel(); ++b)
-    wrong += nested.q.data<uint8_t>()[b] != ref_n.data<uint8_t>()[b];
-  EXPECT_EQ(wrong, 0);
+  EXPECT_LE(codes_no_worse_than(centred, nested.q, nested.absmax, ref_n, ref_n2, 256), 3);
 
   const Tensor x = f.get("x");
   const Quantized d8 = quantize(x, QuantCode::Dynamic, 2048);
-  const Tensor ref_q8 = f.get("dyn8"), ref_y8 = f.get("dyn8_dequant");
-  wrong = 0;
-  for (int64_t i = 0; i < x.numel(); ++i)
-    wrong += d8.q.data<uint8_t>()[i] != ref_q8.data<uint8_t>()[i];
-  EXPECT_EQ(wrong, 0);
-  const Tensor y8 = dequantize(d8, x.numel(), QuantCode::Dynamic, 2048);
+  const Tensor ref_q8 = f.get("dyn8"), ref_a8 = f.get("dyn8_absmax"),
+               ref_y8 = f.get("dyn8_dequant");
+  // 64 of them are the zero block (bitsandbytes: code 131), the rest near-ties.
+  EXPECT_LE(codes_no_worse_than(x, d8.q, d8.absmax, ref_q8, ref_a8, 2048), x.numel() / 200);
+  // bitsandbytes' own dequantisation of its codes is code[q] * absmax, as ours.
+  Quantized theirs{ref_q8, ref_a8};
+  const Tensor y8 = dequantize(theirs, x.numel(), QuantCode::Dynamic, 2048);
   for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(y8.f32()[i], ref_y8.f32()[i]) << i;
 }
 
