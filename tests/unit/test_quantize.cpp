@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kernels/linear.h"
 #include "core/kernels/math/quantize.h"
 #include "core/kernels/quantize.h"
 #include "core/safetensors.h"
@@ -95,9 +96,8 @@ TEST(Quantize, RepresentableValuesRoundTripExactly) {
 TEST(Quantize, ErrorBoundsAndOddSizes) {
   for (const int64_t n : {1, 63, 65, 1000, 4097}) {
     Tensor x = random_tensor({n}, 100 + n, -1.0, 1.0);
-    if (n > 64)
-      if (n > 128)
-        std::fill(x.f32() + 64, x.f32() + std::min<int64_t>(n, 128), 0.0f);  // a zero block
+    if (n > 128)
+      std::fill(x.f32() + 64, x.f32() + std::min<int64_t>(n, 128), 0.0f);  // a zero block
     for (const QuantCode code : {QuantCode::Nf4, QuantCode::Int8, QuantCode::Dynamic}) {
       const int64_t block = code == QuantCode::Dynamic ? 256 : 64;
       const Quantized qz = quantize(x, code, block);
@@ -156,6 +156,34 @@ TEST(Quantize, DoubleQuantisedWeight) {
   dequantize_weight(test_ctx(), y, dq);
   for (int64_t i = 0; i < w.numel(); ++i)
     ASSERT_NEAR(y.f32()[i], w.f32()[i], 0.16 * 0.05) << i;  // half NF4 widest gap x absmax
+}
+
+// The quantised linear (several row tiles: 1000 inputs give 65 rows a tile) equals the plain
+// linear on the dequantised weight, forward and input gradient, f32 and bf16 activations.
+TEST(Quantize, QuantisedLinearEqualsDequantisedLinear) {
+  ExecContext& ctx = test_ctx();
+  const int64_t N = 5, IN = 1000, OUT = 300;
+  const Tensor w = random_tensor({OUT, IN}, 11, -0.1, 0.1), b = random_tensor({OUT}, 12);
+  const QuantizedWeight qw = quantize_weight(ctx, w, QuantCode::Nf4, 64, true);
+  Tensor wd = Tensor::empty({OUT, IN});
+  dequantize_weight(ctx, wd, qw);
+  const Tensor x = random_tensor({N, IN}, 13), dy = random_tensor({N, OUT}, 14);
+  Tensor y = Tensor::empty({N, OUT}), y_ref = Tensor::empty({N, OUT});
+  linear_forward_quantized(ctx, y, x, qw, b);
+  linear_forward(ctx, y_ref, x, wd, b);
+  for (int64_t i = 0; i < y.numel(); ++i) ASSERT_NEAR(y.f32()[i], y_ref.f32()[i], 1e-4) << i;
+  Tensor dx = Tensor::empty({N, IN}), dx_ref = Tensor::empty({N, IN});
+  linear_backward_input_quantized(ctx, dx, dy, qw);
+  linear_backward_input(ctx, dx_ref, dy, wd);
+  for (int64_t i = 0; i < dx.numel(); ++i) ASSERT_NEAR(dx.f32()[i], dx_ref.f32()[i], 1e-4) << i;
+  // bf16 activations: bf16 tiles into the bf16 GEMM, within bf16 rounding of the f32 result.
+  const Tensor xb = x.to(DType::BF16, MemCategory::Activations);
+  Tensor yb = Tensor::empty({N, OUT}, DType::BF16);
+  linear_forward_quantized(ctx, yb, xb, qw, b);
+  for (int64_t i = 0; i < yb.numel(); ++i)
+    ASSERT_NEAR(bf16_to_float(yb.data<bf16>()[i]), y_ref.f32()[i],
+                0.02 + 0.01 * std::fabs(y_ref.f32()[i]))
+        << i;
 }
 
 class BitsandbytesReference : public ::testing::Test {
