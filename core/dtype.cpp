@@ -11,6 +11,7 @@ size_t dtype_size(DType t) {
     case DType::BF16: return 2;
     case DType::F16: return 2;
     case DType::I32: return 4;
+    case DType::U8: return 1;
   }
   return 0;
 }
@@ -21,6 +22,7 @@ std::string_view dtype_name(DType t) {
     case DType::BF16: return "bf16";
     case DType::F16: return "f16";
     case DType::I32: return "i32";
+    case DType::U8: return "u8";
   }
   return "?";
 }
@@ -31,12 +33,13 @@ std::string_view dtype_safetensors(DType t) {
     case DType::BF16: return "BF16";
     case DType::F16: return "F16";
     case DType::I32: return "I32";
+    case DType::U8: return "U8";
   }
   return "?";
 }
 
 bool parse_dtype(std::string_view s, DType* out) {
-  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::I32}) {
+  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::I32, DType::U8}) {
     if (s == dtype_name(t) || s == dtype_safetensors(t)) {
       *out = t;
       return true;

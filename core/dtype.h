@@ -1,4 +1,4 @@
-// Element types (f32, bf16, f16, i32) and scalar conversions for the 16-bit floats.
+// Element types (f32, bf16, f16, i32, u8) and scalar conversions for the 16-bit floats.
 #pragma once
 
 #include <cstddef>
@@ -9,11 +9,12 @@
 
 namespace braid {
 
-enum class DType : uint8_t { F32, BF16, F16, I32 };
+// U8: raw bytes (quantised weights and optimizer states, core/kernels/quantize.h).
+enum class DType : uint8_t { F32, BF16, F16, I32, U8 };
 
 size_t dtype_size(DType t);
-std::string_view dtype_name(DType t);       // "f32", "bf16", "f16", "i32"
-std::string_view dtype_safetensors(DType t);  // "F32", "BF16", "F16", "I32"
+std::string_view dtype_name(DType t);         // "f32", "bf16", "f16", "i32", "u8"
+std::string_view dtype_safetensors(DType t);  // "F32", "BF16", "F16", "I32", "U8"
 // Parses either spelling above; returns false when unknown.
 bool parse_dtype(std::string_view s, DType* out);
 

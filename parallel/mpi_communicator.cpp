@@ -105,6 +105,8 @@ MPI_Datatype MpiCommunicator::mpi_type(DType t) const {
       return MPI_FLOAT;
     case DType::I32:
       return MPI_INT32_T;
+    case DType::U8:
+      return MPI_UINT8_T;
     case DType::BF16:
     case DType::F16:
       return MPI_UINT16_T;
@@ -117,6 +119,7 @@ MPI_Op MpiCommunicator::mpi_op(ReduceOp op, DType t) const {
   switch (t) {
     case DType::F32:
     case DType::I32:
+    case DType::U8:
       return max ? MPI_MAX : MPI_SUM;
     case DType::BF16:
       return max ? ops_->bf16_max : ops_->bf16_sum;
@@ -128,7 +131,8 @@ MPI_Op MpiCommunicator::mpi_op(ReduceOp op, DType t) const {
 
 std::function<void()> MpiCommunicator::avg_finisher(ReduceOp op, Tensor t) const {
   if (op != ReduceOp::Avg || size() == 1) return {};
-  BRAID_CHECK(t.dtype() != DType::I32, "avg on group '{}' is not defined for i32 tensors", name());
+  BRAID_CHECK(t.dtype() != DType::I32 && t.dtype() != DType::U8,
+              "avg on group '{}' is not defined for integer tensors", name());
   float d = static_cast<float>(size());
   return [t, d] {
     switch (t.dtype()) {
@@ -144,6 +148,7 @@ std::function<void()> MpiCommunicator::avg_finisher(ReduceOp op, Tensor t) const
         divide16<f16, f16_to_float, float_to_f16>(t.raw(), t.numel(), d);
         break;
       case DType::I32:
+      case DType::U8:
         break;
     }
   };

@@ -8,6 +8,7 @@
 #include "core/kernels/dropout.h"
 #include "core/kernels/elementwise.h"
 #include "core/kernels/linear.h"
+#include "core/models/quantized_linear.h"
 #include "core/random.h"
 
 namespace braid {
@@ -57,16 +58,16 @@ LoraLinear::LoraLinear(std::unique_ptr<Module> base, const LoraConfig& cfg)
     : Module(base->path()),
       lora_A(base->path() + ".lora_A.weight", Tensor()),
       lora_B(base->path() + ".lora_B.weight", Tensor()),
-      base_(*base),
-      base_weight_(linear_weight_of(*base)),
+      base_(base.get()),
       scale_(lora_scale(cfg)),
       dropout_(cfg.dropout),
       stream_(hash_string(base->path())) {
   BRAID_CHECK(cfg.rank > 0, "LoRA rank {}", cfg.rank);
-  const Tensor& w = base_weight_.value;  // (out, in), local to this rank
-  const Shape& g = base_weight_.global_shape;
-  lora_A.shard = lora_a_shard(base_weight_.shard);
-  lora_B.shard = lora_b_shard(base_weight_.shard);
+  const Parameter& base_weight = linear_weight_of(*base);
+  const Tensor& w = base_weight.value;  // (out, in), local to this rank
+  const Shape& g = base_weight.global_shape;
+  lora_A.shard = lora_a_shard(base_weight.shard);
+  lora_B.shard = lora_b_shard(base_weight.shard);
   lora_A.global_shape = {cfg.rank, g[1]};
   lora_B.global_shape = {g[0], cfg.rank};
   lora_A.value =
@@ -87,6 +88,23 @@ void LoraLinear::init(uint64_t seed) {
   lora_A.value.copy_from(lora_A.shard.sharded() ? extract_shard(full, lora_A.shard, tp_part_)
                                                 : full);
   lora_B.value.zero_();
+}
+
+void LoraLinear::quantize_base(ExecContext& ctx, BaseQuant kind, int64_t block, bool double_quant) {
+  if (kind == BaseQuant::None) return;
+  auto* linear = dynamic_cast<Linear*>(base_);
+  BRAID_CHECK(linear, "{}: the base is already quantised", path());
+  const QuantCode code = kind == BaseQuant::Nf4 ? QuantCode::Nf4 : QuantCode::Int8;
+  Module* quantized = nullptr;
+  replace([&](const Module& m) { return &m == base_; },
+          [&](std::unique_ptr<Module> old) -> std::unique_ptr<Module> {
+            auto q = std::make_unique<QuantizedLinear>(ctx, dynamic_cast<Linear&>(*old), code,
+                                                       block, double_quant);
+            quantized = q.get();
+            return q;  // `old` (and its full-precision weight) is destroyed here
+          });
+  BRAID_CHECK(quantized, "{}: no base to quantise", path());
+  base_ = quantized;
 }
 
 void LoraLinear::place(int part, std::unique_ptr<Module> rank_region,
@@ -139,7 +157,7 @@ Tensor LoraLinear::add_update(ExecContext& ctx, Tensor& y, const Tensor& xd, Mic
 
 Tensor LoraLinear::forward(const Tensor& x, MicroBatch& mb) {
   ExecContext& ctx = mb.ctx();
-  Tensor y = base_.forward(x, mb);  // base keeps x (frozen: only for its input gradient)
+  Tensor y = base_->forward(x, mb);  // base keeps x (frozen: only for its input gradient)
   Tensor t = add_update(ctx, y, dropped(ctx, x, mb.dropout_seed), &mb, nullptr);
   mb.push(x);  // the dropout mask is redrawn from the seed in backward
   mb.push(t);
@@ -147,7 +165,7 @@ Tensor LoraLinear::forward(const Tensor& x, MicroBatch& mb) {
 }
 
 Tensor LoraLinear::infer(const Tensor& x, InferState& st) {
-  Tensor y = base_.infer(x, st);
+  Tensor y = base_->infer(x, st);
   add_update(st.ctx, y, x, nullptr, &st);
   return y;
 }
@@ -163,7 +181,7 @@ Tensor LoraLinear::backward(const Tensor& dy, MicroBatch& mb) {
   scale_inplace(ctx, dt_rows, scale_);
   if (rank_region_) dt = rank_region_->backward(dt, mb);  // every position, as x has
   Tensor dt2 = as_rows(dt);
-  Tensor dx = base_.backward(dy, mb);
+  Tensor dx = base_->backward(dy, mb);
   // dx += dropout(dt A): the mask is the forward's, redrawn from the seed.
   Tensor dxd = empty_like(dx);
   Tensor dxd2 = as_rows(dxd);
@@ -213,6 +231,19 @@ int apply_lora(Transformer& model, const LoraConfig& cfg, uint64_t seed) {
   for (Parameter* p : model.parameters()) p->freeze();  // the base, before the adapters exist
   model.refresh_parameters();
   for (LoraLinear* l : wrapped) l->init(seed);
+  return n;
+}
+
+int quantize_lora_bases(ExecContext& ctx, Transformer& model, const LoraConfig& cfg) {
+  if (cfg.base_quant == BaseQuant::None) return 0;
+  int n = 0;
+  model.visit([&](Module& m) {
+    if (auto* l = dynamic_cast<LoraLinear*>(&m)) {
+      l->quantize_base(ctx, cfg.base_quant, cfg.quant_block_size, cfg.double_quant);
+      ++n;
+    }
+  });
+  model.refresh_parameters();
   return n;
 }
 

@@ -32,7 +32,10 @@ class LoraLinear final : public Module {
   Tensor infer(const Tensor& x, InferState& st) override;
   void own_parameters(std::vector<Parameter*>& out) override;
 
-  Module& base() const { return base_; }
+  Module& base() const { return *base_; }
+  // Replaces the Linear base by a QuantizedLinear (core/models/quantized_linear.h) holding its
+  // weight quantised; the full-precision weight is released. Before any placement.
+  void quantize_base(ExecContext& ctx, BaseQuant kind, int64_t block, bool double_quant);
   float scale() const { return scale_; }
   // A kaiming-uniform (a = sqrt(5), as torch.nn.Linear and PEFT: U(-1/sqrt(in), 1/sqrt(in)))
   // from (seed, A's name), B zero. Values depend only on the seed and the name; a split A
@@ -65,8 +68,7 @@ class LoraLinear final : public Module {
   Tensor add_update(ExecContext& ctx, Tensor& y, const Tensor& xd, MicroBatch* mb,
                     InferState* st) const;
 
-  Module& base_;
-  Parameter& base_weight_;
+  Module* base_;
   float scale_, dropout_;
   uint64_t stream_;  // the dropout stream: a hash of the path
   int tp_part_ = 0;  // which part of a split A this rank holds (init, dropout window)
@@ -86,5 +88,9 @@ ShardSpec lora_b_shard(const ShardSpec& base);
 // freezes everything else; refreshes the model's parameter list. Throws UserError when no
 // Linear matches. Returns how many Linears it wrapped.
 int apply_lora(Transformer& model, const LoraConfig& cfg, uint64_t seed);
+
+// The QLoRA pass, after apply_lora: every LoraLinear's base weight is quantised as
+// cfg.base_quant says (nothing for none). Returns how many bases it quantised.
+int quantize_lora_bases(ExecContext& ctx, Transformer& model, const LoraConfig& cfg);
 
 }  // namespace braid

@@ -1,12 +1,19 @@
 // LoraConfig: the `lora` section (low-rank adapters on a frozen base model).
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
 #include "core/config_fields.h"
 
 namespace braid {
+
+// How the frozen base weights of the targeted linears are stored (QLoRA: nf4).
+enum class BaseQuant { None, Int8, Nf4 };
+constexpr std::array<EnumName<BaseQuant>, 3> config_enum_names(BaseQuant) {
+  return {{{BaseQuant::None, "none"}, {BaseQuant::Int8, "int8"}, {BaseQuant::Nf4, "nf4"}}};
+}
 
 struct LoraConfig {
   int rank = 0;
@@ -15,6 +22,9 @@ struct LoraConfig {
   std::vector<std::string> targets = {"q", "v"};
   bool rslora = false;
   std::string init_from = "";
+  BaseQuant base_quant = BaseQuant::None;
+  int quant_block_size = 64;
+  bool double_quant = true;
 
   bool enabled() const { return rank > 0; }
 
@@ -35,12 +45,25 @@ struct LoraConfig {
       "Base model to start from: an HF directory (config.json + model.safetensors), a braid "
       "checkpoint or a run directory. Its shape replaces the model section. Empty: the model "
       "section's seeded init.");
+    v("base_quant", base_quant,
+      "How the targeted linears' frozen base weights are stored: none (the training precision), "
+      "int8 (absmax, 8 bits) or nf4 (QLoRA's 4-bit NormalFloat). Only the quantised weight is "
+      "kept; tiles are dequantised into the GEMM. Not yet with tensor parallelism.");
+    v("quant_block_size", quant_block_size,
+      "Values per absmax block of the quantised base (bitsandbytes: 64).");
+    v("double_quant", double_quant,
+      "Quantise the base's absmax values again (8-bit dynamic, blocks of 256, as QLoRA): "
+      "~0.127 instead of 0.5 bits per weight for the constants.");
   }
   void validate() const {
     if (rank < 0) config_error("rank", "rank is {}; expected >= 0 (0: LoRA off)", rank);
     if (!(alpha > 0.0f)) config_error("alpha", "alpha is {}; expected > 0", alpha);
     if (!(dropout >= 0.0f && dropout < 1.0f))
       config_error("dropout", "dropout is {}; expected 0 <= dropout < 1", dropout);
+    if (quant_block_size < 2 || quant_block_size % 2 != 0 || quant_block_size > 4096)
+      config_error("quant_block_size",
+                   "quant_block_size is {}; expected an even number from 2 to 4096 (e.g. 64)",
+                   quant_block_size);
     static const char* known[] = {"q",    "k",      "v",      "o",    "up",        "down",
                                   "gate", "c_attn", "c_proj", "c_fc", "all-linear"};
     if (rank > 0 && targets.empty())

@@ -55,9 +55,10 @@ struct TrainConfig {
       "frozen ones are converted once and keep no master; fp16 adds dynamic loss scaling).");
     loss_scale.visit(v);
     v("device", device,
-      "Where the run computes: auto (a GPU when this binary has the CUDA backend, every kernel "
-      "has a CUDA implementation and a GPU is visible, else the CPU; the log's first line says "
-      "which and why), cpu, or cuda (an error when there is no GPU or no CUDA backend).");
+      "Where the run computes: auto (a GPU when this binary has the CUDA backend and a GPU is "
+      "visible, unless the run needs an op without a CUDA kernel yet, such as a quantised "
+      "LoRA base; else the CPU; the log's first line says which and why), cpu, or cuda (an "
+      "error when there is no GPU or no CUDA backend).");
     v("tf32", tf32,
       "On a GPU, let fp32 GEMMs use TF32 tensor cores (10-bit mantissa inputs, fp32 "
       "accumulation): faster, not bit-comparable with the CPU. Ignored on the CPU.");

@@ -66,7 +66,8 @@ void dry_run(const RunConfig& cfg_in) {
     check_shard_vocab(shard, cfg.model.vocab_size);
   }
   // The device the run would use: on a GPU the measured column is the device allocator's.
-  const DeviceDecision device = choose_device(cfg.train.device, "train.device");
+  const DeviceDecision device = choose_device(cfg.train.device, "train.device",
+                                  cfg.lora.enabled() && cfg.lora.base_quant != BaseQuant::None);
   std::unique_ptr<ExecContext> ctx_owner =
       make_context(device.device, cfg.data.seed, cfg.train.tf32);
   ExecContext& ctx = *ctx_owner;

@@ -49,7 +49,7 @@ std::unique_ptr<ExecContext> make_cpu_context(uint64_t seed) {
   return std::make_unique<ExecContext>(std::move(o));
 }
 
-DeviceDecision choose_device(DeviceChoice choice, const char* key) {
+DeviceDecision choose_device(DeviceChoice choice, const char* key, bool needs_pending) {
   if (choice == DeviceChoice::Cpu) return {Device::cpu(), "cpu (" + std::string(key) + ": cpu)"};
   const int gpus = cuda::device_count();
   const int pending = cuda::pending_kernel_count();
@@ -59,11 +59,11 @@ DeviceDecision choose_device(DeviceChoice choice, const char* key) {
     return {Device::cuda(0), "cuda:0, " + cuda::device_props(0).str() + " (" + key + ": cuda)"};
   }
   if (gpus == 0) return {Device::cpu(), "cpu (auto: " + cuda::unavailable_reason() + ")"};
-  if (pending > 0)
-    return {Device::cpu(), fmt::format("cpu (auto: a GPU is visible, but {} kernels of this "
-                                       "build have no CUDA implementation yet; {}: cuda runs "
-                                       "until the first of them)",
-                                       pending, key)};
+  if (pending > 0 && needs_pending)
+    return {Device::cpu(), fmt::format("cpu (auto: a GPU is visible, but this run needs ops "
+                                       "without a CUDA kernel yet (braid --version lists how "
+                                       "many); {}: cuda stops at the first of them)",
+                                       key)};
   return {Device::cuda(0), "cuda:0, " + cuda::device_props(0).str() + " (auto: a GPU is visible)"};
 }
 

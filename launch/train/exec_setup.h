@@ -28,9 +28,10 @@ struct DeviceDecision {
   Device device;
   std::string reason;  // "cuda: NVIDIA H200 (sm_90, ...)", "cpu: no GPU is visible ..."
 };
-// auto: cuda:0 when the binary has the CUDA backend with every kernel and a GPU is visible,
-// else the CPU; cpu; cuda: cuda:0 or a UserError naming `key` and why there is none.
-DeviceDecision choose_device(DeviceChoice choice, const char* key);
+// auto: cuda:0 when the binary has the CUDA backend and a GPU is visible, unless the run
+// `needs_pending` ops that have no CUDA kernel yet (the QLoRA base), else the CPU; cpu; cuda:
+// cuda:0 or a UserError naming `key` and why there is none.
+DeviceDecision choose_device(DeviceChoice choice, const char* key, bool needs_pending = false);
 
 // A context on `device`: the CPU's as make_cpu_context, a GPU's with its own stream and
 // caching allocator (and TF32 for f32 GEMMs when `tf32`).

@@ -69,7 +69,8 @@ TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
 
   // One rank's execution context: allocator, profiler and GEMM plan (launch/train/exec_setup.h).
   // The device: train.device (auto picks a GPU where the build and the machine allow).
-  device_choice = choose_device(cfg.train.device, "train.device");
+  device_choice = choose_device(cfg.train.device, "train.device",
+                                  cfg.lora.enabled() && cfg.lora.base_quant != BaseQuant::None);
   ctx = make_context(device_choice.device, cfg.data.seed, cfg.train.tf32);
   // Weights in every layout come from whole tensors: run.init_from's before the split, a
   // resumed checkpoint's cut to each rank's part.

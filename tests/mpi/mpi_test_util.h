@@ -25,6 +25,8 @@ inline float read_elem(const Tensor& t, int64_t i) {
       return t.data<float>()[i];
     case DType::I32:
       return static_cast<float>(t.data<int32_t>()[i]);
+    case DType::U8:
+      return static_cast<float>(t.data<uint8_t>()[i]);
     case DType::BF16:
       return bf16_to_float(t.data<bf16>()[i]);
     case DType::F16:
@@ -40,6 +42,9 @@ inline void write_elem(const Tensor& t, int64_t i, float v) {
       break;
     case DType::I32:
       t.data<int32_t>()[i] = static_cast<int32_t>(v);
+      break;
+    case DType::U8:
+      t.data<uint8_t>()[i] = static_cast<uint8_t>(v);
       break;
     case DType::BF16:
       t.data<bf16>()[i] = float_to_bf16(v);
@@ -58,6 +63,7 @@ inline float round_to(DType t, float v) {
     case DType::F16:
       return f16_to_float(float_to_f16(v));
     case DType::I32:
+    case DType::U8:
       return std::trunc(v);
     case DType::F32:
       return v;

@@ -10,6 +10,7 @@
 #include "core/kernels/layernorm.h"
 #include "core/kernels/linear.h"
 #include "core/kernels/optimizer.h"
+#include "core/kernels/quantize.h"
 #include "core/kernels/rmsnorm.h"
 #include "core/kernels/rope.h"
 #include "core/kernels/seq_reorder.h"
@@ -80,5 +81,13 @@ void insert_ranges(ExecContext& ctx, Tensor& whole, const Tensor& part, int dim,
                    const IndexRanges& ranges);
 void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tensor& g,
                   const AdamWStep& s);
+void quantize_blockwise(ExecContext& ctx, Tensor& q, Tensor& absmax, const Tensor& x,
+                        QuantCode code, int64_t block);
+void dequantize_blockwise(ExecContext& ctx, Tensor& y, const Tensor& q, const Tensor& absmax,
+                          QuantCode code, int64_t block, int64_t begin);
+void linear_forward_quantized(ExecContext& ctx, Tensor& y, const Tensor& x,
+                              const QuantizedWeight& w, const Tensor& b);
+void linear_backward_input_quantized(ExecContext& ctx, Tensor& dx, const Tensor& dy,
+                                     const QuantizedWeight& w, bool accumulate);
 
 }  // namespace braid::cpu

@@ -13,6 +13,7 @@
 #include "core/kernels/layernorm.h"
 #include "core/kernels/linear.h"
 #include "core/kernels/optimizer.h"
+#include "core/kernels/quantize.h"
 #include "core/kernels/rmsnorm.h"
 #include "core/kernels/rope.h"
 #include "core/kernels/seq_reorder.h"
@@ -91,5 +92,13 @@ void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tenso
                   const AdamWStep& s);
 void dropout_apply(ExecContext& ctx, Tensor& y, const Tensor& x, float p, uint64_t seed,
                    uint64_t stream, DropoutWindow window);
+void quantize_blockwise(ExecContext& ctx, Tensor& q, Tensor& absmax, const Tensor& x,
+                        QuantCode code, int64_t block);
+void dequantize_blockwise(ExecContext& ctx, Tensor& y, const Tensor& q, const Tensor& absmax,
+                          QuantCode code, int64_t block, int64_t begin);
+void linear_forward_quantized(ExecContext& ctx, Tensor& y, const Tensor& x,
+                              const QuantizedWeight& w, const Tensor& b);
+void linear_backward_input_quantized(ExecContext& ctx, Tensor& dx, const Tensor& dy,
+                                     const QuantizedWeight& w, bool accumulate);
 
 }  // namespace braid::cuda

@@ -1,0 +1,34 @@
+// QuantizedLinear: a frozen Linear whose weight is held only block-wise quantised (QLoRA's base
+// layer, core/kernels/quantize.h). It owns no trainable parameter: the forward and the input
+// gradient dequantise tiles of the weight into the GEMM, and there is no weight gradient.
+#pragma once
+
+#include <memory>
+
+#include "core/kernels/quantize.h"
+#include "core/models/layers.h"
+
+namespace braid {
+
+class QuantizedLinear final : public Module {
+ public:
+  // Quantises `from`'s weight (f32 or bf16) and takes its bias; the full-precision weight goes
+  // with `from` (its storage is released when the Linear is destroyed).
+  QuantizedLinear(ExecContext& ctx, Linear& from, QuantCode code, int64_t block, bool double_quant);
+
+  Tensor forward(const Tensor& x, MicroBatch& mb) override;  // x: (..., in) -> (..., out)
+  Tensor backward(const Tensor& dy, MicroBatch& mb) override;
+  Tensor infer(const Tensor& x, InferState& st) override;
+  void own_parameters(std::vector<Parameter*>& out) override;
+
+  int64_t in_features() const { return weight.shape[1]; }
+  int64_t out_features() const { return weight.shape[0]; }
+
+  QuantizedWeight weight;           // (out, in), quantised
+  std::unique_ptr<Parameter> bias;  // frozen; null when the layer has none
+
+ private:
+  Tensor product(ExecContext& ctx, const Tensor& x) const;
+};
+
+}  // namespace braid
