@@ -11,6 +11,13 @@
 namespace braid::gpu_test {
 namespace {
 
+// The default RoPE with base frequency theta.
+RopeScaling rs(float theta) {
+  RopeScaling r;
+  r.theta = theta;
+  return r;
+}
+
 double atol(DType d) { return d == DType::F32 ? 1e-5 : atol_for(d); }
 double rtol(DType d) { return d == DType::F32 ? 1e-5 : rtol_for(d); }
 
@@ -34,13 +41,13 @@ TEST_P(GpuRope, ForwardAndBackwardMatchCpu) {
                            " pos=" + std::to_string(c.pos_offset);
     const Tensor x = random_host(c.shape, dt, 1, -2.0f, 2.0f);
     Tensor x_c = x.clone();
-    rope_forward(cpu(), x_c, c.pos_offset, c.theta);
+    rope_forward(cpu(), x_c, c.pos_offset, rs(c.theta));
     Tensor gx = up(x);
-    rope_forward(gpu(), gx, c.pos_offset, c.theta);
+    rope_forward(gpu(), gx, c.pos_offset, rs(c.theta));
     EXPECT_TRUE(close(gx, x_c, atol(dt), rtol(dt))) << "forward " << at;
 
-    rope_backward(cpu(), x_c, c.pos_offset, c.theta);
-    rope_backward(gpu(), gx, c.pos_offset, c.theta);
+    rope_backward(cpu(), x_c, c.pos_offset, rs(c.theta));
+    rope_backward(gpu(), gx, c.pos_offset, rs(c.theta));
     EXPECT_TRUE(close(gx, x_c, atol(dt), rtol(dt))) << "backward " << at;
     // The rotation is orthogonal: backward after forward gives x back (to rounding).
     EXPECT_TRUE(close(gx, x, 2 * atol(dt), 2 * rtol(dt))) << "round trip " << at;
@@ -49,10 +56,10 @@ TEST_P(GpuRope, ForwardAndBackwardMatchCpu) {
 
 TEST_P(GpuRope, RejectsWhatTheCpuRejects) {
   Tensor odd = up(random_host({1, 2, 1, 3}, GetParam(), 2));
-  EXPECT_THROW(rope_forward(gpu(), odd, 0, 10000.0f), std::runtime_error);
+  EXPECT_THROW(rope_forward(gpu(), odd, 0, rs(10000.0f)), std::runtime_error);
   Tensor x = up(random_host({1, 2, 1, 4}, GetParam(), 3));
-  EXPECT_THROW(rope_forward(gpu(), x, -1, 10000.0f), std::runtime_error);
-  EXPECT_THROW(rope_backward(gpu(), x, 0, 0.0f), std::runtime_error);
+  EXPECT_THROW(rope_forward(gpu(), x, -1, rs(10000.0f)), std::runtime_error);
+  EXPECT_THROW(rope_backward(gpu(), x, 0, rs(0.0f)), std::runtime_error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, GpuRope, ::testing::Values(DType::F32, DType::BF16, DType::F16),
