@@ -3,6 +3,7 @@
 
 #include "core/device_memory.h"
 #include "core/kernels/cpu/gemm_workspace.h"
+#include "core/stream_timeline.h"
 
 namespace braid {
 
@@ -24,6 +25,8 @@ ExecContext::ExecContext(ExecOptions o)
                      n, n - 1);
     cuda::set_device(device_.index);
     stream_.handle = cuda::stream_create();
+    // Kernel-group times measured on the stream, not as host launch time.
+    profiler_.use_device_timeline(std::make_unique<StreamTimeline>(stream_.handle));
   }
   if (!allocator_) {
     if (device_.is_cpu())

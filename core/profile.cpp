@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 
 namespace braid {
 
@@ -55,7 +56,40 @@ KernelTimes& KernelTimes::operator+=(const KernelTimes& other) {
   return *this;
 }
 
+Profiler::Profiler() = default;
+Profiler::~Profiler() = default;
+
+void Profiler::use_device_timeline(std::unique_ptr<DeviceTimeline> timeline) {
+  drain_timeline();
+  timeline_ = std::move(timeline);
+  mark_groups_.clear();
+}
+
+namespace {
+// Drain long before the marks (events) of a run that never reads its times pile up.
+constexpr size_t kMaxPendingMarks = 1 << 16;
+}  // namespace
+
+void Profiler::transition(int group_after) {
+  timeline_->mark();
+  mark_groups_.push_back(group_after);
+  if (mark_groups_.size() >= kMaxPendingMarks) drain_timeline();
+}
+
+void Profiler::drain_timeline() const {
+  if (!timeline_ || timeline_->pending() == 0) return;
+  const std::vector<double> gaps = timeline_->drain();
+  for (size_t i = 0; i < gaps.size() && i < mark_groups_.size(); ++i) {
+    const int g = mark_groups_[i];
+    if (g != kNone)
+      ns_[g].fetch_add(std::llround(gaps[i] * 1e9), std::memory_order_relaxed);
+  }
+  const int last = mark_groups_.empty() ? kNone : mark_groups_.back();
+  mark_groups_.assign(1, last);
+}
+
 KernelTimes Profiler::times() const {
+  drain_timeline();
   KernelTimes t;
   for (int i = 0; i < kKernelGroups; ++i)
     t.seconds[i] = 1e-9 * static_cast<double>(ns_[i].load(std::memory_order_relaxed));
@@ -68,8 +102,13 @@ KernelTimer::KernelTimer(Profiler& profiler, KernelGroup g, Nested nested)
   KernelTimer* current = profiler_.current_;
   if (omp_in_parallel() || (current && current->absorb_)) return;
   active_ = true;
-  start_ns_ = now_ns();
   parent_ = current;
+  if (profiler_.timeline_) {
+    profiler_.current_ = this;
+    profiler_.transition(static_cast<int>(group_));
+    return;
+  }
+  start_ns_ = now_ns();
   if (parent_)
     profiler_.ns_[static_cast<int>(parent_->group_)].fetch_add(start_ns_ - parent_->start_ns_,
                                                                std::memory_order_relaxed);
@@ -78,6 +117,11 @@ KernelTimer::KernelTimer(Profiler& profiler, KernelGroup g, Nested nested)
 
 KernelTimer::~KernelTimer() {
   if (!active_) return;
+  if (profiler_.timeline_) {
+    profiler_.current_ = parent_;
+    profiler_.transition(parent_ ? static_cast<int>(parent_->group_) : Profiler::kNone);
+    return;
+  }
   const int64_t end = now_ns();
   profiler_.ns_[static_cast<int>(group_)].fetch_add(end - start_ns_, std::memory_order_relaxed);
   profiler_.current_ = parent_;

@@ -34,6 +34,8 @@ void event_record(void*, void*) { absent(); }
 void stream_wait_event(void*, void*) { absent(); }
 bool event_query(void*) { absent(); }
 void event_synchronize(void*) { absent(); }
+void* timing_event_create() { absent(); }
+float event_elapsed_ms(void*, void*) { absent(); }
 void device_synchronize() { absent(); }
 void* malloc_device(size_t) { absent(); }
 void free_device(void*) {}

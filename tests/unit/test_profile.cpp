@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "core/profile.h"
 
@@ -83,6 +84,72 @@ TEST(Profile, ProfilersAreIndependent) {
   EXPECT_EQ(group(a.times(), KernelGroup::Attention), 0.0);
   EXPECT_GE(group(b.times(), KernelGroup::Attention), 0.010);
   EXPECT_EQ(group(b.times(), KernelGroup::Gemm), 0.0);
+}
+
+// A device timeline whose marks carry times the test sets, as a stream's events would.
+class FakeTimeline final : public DeviceTimeline {
+ public:
+  explicit FakeTimeline(double* clock) : clock_(clock) {}
+  void mark() override { marks_.push_back(*clock_); }
+  size_t pending() const override { return marks_.size(); }
+  std::vector<double> drain() override {
+    ++drains;
+    std::vector<double> gaps;
+    for (size_t i = 0; i + 1 < marks_.size(); ++i) gaps.push_back(marks_[i + 1] - marks_[i]);
+    if (!marks_.empty()) marks_.erase(marks_.begin(), marks_.end() - 1);
+    return gaps;
+  }
+  int drains = 0;
+
+ private:
+  double* clock_;
+  std::vector<double> marks_;
+};
+
+// With a device timeline, the split comes from the marks (device time), not the host clock:
+// the same exclusive nesting, measured between scope transitions.
+TEST(Profile, DeviceTimelineChargesTheGapsBetweenMarks) {
+  Profiler prof;
+  double clock = 100.0;  // "device" seconds; the host barely moves
+  auto timeline = std::make_unique<FakeTimeline>(&clock);
+  FakeTimeline* fake = timeline.get();
+  prof.use_device_timeline(std::move(timeline));
+  {
+    KernelTimer outer(prof, KernelGroup::Elementwise);  // mark at 100
+    clock += 1.0;
+    {
+      KernelTimer inner(prof, KernelGroup::Gemm);  // mark at 101
+      clock += 4.0;
+    }  // mark at 105: back to elementwise
+    clock += 2.0;
+  }  // mark at 107: no scope
+  clock += 50.0;  // outside any scope: charged to nobody
+  {
+    KernelTimer absorbing(prof, KernelGroup::LmHead, Nested::Absorb);  // mark at 157
+    KernelTimer nested(prof, KernelGroup::Gemm);                        // absorbed: no mark
+    clock += 8.0;
+  }  // mark at 165
+  const KernelTimes t = prof.times();
+  EXPECT_DOUBLE_EQ(group(t, KernelGroup::Elementwise), 3.0);
+  EXPECT_DOUBLE_EQ(group(t, KernelGroup::Gemm), 4.0);
+  EXPECT_DOUBLE_EQ(group(t, KernelGroup::LmHead), 8.0);
+  EXPECT_DOUBLE_EQ(t.total(), 15.0);
+  // Reading again drains nothing new; a scope open across a read is split at the read.
+  EXPECT_DOUBLE_EQ(prof.times().total(), 15.0);
+  {
+    KernelTimer a(prof, KernelGroup::Attention);
+    clock += 3.0;
+    {
+      KernelTimer b(prof, KernelGroup::Activation);
+      clock += 1.0;
+      EXPECT_DOUBLE_EQ(group(prof.times(), KernelGroup::Attention), 3.0);
+      clock += 1.0;
+    }
+  }
+  const KernelTimes u = prof.times();
+  EXPECT_DOUBLE_EQ(group(u, KernelGroup::Attention), 3.0);
+  EXPECT_DOUBLE_EQ(group(u, KernelGroup::Activation), 2.0);
+  EXPECT_GE(fake->drains, 3);
 }
 
 TEST(Profile, GroupNames) {

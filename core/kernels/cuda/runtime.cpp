@@ -110,6 +110,16 @@ bool event_query(void* event) {
   return true;
 }
 void event_synchronize(void* event) { CUDA_CHECK(cudaEventSynchronize(as_event(event))); }
+void* timing_event_create() {
+  cudaEvent_t e = nullptr;
+  CUDA_CHECK(cudaEventCreate(&e));
+  return e;
+}
+float event_elapsed_ms(void* start, void* end) {
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, as_event(start), as_event(end)));
+  return ms;
+}
 void device_synchronize() { CUDA_CHECK(cudaDeviceSynchronize()); }
 
 void* malloc_device(size_t bytes) {

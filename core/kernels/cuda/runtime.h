@@ -50,6 +50,9 @@ void event_record(void* event, void* stream);
 void stream_wait_event(void* stream, void* event);
 bool event_query(void* event);  // true when the work before it is done
 void event_synchronize(void* event);
+void* timing_event_create();  // timing enabled: for event_elapsed_ms
+// Milliseconds between two recorded timing events that have completed.
+float event_elapsed_ms(void* start, void* end);
 void device_synchronize();
 
 // Device memory: null when the device is out of memory (the caller reports; the sticky error
