@@ -7,25 +7,13 @@
 
 namespace braid {
 
-namespace {
-
-// The CUDA kernels have no sliding window yet.
-void check_cuda_window(const KernelArgs& args, const ExecContext& ctx, int64_t window) {
-  if (window != 0)
-    user_error("{} on {}: sliding_window {} has no CUDA kernel yet (0 only)", args.op(),
-               ctx.device().str(), window);
-}
-
-}  // namespace
-
 void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
                        const Tensor& v, int64_t window) {
   KernelArgs args(ctx, "attention_forward",
                   {{&out, "out"}, {&lse, "lse"}, {&q, "q"}, {&k, "k"}, {&v, "v"}});
   if (args.on_cpu()) return cpu::attention_forward(ctx, out, lse, q, k, v, window);
-  check_cuda_window(args, ctx, window);
 #if BRAID_WITH_CUDA
-  cuda::attention_forward(ctx, out, lse, q, k, v);
+  cuda::attention_forward(ctx, out, lse, q, k, v, window);
 #else
   args.cuda_absent<void>();
 #endif
@@ -46,9 +34,8 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
                    {&lse, "lse"}});
   if (args.on_cpu())
     return cpu::attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse, window);
-  check_cuda_window(args, ctx, window);
 #if BRAID_WITH_CUDA
-  cuda::attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse);
+  cuda::attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse, window);
 #else
   args.cuda_absent<void>();
 #endif

@@ -9,8 +9,6 @@ namespace braid {
 
 namespace {
 
-// The CUDA kernel takes a plain theta for now; the scaled types' frequencies (rope_freq.h)
-// are for it to share when it takes a RopeScaling.
 void run_rope(ExecContext& ctx, Tensor& x, int64_t pos_offset, const RopeScaling& rope,
               bool backward) {
   const char* op = backward ? "rope_backward" : "rope_forward";
@@ -18,13 +16,9 @@ void run_rope(ExecContext& ctx, Tensor& x, int64_t pos_offset, const RopeScaling
   if (args.on_cpu())
     return backward ? cpu::rope_backward(ctx, x, pos_offset, rope)
                     : cpu::rope_forward(ctx, x, pos_offset, rope);
-  if (rope.type != RopeType::Default)
-    user_error("{} on {}: rope_type {} has no CUDA kernel yet (default only)", op,
-               ctx.device().str(), enum_name(rope.type));
 #if BRAID_WITH_CUDA
-  const float theta = static_cast<float>(rope.theta);
-  backward ? cuda::rope_backward(ctx, x, pos_offset, theta)
-           : cuda::rope_forward(ctx, x, pos_offset, theta);
+  backward ? cuda::rope_backward(ctx, x, pos_offset, rope)
+           : cuda::rope_forward(ctx, x, pos_offset, rope);
 #else
   args.cuda_absent<void>();
 #endif

@@ -1,6 +1,6 @@
 // CUDA causal attention against its CPU twin: odd sequence lengths (1, 7, 129) and head
 // dimensions (1, 17, 64, 128, 160, 300), grouped-query heads, fewer query rows than keys (KV-cache
-// decoding), every float dtype; out, lse, dq, dk, dv all start as NaN.
+// decoding), sliding windows, every float dtype; out, lse, dq, dk, dv all start as NaN.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -14,14 +14,19 @@ namespace {
 
 struct AttnCase {
   int64_t B, Tq, Tk, Hq, Hkv, D;
+  int64_t window = 0;  // sliding window (0: none)
 };
 const AttnCase kCases[] = {
     {1, 1, 1, 1, 1, 1},    {2, 7, 7, 4, 2, 17},    {1, 129, 129, 2, 2, 64}, {1, 1, 33, 4, 1, 32},
     {2, 5, 40, 3, 3, 128}, {1, 65, 65, 4, 1, 160}, {1, 9, 9, 1, 1, 300},    {3, 33, 70, 2, 1, 40},
+    // Sliding windows: narrower than a 32-row tile, across tiles, with a KV cache, one key.
+    {2, 100, 100, 4, 2, 64, 5}, {1, 129, 129, 2, 1, 32, 40}, {1, 20, 90, 2, 2, 16, 33},
+    {1, 70, 70, 1, 1, 8, 1},
 };
 
 std::string name(const AttnCase& c) {
-  return fmt::format("B{} Tq{} Tk{} Hq{} Hkv{} D{}", c.B, c.Tq, c.Tk, c.Hq, c.Hkv, c.D);
+  return fmt::format("B{} Tq{} Tk{} Hq{} Hkv{} D{} window{}", c.B, c.Tq, c.Tk, c.Hq, c.Hkv, c.D,
+                     c.window);
 }
 
 // f32 storage: both sides compute in f32 and differ in summation order and exp; 16-bit outputs
@@ -40,18 +45,18 @@ TEST_P(GpuAttention, ForwardAndBackwardMatchCpu) {
            k = random_host(ks, dt, seed++, -2.0f, 2.0f);
     Tensor v = random_host(ks, dt, seed++), dout = random_host(qs, dt, seed++);
     Tensor out_c = Tensor::empty(qs, dt), lse_c = Tensor::empty(ls);
-    attention_forward(cpu(), out_c, lse_c, q, k, v);
+    attention_forward(cpu(), out_c, lse_c, q, k, v, c.window);
     Tensor gq = up(q), gk = up(k), gv = up(v);
     Tensor out = poisoned(qs, dt), lse = poisoned(ls, DType::F32);
-    attention_forward(gpu(), out, lse, gq, gk, gv);
+    attention_forward(gpu(), out, lse, gq, gk, gv, c.window);
     EXPECT_TRUE(close(out, out_c, atol(dt), rtol(dt))) << "out " << name(c);
     EXPECT_TRUE(close(lse, lse_c, 2e-5, 1e-5)) << "lse " << name(c);
 
     // The backward from the CPU's saved output and lse, so it is compared on its own.
     Tensor dq_c = Tensor::empty(qs, dt), dk_c = Tensor::empty(ks, dt), dv_c = Tensor::empty(ks, dt);
-    attention_backward(cpu(), dq_c, dk_c, dv_c, dout, q, k, v, out_c, lse_c);
+    attention_backward(cpu(), dq_c, dk_c, dv_c, dout, q, k, v, out_c, lse_c, c.window);
     Tensor dq = poisoned(qs, dt), dk = poisoned(ks, dt), dv = poisoned(ks, dt);
-    attention_backward(gpu(), dq, dk, dv, up(dout), gq, gk, gv, up(out_c), up(lse_c));
+    attention_backward(gpu(), dq, dk, dv, up(dout), gq, gk, gv, up(out_c), up(lse_c), c.window);
     EXPECT_TRUE(close(dq, dq_c, atol(dt), rtol(dt))) << "dq " << name(c);
     EXPECT_TRUE(close(dk, dk_c, atol(dt), rtol(dt))) << "dk " << name(c);
     EXPECT_TRUE(close(dv, dv_c, atol(dt), rtol(dt))) << "dv " << name(c);

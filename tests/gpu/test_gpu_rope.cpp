@@ -1,6 +1,6 @@
 // CUDA rotary position embedding against its CPU twin: the same double-precision cos/sin table
-// (core/kernels/math/rope.h), odd shapes, long positions, every float dtype, and backward
-// undoing forward. The op rotates x in place, so there is no output to poison.
+// (core/kernels/math/rope.h), odd shapes, long positions, the scaled rope types (linear, llama3,
+// yarn), every float dtype, and backward undoing forward. The op rotates x in place, so there is no output to poison.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -21,16 +21,43 @@ RopeScaling rs(float theta) {
 double atol(DType d) { return d == DType::F32 ? 1e-5 : atol_for(d); }
 double rtol(DType d) { return d == DType::F32 ? 1e-5 : rtol_for(d); }
 
+// The scaled rope types with the parameters their HF configs use.
+RopeScaling linear() {
+  RopeScaling r = rs(10000.0f);
+  r.type = RopeType::Linear;
+  r.factor = 4.0;
+  return r;
+}
+RopeScaling llama3() {
+  RopeScaling r = rs(500000.0f);
+  r.type = RopeType::Llama3;
+  r.factor = 8.0;
+  r.low_freq_factor = 1.0;
+  r.high_freq_factor = 4.0;
+  r.original_context = 8192;
+  return r;
+}
+RopeScaling yarn() {
+  RopeScaling r = rs(10000.0f);
+  r.type = RopeType::Yarn;
+  r.factor = 4.0;
+  r.original_context = 4096;
+  return r;
+}
+
 struct Case {
   Shape shape;  // (B, T, H, D)
   int64_t pos_offset;
-  float theta;
+  RopeScaling rope;
 };
-const Case kCases[] = {{{1, 1, 1, 2}, 0, 10000.0f},
-                       {{2, 31, 3, 64}, 0, 10000.0f},
-                       {{1, 257, 2, 130}, 100000, 500000.0f},
-                       {{3, 5, 1, 4098}, 7, 10000.0f},
-                       {{2, 17, 5, 6}, 123456789, 10000.0f}};
+const Case kCases[] = {{{1, 1, 1, 2}, 0, rs(10000.0f)},
+                       {{2, 31, 3, 64}, 0, rs(10000.0f)},
+                       {{1, 257, 2, 130}, 100000, rs(500000.0f)},
+                       {{3, 5, 1, 4098}, 7, rs(10000.0f)},
+                       {{2, 17, 5, 6}, 123456789, rs(10000.0f)},
+                       {{2, 33, 2, 64}, 5, linear()},
+                       {{1, 70, 3, 128}, 9000, llama3()},
+                       {{2, 40, 2, 96}, 3, yarn()}};
 
 class GpuRope : public GpuTest, public ::testing::WithParamInterface<DType> {};
 
@@ -38,19 +65,23 @@ TEST_P(GpuRope, ForwardAndBackwardMatchCpu) {
   const DType dt = GetParam();
   for (const Case& c : kCases) {
     const std::string at = "T=" + std::to_string(c.shape[1]) + " D=" + std::to_string(c.shape[3]) +
-                           " pos=" + std::to_string(c.pos_offset);
+                           " pos=" + std::to_string(c.pos_offset) + " " +
+                           std::string(enum_name(c.rope.type));
     const Tensor x = random_host(c.shape, dt, 1, -2.0f, 2.0f);
     Tensor x_c = x.clone();
-    rope_forward(cpu(), x_c, c.pos_offset, rs(c.theta));
+    rope_forward(cpu(), x_c, c.pos_offset, c.rope);
     Tensor gx = up(x);
-    rope_forward(gpu(), gx, c.pos_offset, rs(c.theta));
+    rope_forward(gpu(), gx, c.pos_offset, c.rope);
     EXPECT_TRUE(close(gx, x_c, atol(dt), rtol(dt))) << "forward " << at;
 
-    rope_backward(cpu(), x_c, c.pos_offset, rs(c.theta));
-    rope_backward(gpu(), gx, c.pos_offset, rs(c.theta));
+    rope_backward(cpu(), x_c, c.pos_offset, c.rope);
+    rope_backward(gpu(), gx, c.pos_offset, c.rope);
     EXPECT_TRUE(close(gx, x_c, atol(dt), rtol(dt))) << "backward " << at;
-    // The rotation is orthogonal: backward after forward gives x back (to rounding).
-    EXPECT_TRUE(close(gx, x, 2 * atol(dt), 2 * rtol(dt))) << "round trip " << at;
+    // The rotation is orthogonal: backward after forward gives x back (to rounding), but for
+    // yarn, whose cos and sin are scaled by its attention factor (squared by the round trip).
+    if (c.rope.type != RopeType::Yarn) {
+      EXPECT_TRUE(close(gx, x, 2 * atol(dt), 2 * rtol(dt))) << "round trip " << at;
+    }
   }
 }
 

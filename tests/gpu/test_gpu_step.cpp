@@ -1,4 +1,5 @@
-// A whole forward and backward on the GPU against the CPU: tiny GPT-2 and Llama models with the
+// A whole forward and backward on the GPU against the CPU: tiny GPT-2 and Llama models (and a
+// Llama with Mistral's sliding window, Qwen2's q/k/v biases and Llama 3.1's RoPE scaling) with the
 // same weights and batch, plain, with selective and full activation checkpointing, with LoRA,
 // and with bf16 weights; the loss and every parameter's gradient must agree.
 #include <gtest/gtest.h>
@@ -26,9 +27,19 @@ ModelConfig small(const std::string& family) {
   c.n_layer = 2;
   c.n_embd = 48;
   c.n_head = 4;
-  if (family == "llama") {
+  if (family != "gpt2") {
+    c.family = "llama";
     c.n_kv_head = 2;
     c.ffn_hidden = 80;
+  }
+  // Mistral/Qwen2-style: a sliding window shorter than the sequence, q/k/v biases, and the
+  // Llama 3.1 RoPE scaling.
+  if (family == "llama_window") {
+    c.sliding_window = 7;
+    c.qkv_bias = true;
+    c.rope_type = RopeType::Llama3;
+    c.rope_factor = 8.0f;
+    c.rope_original_context = 16;
   }
   c.init_std = 0.2f;
   c.seed = 11;
@@ -117,7 +128,7 @@ TEST_P(GpuStep, LossAndEveryGradientMatchTheCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(FamiliesAndModes, GpuStep,
-                         ::testing::Combine(::testing::Values("gpt2", "llama"),
+                         ::testing::Combine(::testing::Values("gpt2", "llama", "llama_window"),
                                             ::testing::Values(Mode::Plain, Mode::Selective,
                                                               Mode::Full, Mode::Lora, Mode::Bf16)),
                          [](const auto& info) {

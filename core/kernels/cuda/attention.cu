@@ -2,8 +2,8 @@
 //
 // Buffer contract: q, out, dout, dq (B, Tq, Hq, D); k, v, dk, dv (B, Tk, Hkv, D), one storage
 // dtype; lse and delta (B, Hq, Tq) f32. Query row i sits at absolute position Tk - Tq + i and
-// sees keys 0 ..= Tk - Tq + i; query head h reads kv head h / (Hq / Hkv). Scores are scaled by
-// 1/sqrt(D); all arithmetic is f32.
+// sees keys 0 ..= Tk - Tq + i, or with a sliding window w > 0 only the last w of them; query
+// head h reads kv head h / (Hq / Hkv). Scores are scaled by 1/sqrt(D); all arithmetic is f32.
 //
 // Shape of the kernels: a block holds W warps, each owning one row (a query row in the forward
 // and dq kernels, a key row in the dk/dv kernel) whose vectors live in shared memory. The block
@@ -30,8 +30,18 @@ struct Shape {
   int dc;  // columns per chunk, a multiple of 32
   int dp;  // D rounded up to a multiple of dc (the row vectors' length, zero past D)
   float scale;
+  int64_t window;  // 0: every earlier key; w > 0: the last w keys up to the row's position
   __host__ __device__ int64_t offset() const { return Tk - Tq; }
   __host__ __device__ int64_t group() const { return Hq / Hkv; }
+  // The first key query row i sees (its last is offset() + i).
+  __host__ __device__ int64_t first_key(int64_t i) const {
+    const int64_t lo = offset() + i - window + 1;
+    return window > 0 && lo > 0 ? lo : 0;
+  }
+  // The last query row that sees key j (its first is j - offset()).
+  __host__ __device__ int64_t last_query(int64_t j) const {
+    return window > 0 ? j - offset() + window - 1 : Tq - 1;
+  }
 };
 
 // Rows [t0, t0 + 32) and columns [c0, c0 + dc) of head h of x (B, T, H, D), batch b, into tile
@@ -112,16 +122,19 @@ __global__ void attn_fwd_kernel(T* out, float* lse, const T* q, const T* k, cons
   const int64_t i0 = tile * W, i = i0 + warp;
   const bool valid = i < s.Tq;
   const int64_t pos = s.offset() + i;  // the row's last visible key
+  const int64_t lo = s.first_key(i);   // and its first
   const int64_t last_row = (i0 + W < s.Tq ? i0 + W : s.Tq) - 1;
   const int64_t kend = s.offset() + last_row + 1;  // keys any row of the block sees
+  const int64_t kbegin = s.first_key(i0) / kTile * kTile;
   const int64_t q_off = ((b * s.Tq + i) * s.Hq + h) * s.D;
   if (valid) {
     load_row(q_row, q, q_off, s.D, s.dp, s.scale);
     for (int d = lane; d < s.dp; d += 32) o_acc[d] = 0.0f;
   }
   float m = -INFINITY, l = 0.0f;
-  for (int64_t kt0 = 0; kt0 < kend; kt0 += kTile) {
-    const bool active = valid && kt0 <= pos;  // the warp sees a key of this tile
+  for (int64_t kt0 = kbegin; kt0 < kend; kt0 += kTile) {
+    // the warp sees a key of this tile
+    const bool active = valid && kt0 <= pos && kt0 + kTile - 1 >= lo;
     float sc = 0.0f;
     for (int c = 0; c < nchunks; ++c) {
       __syncthreads();
@@ -133,7 +146,7 @@ __global__ void attn_fwd_kernel(T* out, float* lse, const T* q, const T* k, cons
     float p = 0.0f, alpha = 1.0f;
     int jn = 0;
     if (active) {
-      const bool vis = kt0 + lane <= pos;
+      const bool vis = kt0 + lane <= pos && kt0 + lane >= lo;
       const float sv = vis ? sc : -INFINITY;
       const float m_new = fmaxf(m, warp_max_all(sv));
       alpha = expf(m - m_new);  // 0 on the first tile, where m is -inf
@@ -197,8 +210,10 @@ __global__ void attn_bwd_dq_kernel(T* dq, const T* q, const T* k, const T* v, co
   const int64_t i0 = tile * W, i = i0 + warp;
   const bool valid = i < s.Tq;
   const int64_t pos = s.offset() + i;
+  const int64_t lo = s.first_key(i);
   const int64_t last_row = (i0 + W < s.Tq ? i0 + W : s.Tq) - 1;
   const int64_t kend = s.offset() + last_row + 1;
+  const int64_t kbegin = s.first_key(i0) / kTile * kTile;
   const int64_t q_off = ((b * s.Tq + i) * s.Hq + h) * s.D;
   float lse_i = 0.0f, delta_i = 0.0f;
   if (valid) {
@@ -208,8 +223,8 @@ __global__ void attn_bwd_dq_kernel(T* dq, const T* q, const T* k, const T* v, co
     lse_i = lse[(b * s.Hq + h) * s.Tq + i];
     delta_i = delta[(b * s.Hq + h) * s.Tq + i];
   }
-  for (int64_t kt0 = 0; kt0 < kend; kt0 += kTile) {
-    const bool active = valid && kt0 <= pos;
+  for (int64_t kt0 = kbegin; kt0 < kend; kt0 += kTile) {
+    const bool active = valid && kt0 <= pos && kt0 + kTile - 1 >= lo;
     float sc = 0.0f, dp = 0.0f;
     for (int c = 0; c < nchunks; ++c) {
       __syncthreads();
@@ -221,7 +236,7 @@ __global__ void attn_bwd_dq_kernel(T* dq, const T* q, const T* k, const T* v, co
         dp += dot(do_row + c * s.dc, v_tile + lane * ld, s.dc);
       }
     }
-    const bool vis = active && kt0 + lane <= pos;
+    const bool vis = active && kt0 + lane <= pos && kt0 + lane >= lo;
     const float ds = vis ? expf(sc - lse_i) * (dp - delta_i) * s.scale : 0.0f;
     const int jn = active ? static_cast<int>(pos - kt0 + 1 < kTile ? pos - kt0 + 1 : kTile) : 0;
     for (int c = nchunks - 1; c >= 0; --c) {  // the last chunk of k is already loaded
@@ -265,13 +280,16 @@ __global__ void attn_bwd_dkdv_kernel(T* dk, T* dv, const T* q, const T* k, const
     for (int d = lane; d < s.dp; d += 32) dk_acc[d] = dv_acc[d] = 0.0f;
   }
   const int64_t first_query = j - s.offset();  // the first query row that sees key j
+  const int64_t last_query = s.last_query(j);   // and the last
   const int64_t block_first = j0 - s.offset() > 0 ? j0 - s.offset() : 0;
+  const int64_t block_last = s.last_query(j0 + W - 1);
+  const int64_t qend = block_last + 1 < s.Tq ? block_last + 1 : s.Tq;
   for (int64_t h = kvh * s.group(); h < (kvh + 1) * s.group(); ++h) {
     const float* lse_h = lse + (b * s.Hq + h) * s.Tq;
     const float* delta_h = delta + (b * s.Hq + h) * s.Tq;
-    for (int64_t qt0 = block_first; qt0 < s.Tq; qt0 += kTile) {
+    for (int64_t qt0 = block_first; qt0 < qend; qt0 += kTile) {
       const int64_t i = qt0 + lane;
-      const bool active = valid && qt0 + kTile - 1 >= first_query;
+      const bool active = valid && qt0 + kTile - 1 >= first_query && qt0 <= last_query;
       float sc = 0.0f, dp = 0.0f;
       for (int c = 0; c < nchunks; ++c) {
         __syncthreads();
@@ -283,7 +301,7 @@ __global__ void attn_bwd_dkdv_kernel(T* dk, T* dv, const T* q, const T* k, const
           dp += dot(v_row + c * s.dc, do_tile + lane * ld, s.dc);
         }
       }
-      const bool vis = active && i < s.Tq && i >= first_query;
+      const bool vis = active && i < s.Tq && i >= first_query && i <= last_query;
       float p = 0.0f, ds = 0.0f;
       if (vis) {
         p = expf(sc * s.scale - lse_h[i]);
@@ -335,7 +353,8 @@ Launch plan(int64_t D, int vectors) {
 }
 
 Shape shape_of(const AttnDims& d, const Launch& l) {
-  return {d.B, d.Tq, d.Tk, d.Hq, d.Hkv, d.D, l.dc, l.dp, 1.0f / sqrtf(static_cast<float>(d.D))};
+  return {d.B,  d.Tq, d.Tk, d.Hq, d.Hkv, d.D, l.dc, l.dp, 1.0f / sqrtf(static_cast<float>(d.D)),
+          d.window};
 }
 
 }  // namespace

@@ -15,6 +15,7 @@ constexpr int64_t kAttentionMaxHeadDim = 2048;
 // Tq <= Tk, Hq a multiple of Hkv (core/kernels/attention.h has the contract).
 struct AttnDims {
   int64_t B, Tq, Tk, Hq, Hkv, D;
+  int64_t window = 0;  // sliding window: 0 none, w > 0 the last w keys (attention.h)
 };
 
 void launch_attention_forward(void* stream, void* out, float* lse, const void* q, const void* k,

@@ -1,4 +1,5 @@
-// CUDA causal attention with grouped-query heads (core/kernels/attention.h): argument checks,
+// CUDA causal attention with grouped-query heads and an optional sliding window
+// (core/kernels/attention.h): argument checks,
 // then the flash-style kernels of attention.cu on the context's stream. q, k, v, out and the
 // gradients share one dtype on the kernels' path; a call mixing dtypes runs on f32 copies.
 #include <cuda_runtime.h>
@@ -43,6 +44,11 @@ void check_lse(const Tensor& lse, const AttnDims& d, const char* op) {
   check_shape(lse, {d.B, d.Hq, d.Tq}, "lse");
 }
 
+int64_t check_window(const char* op, int64_t window) {
+  BRAID_CHECK(window >= 0, "{}: sliding window {} is negative", op, window);
+  return window;
+}
+
 bool same_dtype(std::initializer_list<const Tensor*> ts) {
   const DType first = (*ts.begin())->dtype();
   for (const Tensor* t : ts)
@@ -54,17 +60,18 @@ bool same_dtype(std::initializer_list<const Tensor*> ts) {
 }  // namespace
 
 void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
-                       const Tensor& v) {
+                       const Tensor& v, int64_t window) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Attention);
   const char* op = "attention_forward";
-  const AttnDims d = check_qkv(op, q, k, v);
+  AttnDims d = check_qkv(op, q, k, v);
+  d.window = check_window(op, window);
   check_float(out, op, "out");
   check_shape(out, q.shape(), "out");
   check_lse(lse, d, op);
   if (!same_dtype({&out, &q, &k, &v})) {
     F32Staging s(ctx);
     Tensor out32 = s.out(out);
-    cuda::attention_forward(ctx, out32, lse, s.in(q), s.in(k), s.in(v));
+    cuda::attention_forward(ctx, out32, lse, s.in(q), s.in(k), s.in(v), window);
     return s.finish();
   }
   if (out.numel() == 0) return;
@@ -75,10 +82,11 @@ void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor&
 
 void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                        const Tensor& lse) {
+                        const Tensor& lse, int64_t window) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Attention);
   const char* op = "attention_backward";
-  const AttnDims d = check_qkv(op, q, k, v);
+  AttnDims d = check_qkv(op, q, k, v);
+  d.window = check_window(op, window);
   for (auto [t, name] : {std::pair<const Tensor*, const char*>{&dq, "dq"},
                          {&dk, "dk"},
                          {&dv, "dv"},
@@ -95,7 +103,7 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
     F32Staging s(ctx);
     Tensor dq32 = s.out(dq), dk32 = s.out(dk), dv32 = s.out(dv);
     cuda::attention_backward(ctx, dq32, dk32, dv32, s.in(dout), s.in(q), s.in(k), s.in(v),
-                             s.in(out), lse);
+                             s.in(out), lse, window);
     return s.finish();
   }
   if (dq.numel() == 0) {  // no queries: nothing flows back to the keys and values

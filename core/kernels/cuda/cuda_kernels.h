@@ -33,10 +33,10 @@ void swiglu_forward(ExecContext& ctx, Tensor& y, const Tensor& gate, const Tenso
 void swiglu_backward(ExecContext& ctx, Tensor& dgate, Tensor& dup, const Tensor& dy,
                      const Tensor& gate, const Tensor& up);
 void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
-                       const Tensor& v);
+                       const Tensor& v, int64_t window);
 void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                        const Tensor& lse);
+                        const Tensor& lse, int64_t window);
 void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw,
                            const Tensor& x, const Tensor& w, const Tensor& targets,
                            float grad_scale);
@@ -80,8 +80,8 @@ void rmsnorm_forward(ExecContext& ctx, Tensor& y, Tensor& rstd, const Tensor& x,
                      float eps);
 void rmsnorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, const Tensor& dy, const Tensor& x,
                       const Tensor& w, const Tensor& rstd);
-void rope_forward(ExecContext& ctx, Tensor& x, int64_t pos_offset, float theta);
-void rope_backward(ExecContext& ctx, Tensor& dx, int64_t pos_offset, float theta);
+void rope_forward(ExecContext& ctx, Tensor& x, int64_t pos_offset, const RopeScaling& rope);
+void rope_backward(ExecContext& ctx, Tensor& dx, int64_t pos_offset, const RopeScaling& rope);
 void seq_to_blocks(ExecContext& ctx, Tensor& blocks, const Tensor& seq, int n);
 void blocks_to_seq(ExecContext& ctx, Tensor& seq, const Tensor& blocks, int n);
 void extract_ranges(ExecContext& ctx, Tensor& part, const Tensor& whole, int dim,

@@ -2,8 +2,9 @@
 //
 // Buffers: x (B, T, H, D) row-major, f32/bf16/f16, rotated in place (f32 arithmetic, rounded to
 // nearest even on store); table (T, 2, D/2) f32 workspace. As on the CPU, the cos/sin table is
-// computed once per call in double (core/kernels/math/rope.h) and rounded to float, then shared
-// by every batch row and head; the backward is the rotation by the negated angle.
+// computed once per call in double from the pair frequencies of the rope type (computed on the
+// host by the CPU's own code, core/kernels/rope_freq.h) and rounded to float, then shared by
+// every batch row and head; the backward is the rotation by the negated angle.
 #include "core/kernels/cuda/any_dtype.cuh"
 #include "core/kernels/cuda/rope.h"
 #include "core/kernels/math/rope.h"
@@ -12,17 +13,16 @@ namespace braid::cuda {
 
 namespace {
 
-__global__ void rope_table_kernel(float* table, int64_t T, int64_t D, int64_t pos_offset,
-                                  double theta, float sign) {
-  const int64_t half = D / 2;
+__global__ void rope_table_kernel(float* table, const double* freq, int64_t T, int64_t half,
+                                  int64_t pos_offset, double scale, float sign) {
   for (int64_t j = global_thread(); j < T * half; j += grid_threads()) {
     const int64_t t = j / half, i = j % half;
-    const double angle = static_cast<double>(pos_offset + t) * math::rope_freq(i, D, theta);
+    const double angle = static_cast<double>(pos_offset + t) * freq[i];
     double s, c;
     sincos(angle, &s, &c);
     float* cs = table + t * 2 * half;
-    cs[i] = static_cast<float>(c);
-    cs[half + i] = sign * static_cast<float>(s);
+    cs[i] = static_cast<float>(scale * c);
+    cs[half + i] = sign * static_cast<float>(scale * s);
   }
 }
 
@@ -45,12 +45,12 @@ constexpr int kThreads = 256;
 
 }  // namespace
 
-void launch_rope_table(void* stream, float* table, int64_t T, int64_t D, int64_t pos_offset,
-                       float theta, float sign) {
+void launch_rope_table(void* stream, float* table, const double* freq, int64_t T, int64_t D,
+                       int64_t pos_offset, double scale, float sign) {
   const int64_t n = T * (D / 2);
   if (n == 0) return;
   rope_table_kernel<<<grid_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
-      table, T, D, pos_offset, static_cast<double>(theta), sign);
+      table, freq, T, D / 2, pos_offset, scale, sign);
 }
 
 void launch_rope_rotate(void* stream, void* x, int tx, const float* table, int64_t B, int64_t T,

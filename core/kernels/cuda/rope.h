@@ -7,10 +7,11 @@
 
 namespace braid::cuda {
 
-// table (T, 2, D/2) f32: per position pos_offset + t, cos then sign * sin of the angle of each
-// pair (computed in double, rounded once).
-void launch_rope_table(void* stream, float* table, int64_t T, int64_t D, int64_t pos_offset,
-                       float theta, float sign);
+// table (T, 2, D/2) f32: per position p = pos_offset + t, scale * cos then sign * scale * sin of
+// the angle p * freq[i] of each pair (freq: D/2 doubles in device memory; computed in double,
+// rounded once).
+void launch_rope_table(void* stream, float* table, const double* freq, int64_t T, int64_t D,
+                       int64_t pos_offset, double scale, float sign);
 // Rotates every (i, i + D/2) pair of x by the table's angle of its position t.
 void launch_rope_rotate(void* stream, void* x, int tx, const float* table, int64_t B, int64_t T,
                         int64_t H, int64_t D);
