@@ -21,27 +21,13 @@ RopeScaling rs(float theta) {
 double atol(DType d) { return d == DType::F32 ? 1e-5 : atol_for(d); }
 double rtol(DType d) { return d == DType::F32 ? 1e-5 : rtol_for(d); }
 
-// The scaled rope types with the parameters their HF configs use.
-RopeScaling linear() {
-  RopeScaling r = rs(10000.0f);
-  r.type = RopeType::Linear;
-  r.factor = 4.0;
-  return r;
-}
-RopeScaling llama3() {
-  RopeScaling r = rs(500000.0f);
-  r.type = RopeType::Llama3;
-  r.factor = 8.0;
-  r.low_freq_factor = 1.0;
-  r.high_freq_factor = 4.0;
-  r.original_context = 8192;
-  return r;
-}
-RopeScaling yarn() {
-  RopeScaling r = rs(10000.0f);
-  r.type = RopeType::Yarn;
-  r.factor = 4.0;
-  r.original_context = 4096;
+// A scaled rope type with the parameters its HF configs use (llama3: low 1, high 4; yarn:
+// beta_fast 32, beta_slow 1, the defaults).
+RopeScaling scaled(RopeType type, float theta, double factor, int64_t original) {
+  RopeScaling r = rs(theta);
+  r.type = type;
+  r.factor = factor;
+  r.original_context = original;
   return r;
 }
 
@@ -55,9 +41,9 @@ const Case kCases[] = {{{1, 1, 1, 2}, 0, rs(10000.0f)},
                        {{1, 257, 2, 130}, 100000, rs(500000.0f)},
                        {{3, 5, 1, 4098}, 7, rs(10000.0f)},
                        {{2, 17, 5, 6}, 123456789, rs(10000.0f)},
-                       {{2, 33, 2, 64}, 5, linear()},
-                       {{1, 70, 3, 128}, 9000, llama3()},
-                       {{2, 40, 2, 96}, 3, yarn()}};
+                       {{2, 33, 2, 64}, 5, scaled(RopeType::Linear, 10000.0f, 4.0, 0)},
+                       {{1, 70, 3, 128}, 9000, scaled(RopeType::Llama3, 500000.0f, 8.0, 8192)},
+                       {{2, 40, 2, 96}, 3, scaled(RopeType::Yarn, 10000.0f, 4.0, 4096)}};
 
 class GpuRope : public GpuTest, public ::testing::WithParamInterface<DType> {};
 
