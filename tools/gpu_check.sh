@@ -7,8 +7,8 @@
 #
 #   bash tools/gpu_check.sh --prepare   here, on a machine with the -dev packages: collects what
 #                                       a bare GPU machine lacks into .gpu_deps/ (fmt and
-#                                       nlohmann_json headers, libcrypto, GoogleTest's sources;
-#                                       about 10 MiB) and dry-runs the build and the run as the
+#                                       nlohmann_json headers, libcrypto, GoogleTest's sources,
+#                                       the cuDNN frontend's headers; about 13 MiB) and dry-runs the build and the run as the
 #                                       GPU machine would, without a GPU (the tests skip)
 #   bash tools/gpu_check.sh [OUTDIR]    on the GPU machine (carry .gpu_deps): the check itself;
 #                                       logs and the table go to OUTDIR (default $OUT or
@@ -25,6 +25,12 @@ prepare() {
   cp -L /usr/lib/x86_64-linux-gnu/libcrypto.so.3 "$deps/lib/"
   ln -s libcrypto.so.3 "$deps/lib/libcrypto.so"
   cp -r /usr/src/googletest "$deps/googletest"
+  # The cuDNN frontend's headers (tools/setup.sh fetched them): cuDNN attention on the GPU.
+  if [ -f "$here/.deps/cudnn-frontend/include/cudnn_frontend.h" ]; then
+    cp -r "$here/.deps/cudnn-frontend" "$deps/cudnn-frontend"
+  else
+    echo "gpu_check: no .deps/cudnn-frontend (run tools/setup.sh): the check runs without cuDNN attention"
+  fi
   grep -qx '/.gpu_deps/' "$here/.git/info/exclude" 2>/dev/null ||
     echo '/.gpu_deps/' >>"$here/.git/info/exclude"
   echo "gpu_check: .gpu_deps/ is $(du -sh "$deps" | cut -f1); dry run without a GPU:"
@@ -62,7 +68,8 @@ PY
   cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBRAID_CORE_ONLY=ON \
     -DBRAID_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=${GPU_ARCH:-90-real}" \
     "-DCMAKE_PREFIX_PATH=$deps" "-DOPENSSL_ROOT_DIR=$deps" "-DBRAID_GTEST_SOURCE=$deps/googletest" \
-    "-DBRAID_CUDA_LIB_DIRS=$libdirs" "${dry_args[@]}" >"$out/configure.log" 2>&1 ||
+    "-DBRAID_CUDA_LIB_DIRS=$libdirs" "-DBRAID_CUDNN_FRONTEND_DIR=$deps/cudnn-frontend/include" \
+    "${dry_args[@]}" >"$out/configure.log" 2>&1 ||
     { tail -30 "$out/configure.log"; return 1; }
   cmake --build "$build" -j "${JOBS:-$(nproc)}" --target braid_gpu_tests bench_gpu \
     >"$out/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$out/build.log" | head -40; return 1; }
@@ -94,6 +101,7 @@ PY
       echo "| GPU tests | skipped: $(tail -1 "$out/tests.log") |"
     else
       echo "| GPU tests | exit $rc: $passed passed, $failed failed, $skipped skipped ($((tests_done - built)) s) |"
+      echo "| attention | $(grep -m1 'cuDNN attention not available' "$out/tests.log" || echo 'cuDNN fused attention where it takes the case') |"
     fi
     echo
     cat "$out/bench.md"

@@ -23,6 +23,34 @@ if [ ${#missing[@]} -gt 0 ]; then
   "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# cuDNN attention for the CUDA backend: the cuDNN frontend's headers come from PyPI's
+# nvidia-cudnn-frontend wheel (headers only are used; nothing is installed into Python). Without
+# them (no nvcc, no network) the backend builds with braid's own attention kernel.
+cudnn_fe=$here/.deps/cudnn-frontend
+cudnn_fe_version=1.32.0
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+  if [ ! -f "$cudnn_fe/include/cudnn_frontend.h" ] || [ "$(cat "$cudnn_fe/VERSION" 2>/dev/null)" != "$cudnn_fe_version" ]; then
+    tmp=$(mktemp -d)
+    if python3 -m pip download --quiet --no-deps --only-binary=:all: \
+         "nvidia-cudnn-frontend==$cudnn_fe_version" -d "$tmp" >/dev/null 2>&1; then
+      rm -rf "$cudnn_fe" && mkdir -p "$cudnn_fe"
+      python3 - "$tmp" "$cudnn_fe" <<'PY'
+import glob, sys, zipfile
+wheel = glob.glob(sys.argv[1] + "/*.whl")[0]
+with zipfile.ZipFile(wheel) as z:
+    for n in z.namelist():
+        if n.startswith("include/"):
+            z.extract(n, sys.argv[2])
+PY
+      echo "$cudnn_fe_version" > "$cudnn_fe/VERSION"
+      echo "braid setup: cuDNN frontend $cudnn_fe_version headers in $cudnn_fe"
+    else
+      echo "braid setup: could not download nvidia-cudnn-frontend; the CUDA backend uses braid's own attention kernel"
+    fi
+    rm -rf "$tmp"
+  fi
+fi
+
 jobs=$(nproc)
 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${BRAID_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build" -j "$jobs"

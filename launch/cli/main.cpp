@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/kernels/cuda/cuda_kernels.h"
+#include "core/kernels/cuda/cudnn_attention.h"
 #include "core/kernels/cuda/runtime.h"
 #include "launch/calibrate/calibrate.h"
 #include "launch/cli/commands.h"
@@ -76,6 +77,9 @@ int main(int argc, char** argv) {
       return v + "CUDA backend: no (built without the CUDA toolkit or with BRAID_CUDA=OFF)";
     v += "CUDA backend: yes (CUDA runtime " + b.runtime + ", " + b.libraries + "; architectures " +
          b.archs + ")";
+#if BRAID_WITH_CUDA
+    v += "\n  attention: " + braid::cuda::cudnn_status();
+#endif
     const int pending = braid::cuda::pending_kernel_count();
     if (pending > 0) v += "\n  " + std::to_string(pending) + " ops have no CUDA kernel yet";
     return v;

@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 #include "core/kernels/attention.h"
+#include "core/kernels/cuda/cudnn_attention.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace braid::gpu_test {
@@ -17,10 +19,18 @@ struct AttnCase {
   int64_t window = 0;  // sliding window (0: none)
 };
 const AttnCase kCases[] = {
-    {1, 1, 1, 1, 1, 1},    {2, 7, 7, 4, 2, 17},    {1, 129, 129, 2, 2, 64}, {1, 1, 33, 4, 1, 32},
-    {2, 5, 40, 3, 3, 128}, {1, 65, 65, 4, 1, 160}, {1, 9, 9, 1, 1, 300},    {3, 33, 70, 2, 1, 40},
+    {1, 1, 1, 1, 1, 1},
+    {2, 7, 7, 4, 2, 17},
+    {1, 129, 129, 2, 2, 64},
+    {1, 1, 33, 4, 1, 32},
+    {2, 5, 40, 3, 3, 128},
+    {1, 65, 65, 4, 1, 160},
+    {1, 9, 9, 1, 1, 300},
+    {3, 33, 70, 2, 1, 40},
     // Sliding windows: narrower than a 32-row tile, across tiles, with a KV cache, one key.
-    {2, 100, 100, 4, 2, 64, 5}, {1, 129, 129, 2, 1, 32, 40}, {1, 20, 90, 2, 2, 16, 33},
+    {2, 100, 100, 4, 2, 64, 5},
+    {1, 129, 129, 2, 1, 32, 40},
+    {1, 20, 90, 2, 2, 16, 33},
     {1, 70, 70, 1, 1, 8, 1},
 };
 
@@ -34,13 +44,15 @@ std::string name(const AttnCase& c) {
 double atol(DType d) { return d == DType::F32 ? 2e-5 : atol_for(d); }
 double rtol(DType d) { return d == DType::F32 ? 1e-4 : rtol_for(d); }
 
-class GpuAttention : public GpuTest, public ::testing::WithParamInterface<DType> {};
-
-TEST_P(GpuAttention, ForwardAndBackwardMatchCpu) {
-  const DType dt = GetParam();
-  uint64_t seed = 1;
-  for (const AttnCase& c : kCases) {
+class GpuAttention : public GpuTest, public ::testing::WithParamInterface<DType> {
+ protected:
+  // One case on the GPU against the CPU. cuDNN's kernel rounds the probabilities to the 16-bit
+  // type before multiplying them by v (braid's keeps them in f32), so its tolerance is 4x wider.
+  void check_case(const AttnCase& c, DType dt, uint64_t& seed, bool cudnn) {
     const Shape qs{c.B, c.Tq, c.Hq, c.D}, ks{c.B, c.Tk, c.Hkv, c.D}, ls{c.B, c.Hq, c.Tq};
+    const double widen = cudnn ? 4.0 : 1.0, lse_tol = cudnn ? 1e-3 : 2e-5;
+    const double at = atol(dt) * widen, rt = rtol(dt) * widen;
+    const std::string what = name(c) + (cudnn ? " (cuDNN allowed)" : " (braid's kernel)");
     Tensor q = random_host(qs, dt, seed++, -2.0f, 2.0f),
            k = random_host(ks, dt, seed++, -2.0f, 2.0f);
     Tensor v = random_host(ks, dt, seed++), dout = random_host(qs, dt, seed++);
@@ -49,18 +61,36 @@ TEST_P(GpuAttention, ForwardAndBackwardMatchCpu) {
     Tensor gq = up(q), gk = up(k), gv = up(v);
     Tensor out = poisoned(qs, dt), lse = poisoned(ls, DType::F32);
     attention_forward(gpu(), out, lse, gq, gk, gv, c.window);
-    EXPECT_TRUE(close(out, out_c, atol(dt), rtol(dt))) << "out " << name(c);
-    EXPECT_TRUE(close(lse, lse_c, 2e-5, 1e-5)) << "lse " << name(c);
+    EXPECT_TRUE(close(out, out_c, at, rt)) << "out " << what;
+    EXPECT_TRUE(close(lse, lse_c, lse_tol, lse_tol)) << "lse " << what;
 
     // The backward from the CPU's saved output and lse, so it is compared on its own.
     Tensor dq_c = Tensor::empty(qs, dt), dk_c = Tensor::empty(ks, dt), dv_c = Tensor::empty(ks, dt);
     attention_backward(cpu(), dq_c, dk_c, dv_c, dout, q, k, v, out_c, lse_c, c.window);
     Tensor dq = poisoned(qs, dt), dk = poisoned(ks, dt), dv = poisoned(ks, dt);
     attention_backward(gpu(), dq, dk, dv, up(dout), gq, gk, gv, up(out_c), up(lse_c), c.window);
-    EXPECT_TRUE(close(dq, dq_c, atol(dt), rtol(dt))) << "dq " << name(c);
-    EXPECT_TRUE(close(dk, dk_c, atol(dt), rtol(dt))) << "dk " << name(c);
-    EXPECT_TRUE(close(dv, dv_c, atol(dt), rtol(dt))) << "dv " << name(c);
+    EXPECT_TRUE(close(dq, dq_c, at, rt)) << "dq " << what;
+    EXPECT_TRUE(close(dk, dk_c, at, rt)) << "dk " << what;
+    EXPECT_TRUE(close(dv, dv_c, at, rt)) << "dv " << what;
   }
+};
+
+TEST_P(GpuAttention, ForwardAndBackwardMatchCpu) {
+  const DType dt = GetParam();
+  uint64_t seed = 1;
+  // braid's kernel on every case, then (16-bit) with cuDNN allowed: it takes the cases it
+  // supports (head dims that are multiples of 8, no window) and the rest fall back.
+  cuda::set_cudnn_attention(gpu(), false);
+  for (const AttnCase& c : kCases) check_case(c, dt, seed, false);
+  cuda::set_cudnn_attention(gpu(), true);
+  if (dt == DType::F32) return;
+  const int64_t before = cuda::cudnn_attention_calls(gpu());
+  for (const AttnCase& c : kCases) check_case(c, dt, seed, true);
+  const std::string status = cuda::cudnn_status();
+  if (status.rfind("cuDNN fused", 0) == 0)
+    EXPECT_GT(cuda::cudnn_attention_calls(gpu()), before) << "cuDNN took no case: " << status;
+  else
+    std::printf("cuDNN attention not available: %s\n", status.c_str());
 }
 
 // No query rows: nothing flows back, dk and dv are zero.

@@ -1,6 +1,7 @@
 // CUDA causal attention with grouped-query heads and an optional sliding window
 // (core/kernels/attention.h): argument checks,
-// then the flash-style kernels of attention.cu on the context's stream. q, k, v, out and the
+// then cuDNN's fused attention where it takes the case (cudnn_attention.h), else the flash-style
+// kernels of attention.cu, on the context's stream. q, k, v, out and the
 // gradients share one dtype on the kernels' path; a call mixing dtypes runs on f32 copies.
 #include <cuda_runtime.h>
 
@@ -10,6 +11,7 @@
 
 #include "core/kernels/cuda/attention.h"
 #include "core/kernels/cuda/cuda_kernels.h"
+#include "core/kernels/cuda/cudnn_attention.h"
 #include "core/kernels/cuda/f32_staging.h"
 #include "core/kernels/cuda/ops_util.h"
 #include "core/profile.h"
@@ -75,6 +77,7 @@ void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor&
     return s.finish();
   }
   if (out.numel() == 0) return;
+  if (cudnn_attention_forward(ctx, out, lse, q, k, v, window)) return;
   launch_attention_forward(stream_of(ctx), out.raw(), lse.f32(), q.raw(), k.raw(), v.raw(), code(q),
                            d);
   check_launch(op);
@@ -111,6 +114,7 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
     cuda::zero(ctx, dv);
     return;
   }
+  if (cudnn_attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse, window)) return;
   // delta (B, Hq, Tq): dout . out per query row, the softmax backward's row term.
   Tensor delta = ctx.empty({d.B, d.Hq, d.Tq}, DType::F32, MemCategory::Workspace);
   launch_attention_backward(stream_of(ctx), dq.raw(), dk.raw(), dv.raw(), delta.f32(), dout.raw(),

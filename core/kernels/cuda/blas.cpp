@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 #include "core/kernels/cuda/cuda_kernels.h"
 #include "core/kernels/cuda/cuda_state.h"
@@ -80,12 +82,15 @@ void destroy(GemmPlanCache& p) {
 }  // namespace
 
 CudaState::CudaState(ExecContext& ctx) {
+  const char* cudnn_env = std::getenv("BRAID_CUDNN_ATTENTION");
+  cudnn_attention = !(cudnn_env && std::string(cudnn_env) == "0");
   CUBLAS_CHECK(cublasLtCreate(&lt));
   workspace = ctx.empty({static_cast<int64_t>(kWorkspaceBytes / sizeof(int32_t))}, DType::I32,
                         MemCategory::Workspace);
 }
 
 CudaState::~CudaState() {
+  cudnn.reset();  // its graphs' workspace comes from the context's allocator too
   for (auto& [k, p] : plans) destroy(p);
   if (lt) cublasLtDestroy(lt);
 }

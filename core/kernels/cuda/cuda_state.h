@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <tuple>
 
 #include "core/context.h"
@@ -34,6 +35,12 @@ struct GemmPlanCache {
   cublasLtMatmulAlgo_t algo{};
 };
 
+// cuDNN's per-context state (handle, graphs by shape), defined by cudnn/attention_cudnn.cpp.
+class CudnnCache {
+ public:
+  virtual ~CudnnCache() = default;
+};
+
 class CudaState final : public BackendState {
  public:
   explicit CudaState(ExecContext& ctx);
@@ -42,6 +49,11 @@ class CudaState final : public BackendState {
   Tensor workspace;  // cuBLASLt's scratch, from the context's allocator
   std::map<GemmKey, GemmPlanCache> plans;
   bool allow_tf32 = false;
+  // Attention through cuDNN where it takes the case (cudnn_attention.h); BRAID_CUDNN_ATTENTION=0
+  // in the environment starts it off.
+  bool cudnn_attention = true;
+  int64_t cudnn_attention_calls = 0;
+  std::unique_ptr<CudnnCache> cudnn;  // made on first use
 };
 
 CudaState& state_of(ExecContext& ctx);
