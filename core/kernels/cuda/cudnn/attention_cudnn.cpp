@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <exception>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -191,11 +192,21 @@ const Graph* usable(ExecContext& ctx, bool backward, const Tensor& q, const Tens
       q.dim(3) % 8 != 0)
     return nullptr;
   if (!library().error.empty()) return nullptr;
-  Cache& c = cache_of(ctx);
-  if (!c.handle) return nullptr;
   const Key key{backward, q.dim(0), q.dim(1), k.dim(1), q.dim(2), k.dim(2), q.dim(3), dt};
-  const Graph& g = graph_for(ctx, c, key);
-  return g.graph ? &g : nullptr;
+  try {
+    Cache& c = cache_of(ctx);
+    if (!c.handle) return nullptr;
+    const Graph& g = graph_for(ctx, c, key);
+    return g.graph ? &g : nullptr;
+  } catch (const std::exception&) {
+    // The frontend throws where a library it opens at run time is missing (libcudart's
+    // symbols, say): cuDNN does not take the case, and does not get asked again.
+    if (Cache* c = static_cast<Cache*>(st.cudnn.get()))
+      c->graphs[key] = Graph{};
+    else
+      st.cudnn_attention = false;  // not even a handle: braid's kernel from now on
+    return nullptr;
+  }
 }
 
 void run(ExecContext& ctx, const Graph& g, std::unordered_map<int64_t, void*>& pack,
