@@ -123,8 +123,32 @@ status=0
 same() {
   if cmp -s "$2" "$3"; then echo "same $1"; else echo "DIFFERENT $1"; status=1; fi
 }
-# manifest FILE OUT: the manifest without the run directory's path and the resolved config text.
-manifest() { grep -v '"config_yaml"' "$1" | sed "s|$2|OUT|g"; }
+# same_manifest OLD NEW OLD_OUT NEW_OUT: the two manifests agree but for the run directory's path,
+# the resolved config text, and keys only NEW has (settings added since OLD, at values that
+# change nothing: the losses and tensor bytes are compared on their own). Prints the added keys.
+same_manifest() {
+  python3 - "$@" <<'PY'
+import json, sys
+old_f, new_f, old_out, new_out = sys.argv[1:5]
+def load(f, out):
+    return json.loads(open(f).read().replace(out, "OUT"))
+old, new = load(old_f, old_out), load(new_f, new_out)
+added = []
+def strip(o, n, path):
+    if isinstance(o, dict) and isinstance(n, dict):
+        o.pop("config_yaml", None); n.pop("config_yaml", None)
+        for k in list(n):
+            if k not in o:
+                added.append(path + k); del n[k]
+            else:
+                strip(o[k], n[k], path + k + ".")
+    elif isinstance(o, list) and isinstance(n, list) and len(o) == len(n):
+        for a, b in zip(o, n): strip(a, b, path)
+strip(old, new, "")
+if added: print("    keys only the new binary writes: " + ", ".join(sorted(set(added))))
+sys.exit(0 if old == new else 1)
+PY
+}
 compare_run() {  # compare_run OLD_RUN_DIR NEW_RUN_DIR NAME
   local o=$1 n=$2 r=$3
   if cmp -s <(losses "$o") <(losses "$n"); then
@@ -138,7 +162,7 @@ compare_run() {  # compare_run OLD_RUN_DIR NEW_RUN_DIR NAME
     rel=${f#"$o"/}
     count=$((count + 1))
     if [ "${f##*.}" = json ]; then
-      cmp -s <(manifest "$f" "$(dirname "$o")") <(manifest "$n/$rel" "$(dirname "$n")") \
+      same_manifest "$f" "$n/$rel" "$(dirname "$o")" "$(dirname "$n")" | sort -u | head -1 \
         || { echo "  differs: $rel"; bad=1; }
     else
       cmp -s "$f" "$n/$rel" || { echo "  differs: $rel"; bad=1; }
