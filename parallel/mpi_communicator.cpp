@@ -12,18 +12,6 @@
 
 namespace braid {
 
-const char* reduce_op_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum:
-      return "sum";
-    case ReduceOp::Avg:
-      return "avg";
-    case ReduceOp::Max:
-      return "max";
-  }
-  return "?";
-}
-
 namespace {
 
 std::string tensor_desc(const Tensor& t) {

@@ -37,6 +37,21 @@ void ParallelConfig::validate() const {
                  virtual_stages, schedule);
 }
 
+CommBackend resolve_comm_backend(CommBackend choice, bool on_gpu, bool nccl_built) {
+  if (choice == CommBackend::Mpi) return CommBackend::Mpi;
+  if (choice == CommBackend::Auto)
+    return on_gpu && nccl_built ? CommBackend::Nccl : CommBackend::Mpi;
+  if (!on_gpu)
+    config_error("backend",
+                 "backend is nccl but the run computes on the CPU (train.device); NCCL moves GPU "
+                 "memory only: set train.device: cuda, or parallel.backend: mpi or auto");
+  if (!nccl_built)
+    config_error("backend",
+                 "backend is nccl but this braid binary was built without NCCL; set "
+                 "parallel.backend: mpi or auto, or rebuild with CUDA and NCCL installed");
+  return CommBackend::Nccl;
+}
+
 DType ParallelConfig::allreduce_dtype_value() const {
   DType t = DType::F32;
   parse_dtype(allreduce_dtype, &t);

@@ -2,6 +2,7 @@
 // schedule.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,10 +12,22 @@
 
 namespace braid {
 
+// Which library carries the communication: auto picks NCCL when the run computes on a GPU
+// (train.device resolves to cuda) and MPI otherwise.
+enum class CommBackend { Auto, Mpi, Nccl };
+constexpr std::array<EnumName<CommBackend>, 3> config_enum_names(CommBackend) {
+  return {{{CommBackend::Auto, "auto"}, {CommBackend::Mpi, "mpi"}, {CommBackend::Nccl, "nccl"}}};
+}
+// The backend a run uses: `choice` resolved for a run computing on a GPU (on_gpu) or the CPU.
+// Throws ConfigError (key "backend") for nccl on a CPU run, or a binary built without NCCL
+// (nccl_built false).
+CommBackend resolve_comm_backend(CommBackend choice, bool on_gpu, bool nccl_built);
+
 struct ParallelConfig {
   std::optional<int> dp;  // empty (auto): world size / (tp * pp)
   int tp = 1;
   int pp = 1;
+  CommBackend backend = CommBackend::Auto;
   double timeout_s = 300.0;
   double init_timeout_s = 120.0;
   double bucket_mb = 25.0;
@@ -35,6 +48,9 @@ struct ParallelConfig {
     v("tp", tp,
       "Tensor-parallel degree (ranks ordered tp fastest, so a TP group stays on one node).");
     v("pp", pp, "Pipeline-parallel degree (number of stages).");
+    v("backend", backend,
+      "Communication library: auto (NCCL when the run computes on a GPU, MPI otherwise), mpi "
+      "(host memory) or nccl (GPU memory; needs train.device cuda and a build with NCCL).");
     v("timeout_s", timeout_s,
       "A collective, send or receive not finished after this many seconds ends the whole job with "
       "a message naming the operation, group and ranks.");

@@ -79,6 +79,11 @@ PY
   local rc=0
   "$build/tests/braid_gpu_tests" --gtest_brief=1 >"$out/tests.log" 2>&1 || rc=$?
   local tests_done=$SECONDS
+  # The 1-rank NCCL communicator on its own (every collective and dtype against known results;
+  # skipped where the build found no NCCL).
+  local nccl_rc=0
+  "$build/tests/braid_gpu_tests" --gtest_filter='GpuNccl*:GpuTest.Nccl*' >"$out/nccl.log" 2>&1 ||
+    nccl_rc=$?
   : >"$out/bench.md"
   if [ $rc -ne 77 ]; then
     "$build/bench_gpu" --model gpt2-124m --batch 16 --seq 1024 >>"$out/bench.md" 2>&1 || true
@@ -101,6 +106,7 @@ PY
       echo "| GPU tests | skipped: $(tail -1 "$out/tests.log") |"
     else
       echo "| GPU tests | exit $rc: $passed passed, $failed failed, $skipped skipped ($((tests_done - built)) s) |"
+      echo "| NCCL 1-rank | exit $nccl_rc: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/nccl.log" | tr '\n' ' ' | sed 's/\[ *//g; s/ *\]//g') |"
       echo "| attention | $(grep -m1 'cuDNN attention not available' "$out/tests.log" || echo 'cuDNN fused attention where it takes the case') |"
     fi
     echo

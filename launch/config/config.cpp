@@ -214,6 +214,11 @@ void validate_located(const RunConfig& cfg, const Origins& origins, const std::s
   SectionValidator v{origins, source};
   copy.visit_sections(v);
   // Rules that involve two sections.
+  if (cfg.parallel.backend == CommBackend::Nccl && cfg.train.device == DeviceChoice::Cpu)
+    throw_located("parallel.backend",
+                  "backend is nccl but train.device is cpu; NCCL moves GPU memory only: set "
+                  "train.device: cuda (or auto), or parallel.backend: mpi or auto",
+                  origins, source);
   if (cfg.data.seq_len > cfg.model.context_length) {
     auto ctx = origins.find("model.context_length");
     throw_located("data.seq_len",

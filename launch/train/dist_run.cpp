@@ -3,6 +3,7 @@
 
 #include "launch/train/trainer.h"
 #include "parallel/launch_info.h"
+#include "parallel/nccl_communicator.h"
 
 namespace braid {
 
@@ -22,6 +23,19 @@ void run_train(const RunConfig& cfg, const std::string& config_path, const Fault
     d.faults = faults;
     train(cfg, config_path, d);
     return;
+  }
+  // parallel.backend: nccl is checked here (a CPU run, a binary without NCCL); the training
+  // loop's collectives run over MPI on host memory.
+  if (pc.backend == CommBackend::Nccl) {
+    try {
+      resolve_comm_backend(pc.backend, cfg.train.device != DeviceChoice::Cpu, nccl_built());
+    } catch (const ConfigError& e) {
+      throw ConfigError("parallel." + e.key(), "parallel." + std::string(e.what()));
+    }
+    user_error(
+        "parallel.backend: nccl: multi-rank training over NCCL is not available in this version "
+        "(the NCCL communicator exists, the training loop does not use it yet); set "
+        "parallel.backend: mpi or auto");
   }
   WorldOptions wo;
   wo.timeout_s = pc.timeout_s;

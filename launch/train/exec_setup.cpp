@@ -1,11 +1,15 @@
 // ExecContext construction from the environment.
 #include "launch/train/exec_setup.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <string>
 
 #include "core/kernels/cuda/cuda_kernels.h"
 #include "core/kernels/cuda/runtime.h"
+#include "parallel/gpu_placement.h"
+#include "parallel/launch_info.h"
 
 namespace braid {
 
@@ -65,6 +69,29 @@ DeviceDecision choose_device(DeviceChoice choice, const char* key, bool needs_pe
                                        "many); {}: cuda stops at the first of them)",
                                        key)};
   return {Device::cuda(0), "cuda:0, " + cuda::device_props(0).str() + " (auto: a GPU is visible)"};
+}
+
+DeviceDecision place_rank_gpu(const DeviceDecision& d, Communicator& world) {
+  if (d.device.is_cpu()) return d;
+  const LaunchInfo li = launch_info_from_env();
+  GpuPlacementInput in;
+  in.world_rank = world.rank();
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  in.hostname = host;
+  if (li.source == "openmpi" || li.source == "slurm") {
+    in.local_rank = li.local_rank;
+    in.local_size = li.local_world_size;
+  } else {
+    in.hostnames = all_gather_hostnames(world, in.hostname);
+  }
+  in.visible_gpus = cuda::device_count();
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) in.cuda_visible_devices = v;
+  const GpuPlacement p = place_gpu(in);
+  const cuda::DeviceProps props = cuda::device_props(p.device);
+  return {Device::cuda(p.device),
+          fmt::format("cuda:{}, {} (UUID {}, PCI {}; {})", p.device, props.str(), props.uuid,
+                      props.pci_bus, p.how)};
 }
 
 std::unique_ptr<ExecContext> make_context(Device device, uint64_t seed, bool tf32) {

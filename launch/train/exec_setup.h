@@ -8,6 +8,7 @@
 
 #include "core/context.h"
 #include "core/device_choice.h"
+#include "parallel/communicator.h"
 
 namespace braid {
 
@@ -32,6 +33,12 @@ struct DeviceDecision {
 // `needs_pending` ops that have no CUDA kernel yet (the QLoRA base), else the CPU; cpu; cuda:
 // cuda:0 or a UserError naming `key` and why there is none.
 DeviceDecision choose_device(DeviceChoice choice, const char* key, bool needs_pending = false);
+
+// Several ranks on GPUs: this rank's GPU from its local rank among the visible GPUs
+// (parallel/gpu_placement.h; a host-name all-gather over `world` when the launcher gives no
+// local rank), a UserError when the node has fewer GPUs than ranks. The reason names the GPU
+// (name, UUID, PCI bus) and how it was chosen. Collective over `world` when it all-gathers.
+DeviceDecision place_rank_gpu(const DeviceDecision& d, Communicator& world);
 
 // A context on `device`: the CPU's as make_cpu_context, a GPU's with its own stream and
 // caching allocator (and TF32 for f32 GEMMs when `tf32`).

@@ -71,6 +71,8 @@ TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
   // The device: train.device (auto picks a GPU where the build and the machine allow).
   device_choice = choose_device(cfg.train.device, "train.device",
                                   cfg.lora.enabled() && cfg.lora.base_quant != BaseQuant::None);
+  // Several ranks: each on the GPU of its local rank, named in its layout line.
+  if (dims.world_size() > 1) device_choice = place_rank_gpu(device_choice, dims.world());
   ctx = make_context(device_choice.device, cfg.data.seed, cfg.train.tf32);
   // Weights in every layout come from whole tensors: run.init_from's before the split, a
   // resumed checkpoint's cut to each rank's part.
@@ -90,7 +92,8 @@ TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
       fmt::format("rank {} of {} ({}), coordinates dp {} tp {} pp {}, ZeRO {}, {} "
                   "parameters held",
                   dims.rank(), layout.ranks, dims.str(), dims.coord().dp, model->tp_rank(),
-                  model->stage(), layout.zero, model->local_numel()));
+                  model->stage(), layout.zero, model->local_numel()) +
+      (device_choice.device.is_cpu() ? std::string() : ", on " + device_choice.reason));
   stop.emplace();
   if (ck) {
     resume(*ck);

@@ -31,4 +31,7 @@ expect_fail "train.device: cuda, but" "$BRAID" train cfg.yaml --set run.name=gpu
 expect_fail "--device: cuda, but" "$BRAID" eval runs/dev --device cuda
 expect_fail "--device: cuda, but" "$BRAID" generate runs/dev --device cuda --tokens 3
 expect_fail "train.device" "$BRAID" train cfg.yaml --set run.name=bad --set train.device=gpu
+expect_fail "backend is nccl but train.device is cpu" "$BRAID" train cfg.yaml --set run.name=nccl \
+  --set train.device=cpu --set parallel.backend=nccl
+expect_fail "parallel.backend" "$BRAID" train cfg.yaml --set run.name=bad --set parallel.backend=gloo
 echo "device selection ok"

@@ -1,0 +1,246 @@
+// NcclCommunicator: NCCL collectives on a communication stream, ordered by CommStreams.
+#include "parallel/nccl_communicator.h"
+
+#include <nccl.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+
+#include "core/error.h"
+#include "core/kernels/cuda/runtime.h"
+#include "parallel/comm_streams.h"
+
+namespace braid {
+
+bool nccl_built() { return true; }
+
+namespace {
+
+std::string tensor_desc(const Tensor& t) {
+  return fmt::format("{}[{}]", dtype_name(t.dtype()), t.numel());
+}
+
+ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::F32:
+      return ncclFloat32;
+    case DType::BF16:
+      return ncclBfloat16;
+    case DType::F16:
+      return ncclFloat16;
+    case DType::I32:
+      return ncclInt32;
+    default:
+      break;
+  }
+  throw Error(fmt::format("NCCL: element type {} is not supported (f32, bf16, f16, i32)",
+                          dtype_name(t)));
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return ncclSum;
+    case ReduceOp::Avg:
+      return ncclAvg;
+    case ReduceOp::Max:
+      return ncclMax;
+  }
+  return ncclSum;
+}
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(ncclComm_t comm, std::vector<int> world_ranks, int rank,
+                   const NcclCommOptions& o)
+      : Communicator(o.name, std::move(world_ranks), rank, o.timeout_s),
+        comm_(comm),
+        world_rank_(o.world_rank),
+        fatal_(o.fatal),
+        comm_stream_(cuda::stream_create()),
+        streams_(cuda_stream_ops(), o.compute_stream, comm_stream_,
+                 [this](const std::string& what, double waited_s) { check(what, waited_s); }),
+        scratch_(cuda::malloc_device(sizeof(int32_t))) {
+    BRAID_CHECK(scratch_ != nullptr, "NCCL group '{}': out of device memory", name());
+  }
+
+  ~NcclCommunicator() override {
+    if (!aborted_.load()) {
+      cuda::stream_synchronize(comm_stream_);
+      ncclCommDestroy(comm_);
+    }
+    cuda::free_device(scratch_);
+    cuda::stream_destroy(comm_stream_);
+  }
+
+  Work all_reduce(Tensor t, ReduceOp op) override {
+    check_tensor(t, "all_reduce", op);
+    const std::string what = fmt::format("all_reduce({}, {})", reduce_op_name(op), tensor_desc(t));
+    return run(what, {t}, [&](void* s) {
+      return ncclAllReduce(t.raw(), t.raw(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()),
+                           nccl_op(op), comm_, static_cast<cudaStream_t>(s));
+    });
+  }
+
+  Work reduce_scatter(Tensor in, Tensor out, ReduceOp op) override {
+    check_tensor(in, "reduce_scatter", op);
+    check_tensor(out, "reduce_scatter", op);
+    BRAID_CHECK(in.numel() == out.numel() * size() && in.dtype() == out.dtype(),
+                "reduce_scatter on group '{}': in {} and out {} do not match {} ranks", name(),
+                tensor_desc(in), tensor_desc(out), size());
+    const std::string what =
+        fmt::format("reduce_scatter({}, {})", reduce_op_name(op), tensor_desc(in));
+    return run(what, {in, out}, [&](void* s) {
+      return ncclReduceScatter(in.raw(), out.raw(), static_cast<size_t>(out.numel()),
+                               nccl_type(in.dtype()), nccl_op(op), comm_,
+                               static_cast<cudaStream_t>(s));
+    });
+  }
+
+  Work all_gather(Tensor in, Tensor out) override {
+    check_tensor(in, "all_gather", ReduceOp::Sum);
+    check_tensor(out, "all_gather", ReduceOp::Sum);
+    BRAID_CHECK(out.numel() == in.numel() * size() && in.dtype() == out.dtype(),
+                "all_gather on group '{}': in {} and out {} do not match {} ranks", name(),
+                tensor_desc(in), tensor_desc(out), size());
+    const std::string what = fmt::format("all_gather({})", tensor_desc(in));
+    return run(what, {in, out}, [&](void* s) {
+      return ncclAllGather(in.raw(), out.raw(), static_cast<size_t>(in.numel()),
+                           nccl_type(in.dtype()), comm_, static_cast<cudaStream_t>(s));
+    });
+  }
+
+  Work broadcast(Tensor t, int root) override {
+    check_tensor(t, "broadcast", ReduceOp::Sum);
+    BRAID_CHECK(root >= 0 && root < size(), "broadcast on group '{}': root {} of {} ranks", name(),
+                root, size());
+    const std::string what = fmt::format("broadcast({}, root {})", tensor_desc(t), root);
+    return run(what, {t}, [&](void* s) {
+      return ncclBroadcast(t.raw(), t.raw(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()),
+                           root, comm_, static_cast<cudaStream_t>(s));
+    });
+  }
+
+  // Point-to-point inside a NCCL group, so a pair's send and recv progress together.
+  Work send(Tensor t, int peer, int /*tag*/) override {
+    check_tensor(t, "send", ReduceOp::Sum);
+    check_peer(peer, "send");
+    const std::string what = fmt::format("send({}) to group rank {}", tensor_desc(t), peer);
+    return run(what, {t}, [&](void* s) {
+      return ncclSend(t.raw(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()), peer, comm_,
+                      static_cast<cudaStream_t>(s));
+    });
+  }
+
+  Work recv(Tensor t, int peer, int /*tag*/) override {
+    check_tensor(t, "recv", ReduceOp::Sum);
+    check_peer(peer, "recv");
+    const std::string what = fmt::format("recv({}) from group rank {}", tensor_desc(t), peer);
+    return run(what, {t}, [&](void* s) {
+      return ncclRecv(t.raw(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()), peer, comm_,
+                      static_cast<cudaStream_t>(s));
+    });
+  }
+
+  Work barrier() override {
+    return run("barrier", {}, [&](void* s) {
+      return ncclAllReduce(scratch_, scratch_, 1, ncclInt32, ncclSum, comm_,
+                           static_cast<cudaStream_t>(s));
+    });
+  }
+
+ private:
+  template <class F>
+  Work run(const std::string& what, std::vector<Tensor> keep, F&& call) {
+    std::lock_guard<std::mutex> lock(mu_);  // NCCL calls on one comm from one thread at a time
+    auto held = std::make_shared<std::vector<Tensor>>(std::move(keep));
+    return streams_.launch(what, [&](void* s) {
+      ncclGroupStart();
+      const ncclResult_t rc = call(s);
+      const ncclResult_t end = ncclGroupEnd();
+      const ncclResult_t bad = rc != ncclSuccess ? rc : end;
+      if (bad != ncclSuccess && bad != ncclInProgress)
+        throw Error(fmt::format("braid: rank {}: {} on group '{}' failed: {}", world_rank_, what,
+                                name(), ncclGetErrorString(bad)));
+    }, std::move(held));
+  }
+
+  // Called while a caller waits: NCCL's asynchronous errors and the timeout end the job.
+  void check(const std::string& what, double waited_s) {
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm_, &async);
+    if (async != ncclSuccess && async != ncclInProgress)
+      fail(fmt::format("braid: rank {}: {} on group '{}' (group rank {} of {}): NCCL reported "
+                       "an asynchronous error: {}; ending the job",
+                       world_rank_, what, name(), rank(), size(), ncclGetErrorString(async)));
+    if (waited_s > timeout_s())
+      fail(fmt::format("braid: rank {}: {} on group '{}' (group rank {} of {}) did not finish "
+                       "within timeout_s = {} s; waiting on {}; ending the job",
+                       world_rank_, what, name(), rank(), size(), timeout_s(), peers()));
+  }
+
+  [[noreturn]] void fail(const std::string& message) {
+    if (!aborted_.exchange(true)) ncclCommAbort(comm_);
+    if (fatal_) fatal_(message);
+    throw Error(message);
+  }
+
+  std::string peers() const {
+    std::string s = "world ranks ";
+    for (size_t i = 0; i < world_ranks().size(); ++i)
+      if (static_cast<int>(i) != rank())
+        s += (s.back() == ' ' ? "" : ", ") + std::to_string(world_ranks()[i]);
+    return s;
+  }
+
+  void check_tensor(const Tensor& t, const char* op, ReduceOp rop) const {
+    BRAID_CHECK(t.defined(), "{} on group '{}': an undefined tensor", op, name());
+    BRAID_CHECK(!t.device().is_cpu(),
+                "{} on group '{}': {} is on the CPU; the NCCL backend takes device tensors", op,
+                name(), tensor_desc(t));
+    BRAID_CHECK(!(rop == ReduceOp::Avg && t.dtype() == DType::I32),
+                "{} on group '{}': avg is not defined for i32", op, name());
+  }
+  void check_peer(int peer, const char* op) const {
+    BRAID_CHECK(peer >= 0 && peer < size() && peer != rank(),
+                "{} on group '{}': peer {} is not another rank of {}", op, name(), peer, size());
+  }
+
+  ncclComm_t comm_;
+  int world_rank_;
+  std::function<void(const std::string&)> fatal_;
+  void* comm_stream_;
+  CommStreams streams_;
+  void* scratch_;
+  std::mutex mu_;
+  std::atomic<bool> aborted_{false};
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_nccl_communicator(Communicator& bootstrap,
+                                                     const NcclCommOptions& o) {
+  static_assert(sizeof(ncclUniqueId) % sizeof(int32_t) == 0);
+  constexpr int64_t kWords = sizeof(ncclUniqueId) / sizeof(int32_t);
+  ncclUniqueId id{};
+  if (bootstrap.rank() == 0) {
+    const ncclResult_t rc = ncclGetUniqueId(&id);
+    if (rc != ncclSuccess)
+      throw Error(fmt::format("NCCL group '{}': ncclGetUniqueId failed: {}", o.name,
+                              ncclGetErrorString(rc)));
+  }
+  Tensor buf = Tensor::empty({kWords}, DType::I32);
+  std::memcpy(buf.raw(), &id, sizeof(id));
+  bootstrap.broadcast(buf, 0).wait();
+  std::memcpy(&id, buf.raw(), sizeof(id));
+  ncclComm_t comm = nullptr;
+  const ncclResult_t rc = ncclCommInitRank(&comm, bootstrap.size(), id, bootstrap.rank());
+  if (rc != ncclSuccess)
+    throw Error(fmt::format("braid: rank {}: creating the NCCL communicator of group '{}' ({} "
+                            "ranks) failed: {}",
+                            o.world_rank, o.name, bootstrap.size(), ncclGetErrorString(rc)));
+  return std::make_unique<NcclCommunicator>(comm, bootstrap.world_ranks(), bootstrap.rank(), o);
+}
+
+}  // namespace braid
