@@ -1,12 +1,21 @@
 // DataConfig: where token shards come from and how batches are drawn.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 
 #include "core/config_fields.h"
 
 namespace braid {
+
+// Which tokens get a loss (data.train_on): Completions skips the tokens `braid prepare`
+// marked untrained (prompts); All trains on every token.
+enum class TrainOn { Completions, All };
+
+constexpr std::array<EnumName<TrainOn>, 2> config_enum_names(TrainOn) {
+  return {{{TrainOn::Completions, "completions"}, {TrainOn::All, "all"}}};
+}
 
 struct DataConfig {
   std::string dir = "";
@@ -15,6 +24,7 @@ struct DataConfig {
   int grad_accum = 1;
   uint64_t seed = 42;
   int prefetch = 2;
+  TrainOn train_on = TrainOn::Completions;
 
   template <class V>
   void visit(V& v) {
@@ -23,6 +33,7 @@ struct DataConfig {
     v("seq_len", seq_len, "Tokens per sequence; at most model.context_length.");
     v("grad_accum", grad_accum, "Micro-batches accumulated per optimizer step.");
     v("seed", seed, "Sampling seed: (seed, step, micro-batch) decide every batch, so a resumed run sees the same data.");
+    v("train_on", train_on, "completions: tokens marked untrained by `braid prepare` (the prompts of .jsonl prompt/completion samples) get no loss; all: every token is trained. Data without a loss mask trains on every token either way.");
     v("prefetch", prefetch, "Batches prepared ahead on a background thread (0 disables the thread).");
   }
   void validate() const;

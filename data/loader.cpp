@@ -15,6 +15,7 @@ void check_loader_config(const DataConfig& cfg) {
 Loader::Loader(const std::string& shard_path, const DataConfig& cfg, int rank, int world,
                int64_t start_step, int micro_offset, int micro_stride)
     : shard_(shard_path),
+      flags_(open_loss_flags(shard_, cfg)),
       cfg_(cfg),
       rank_(rank),
       world_(world),
@@ -35,7 +36,7 @@ Loader::~Loader() { stop_producer(); }
 
 Batch Loader::sample(int64_t step, int micro) const {
   return sample_train_batch(shard_, cfg_, step, micro_offset_ + micro * micro_stride_, rank_,
-                            world_);
+                            world_, flags_ ? &*flags_ : nullptr);
 }
 
 void Loader::start_producer() {
@@ -120,13 +121,17 @@ void Loader::seek(int64_t step) {
 
 ValidationSet::ValidationSet(const std::string& shard_path, const DataConfig& cfg, int rank,
                              int world)
-    : shard_(shard_path), cfg_(cfg), rank_(rank), world_(world) {
+    : shard_(shard_path),
+      flags_(open_loss_flags(shard_, cfg)),
+      cfg_(cfg),
+      rank_(rank),
+      world_(world) {
   (void)validation_pass_batches(shard_, cfg_, world_);  // fails early on a too-short shard
   BRAID_CHECK(rank >= 0 && rank < world, "rank {} of world {}", rank, world);
 }
 
 Batch ValidationSet::val_batch(int64_t index) const {
-  return validation_batch(shard_, cfg_, index, rank_, world_);
+  return validation_batch(shard_, cfg_, index, rank_, world_, flags_ ? &*flags_ : nullptr);
 }
 
 int64_t ValidationSet::num_batches() const { return validation_pass_batches(shard_, cfg_, world_); }

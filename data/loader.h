@@ -7,6 +7,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -42,6 +43,8 @@ class Loader {
   int64_t step() const { return step_; }
   int micro() const { return micro_; }
   const TokenShard& shard() const { return shard_; }
+  // Whether batches carry a loss mask (targets of untrained tokens are -1).
+  bool masked() const { return flags_.has_value(); }
 
  private:
   struct Ready {
@@ -55,6 +58,7 @@ class Loader {
   Batch sample(int64_t step, int micro) const;
 
   TokenShard shard_;
+  std::optional<TokenShard> flags_;  // per-token loss mask, when prepared and trained on
   DataConfig cfg_;
   int rank_;
   int world_;
@@ -84,6 +88,7 @@ class ValidationSet {
 
  private:
   TokenShard shard_;
+  std::optional<TokenShard> flags_;
   DataConfig cfg_;
   int rank_;
   int world_;

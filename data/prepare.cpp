@@ -17,6 +17,7 @@
 #include "data/byte_tokenizer.h"
 #include "data/chunk_stream.h"
 #include "data/file_util.h"
+#include "data/jsonl_input.h"
 #include "data/shard.h"
 
 namespace braid {
@@ -62,21 +63,62 @@ std::string read_document(const std::string& path) {
   return doc;
 }
 
-// Calls fn(train part, val part) for every non-empty document, read one at a time, and adds
-// the documents and their bytes to s.
-template <typename Fn>
-void for_each_document(const std::vector<std::string>& files, double val_fraction,
-                       PrepareSummary& s, Fn&& fn) {
+// Calls doc(train part, val part) for every non-empty text document and sample(sample, in_val)
+// for every sample of a .jsonl input, files read one at a time, and adds the documents and
+// their bytes to s.
+template <typename DocFn, typename SampleFn>
+void for_each_input(const std::vector<std::string>& files, const PrepareOptions& o,
+                    PrepareSummary& s, DocFn&& doc_fn, SampleFn&& sample_fn) {
   for (const std::string& f : files) {
     std::string doc = read_document(f);
+    if (is_jsonl_path(f)) {
+      s.input_bytes += static_cast<int64_t>(doc.size());
+      const std::vector<JsonlSample> samples = read_jsonl_samples(f, doc, o.text_field);
+      doc = std::string();
+      const size_t n_val = static_cast<size_t>(
+          std::floor(static_cast<double>(samples.size()) * o.val_fraction));
+      for (size_t i = 0; i < samples.size(); ++i) sample_fn(samples[i], i >= samples.size() - n_val);
+      s.documents += static_cast<int64_t>(samples.size());
+      s.jsonl_samples += static_cast<int64_t>(samples.size());
+      continue;
+    }
     if (doc.empty()) continue;
     if (doc.back() != '\n') doc.push_back('\n');
     ++s.documents;
     s.input_bytes += static_cast<int64_t>(doc.size());
-    auto [train, val] = split_document(doc, val_fraction);
-    fn(train, val);
+    auto [train, val] = split_document(doc, o.val_fraction);
+    doc_fn(train, val);
   }
 }
+
+// One output shard and, with flags, its per-token flags shard (prepare.h): the next token
+// added after begin_sample() is marked as a sample start.
+struct TokenSink {
+  TokenSink(const fs::path& ids_path, const fs::path& flags_path, int vocab_size, bool flags)
+      : ids(ids_path.string(), vocab_size) {
+    if (flags) this->flags.emplace(flags_path.string(), 4);
+  }
+  void begin_sample() { start = true; }
+  void add(std::span<const int32_t> t, bool trained) {
+    ids.append(t);
+    if (!trained) untrained += static_cast<int64_t>(t.size());
+    if (!flags || t.empty()) return;
+    scratch.assign(t.size(), trained ? kFlagTrained : 0);
+    if (start) scratch[0] |= kFlagSampleStart;
+    start = false;
+    flags->append(scratch);
+  }
+  void finish() {
+    ids.finish();
+    if (flags) flags->finish();
+  }
+
+  ShardWriter ids;
+  std::optional<ShardWriter> flags;
+  bool start = true;
+  int64_t untrained = 0;
+  std::vector<int32_t> scratch;
+};
 
 // Pushes text in blocks, so what is built per span (chunk lists, encoded ids) stays small
 // however large one document is.
@@ -179,10 +221,20 @@ PrepareSummary prepare(const PrepareOptions& o) {
     BpeChunkCounts counts(PreSplit::gpt2());
     ChunkStream stream([&](std::string_view span) { counts.add(span); }, PreSplit::gpt2());
     // Each document is its own text: with an end-of-text token between them, no chunk spans two.
-    for_each_document(files, o.val_fraction, s, [&](std::string_view train, std::string_view) {
-      feed(stream, train);
-      if (!eot.empty()) stream.finish();
-    });
+    for_each_input(
+        files, o, s,
+        [&](std::string_view train, std::string_view) {
+          feed(stream, train);
+          if (!eot.empty()) stream.finish();
+        },
+        [&](const JsonlSample& sample, bool in_val) {
+          if (in_val) return;
+          stream.finish();  // each piece is a text of its own
+          for (const TextPiece& p : sample.pieces) {
+            feed(stream, p.text);
+            stream.finish();
+          }
+        });
     stream.finish();
     if (counts.empty()) no_text();
     // The end-of-text token takes the last id, so the vocabulary is vocab_size in all.
@@ -206,38 +258,70 @@ PrepareSummary prepare(const PrepareOptions& o) {
   const bool made_out_dir = !fs::exists(out, ec);
   fs::create_directories(out);
   std::vector<int64_t> unigram(static_cast<size_t>(tok->vocab_size()), 0);
+  const bool flags = std::any_of(files.begin(), files.end(),
+                                 [](const std::string& f) { return is_jsonl_path(f); });
   try {
-    ShardWriter train_w((out / "train.bin").string(), tok->vocab_size());
-    ShardWriter val_w((out / "val.bin").string(), tok->vocab_size());
+    TokenSink train_w(out / "train.bin", out / kTrainFlagsFile, tok->vocab_size(), flags);
+    TokenSink val_w(out / "val.bin", out / kValFlagsFile, tok->vocab_size(), flags);
     const PreSplit split = bpe ? PreSplit::gpt2() : PreSplit::legacy();
-    auto encode_train = [&](std::span<const int32_t> ids) {
-      train_w.append(ids);
+    auto encode_train = [&](std::span<const int32_t> ids, bool trained) {
+      train_w.add(ids, trained);
       for (int32_t id : ids) ++unigram[static_cast<size_t>(id)];
     };
-    ChunkStream train_stream([&](std::string_view span) { encode_train(tok->encode(span)); }, split);
-    ChunkStream val_stream([&](std::string_view span) { val_w.append(tok->encode(span)); }, split);
+    ChunkStream train_stream([&](std::string_view span) { encode_train(tok->encode(span), true); },
+                             split);
+    ChunkStream val_stream([&](std::string_view span) { val_w.add(tok->encode(span), true); },
+                           split);
     PrepareSummary pass2;
-    for_each_document(files, o.val_fraction, pass2,
-                      [&](std::string_view train, std::string_view val) {
-                        feed(train_stream, train);
-                        feed(val_stream, val);
-                        if (!eot_id) return;
-                        train_stream.finish();
-                        val_stream.finish();
-                        encode_train(std::span(&*eot_id, 1));
-                        if (!val.empty()) val_w.append(std::span(&*eot_id, 1));
-                      });
+    for_each_input(
+        files, o, pass2,
+        [&](std::string_view train, std::string_view val) {
+          if (flags) {  // sample starts fall on the document's first tokens
+            train_stream.finish();
+            val_stream.finish();
+            train_w.begin_sample();
+            val_w.begin_sample();
+          }
+          feed(train_stream, train);
+          feed(val_stream, val);
+          if (!eot_id) return;
+          train_stream.finish();
+          val_stream.finish();
+          encode_train(std::span(&*eot_id, 1), true);
+          if (!val.empty()) val_w.add(std::span(&*eot_id, 1), true);
+        },
+        [&](const JsonlSample& sample, bool in_val) {
+          train_stream.finish();
+          val_stream.finish();
+          TokenSink& sink = in_val ? val_w : train_w;
+          sink.begin_sample();
+          for (const TextPiece& p : sample.pieces) {
+            const std::vector<int32_t> ids = tok->encode(p.text);
+            if (in_val)
+              sink.add(ids, p.trained);
+            else
+              encode_train(ids, p.trained);
+          }
+          if (!eot_id) return;
+          if (in_val)
+            sink.add(std::span(&*eot_id, 1), true);
+          else
+            encode_train(std::span(&*eot_id, 1), true);
+        });
     train_stream.finish();
     val_stream.finish();
     if (!bpe) {
       s.documents = pass2.documents;
       s.input_bytes = pass2.input_bytes;
+      s.jsonl_samples = pass2.jsonl_samples;
     }
-    if (train_w.count() == 0) no_text();
+    if (train_w.ids.count() == 0) no_text();
     train_w.finish();
     val_w.finish();
-    s.train_tokens = train_w.count();
-    s.val_tokens = val_w.count();
+    s.train_tokens = train_w.ids.count();
+    s.val_tokens = val_w.ids.count();
+    s.untrained_train_tokens = train_w.untrained;
+    s.flags = flags;
   } catch (...) {
     if (made_out_dir) fs::remove(out, ec);  // only while still empty
     throw;
@@ -245,6 +329,11 @@ PrepareSummary prepare(const PrepareOptions& o) {
   tok->save((out / kTokenizerFile).string());
   // A folder prepared by an older braid has tokenizer.json; left there it would be ambiguous.
   if (o.force) fs::remove(out / kLegacyTokenizerFile, ec);
+  // Flags left from an earlier JSONL preparation would no longer match the shards.
+  if (o.force && !s.flags) {
+    fs::remove(out / kTrainFlagsFile, ec);
+    fs::remove(out / kValFlagsFile, ec);
+  }
 
   s.tokenizer = tok->kind();
   s.vocab_size = tok->vocab_size();
@@ -259,7 +348,10 @@ PrepareSummary prepare(const PrepareOptions& o) {
                          {"eot", eot.empty() ? nlohmann::json(nullptr) : nlohmann::json(eot)},
                          {"train_tokens", s.train_tokens},
                          {"val_tokens", s.val_tokens},
-                         {"unigram_entropy_nats", s.unigram_entropy_nats}};
+                         {"unigram_entropy_nats", s.unigram_entropy_nats},
+                         {"jsonl_samples", s.jsonl_samples},
+                         {"untrained_train_tokens", s.untrained_train_tokens},
+                         {"flags", s.flags ? nlohmann::json(kTrainFlagsFile) : nlohmann::json(nullptr)}};
   write_file_atomic((out / "meta.json").string(), meta.dump(2) + "\n");
   s.total_s = seconds_since(t0);
   return s;
@@ -277,7 +369,11 @@ std::string format_prepare_summary(const PrepareSummary& s, const std::string& o
       "  val.bin     {} tokens\n"
       "  total       {:.2f} s\n",
       s.documents, s.input_bytes, out_dir, s.tokenizer, s.vocab_size, s.tokenizer_train_s,
-      bytes_per_token, s.train_tokens, s.unigram_entropy_nats, s.val_tokens, s.total_s);
+      bytes_per_token, s.train_tokens, s.unigram_entropy_nats, s.val_tokens, s.total_s) +
+         (s.flags ? fmt::format("  loss mask   {} JSONL samples; {} of the train tokens (prompts) "
+                                "not trained\n",
+                                s.jsonl_samples, s.untrained_train_tokens)
+                  : std::string());
 }
 
 }  // namespace braid

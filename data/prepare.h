@@ -21,13 +21,26 @@ struct PrepareOptions {
   // Text of the end-of-text token put after every document ("" for none). "auto": the bpe
   // tokenizer gets "<|endoftext|>", the byte tokenizer none (its vocabulary stays 256).
   std::string eot = "auto";
+  // Field holding a sample's text in .jsonl inputs (prompt/completion pairs need no field name).
+  std::string text_field = "text";
 };
+
+// File names of the per-token flags written beside train.bin and val.bin when an input is JSONL:
+// a shard (vocabulary 4) with one value per token, bit 0 = trained (loss mask 1), bit 1 = the
+// token starts a sample.
+inline constexpr const char* kTrainFlagsFile = "train.flags.bin";
+inline constexpr const char* kValFlagsFile = "val.flags.bin";
+inline constexpr int32_t kFlagTrained = 1;
+inline constexpr int32_t kFlagSampleStart = 2;
 
 struct PrepareSummary {
   int64_t documents = 0;
   int64_t input_bytes = 0;
   int64_t train_tokens = 0;
   int64_t val_tokens = 0;
+  int64_t jsonl_samples = 0;        // samples read from .jsonl inputs (also in documents)
+  int64_t untrained_train_tokens = 0;  // prompt tokens of train.bin (loss mask 0)
+  bool flags = false;               // train.flags.bin and val.flags.bin were written
   std::string tokenizer;
   int vocab_size = 0;
   double unigram_entropy_nats = 0;  // of the training tokens
@@ -35,7 +48,11 @@ struct PrepareSummary {
   double total_s = 0;
 };
 
-// Each input file is one document. A document gets a trailing '\n' if it lacks one; with an
+// Each input file is one document, except .jsonl files (data/jsonl_input.h): each of their
+// lines is one sample (counted as a document), its pieces encoded one by one, followed by the
+// end-of-text token (trained). The last val_fraction of a JSONL file's samples (rounded down)
+// goes to val.bin. With any JSONL input, train.flags.bin and val.flags.bin hold each token's
+// loss mask and sample starts (text documents: all trained, one sample each). A document gets a trailing '\n' if it lacks one; with an
 // end-of-text token (opts.eot) that token also follows every document's train and val part,
 // and the tokenizer knows it as a special token (the last id). BPE uses the GPT-2 pre-split.
 // Held-out split: the last val_fraction of every document (cut moved forward to the next line

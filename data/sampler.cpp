@@ -1,8 +1,11 @@
 // Counter-based window sampling for training and fixed windows for validation.
 #include "data/sampler.h"
 
+#include "data/prepare.h"
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <numeric>
 #include <vector>
 
@@ -30,11 +33,12 @@ void check_args(const TokenShard& shard, const DataConfig& cfg, int rank, int wo
 
 // Fills row `row` of a batch with the window of T + 1 tokens starting at `start`.
 void fill_row(const TokenShard& shard, int64_t start, int T, int32_t* tokens, int32_t* targets,
-              std::vector<int32_t>& window) {
+              std::vector<int32_t>& window, const TokenShard* flags) {
   window.resize(static_cast<size_t>(T) + 1);
   shard.read(start, T + 1, window.data());
   std::copy(window.begin(), window.end() - 1, tokens);
   std::copy(window.begin() + 1, window.end(), targets);
+  if (flags) apply_loss_mask(*flags, start, T, targets);
 }
 
 Batch empty_batch(const DataConfig& cfg) {
@@ -65,7 +69,7 @@ int64_t train_window_start(uint64_t seed, int64_t step, int micro, int64_t globa
 }
 
 Batch sample_train_batch(const TokenShard& shard, const DataConfig& cfg, int64_t step, int micro,
-                         int rank, int world) {
+                         int rank, int world, const TokenShard* flags) {
   check_args(shard, cfg, rank, world);
   const int B = cfg.micro_batch, T = cfg.seq_len;
   const int64_t num_starts = shard.size() - T;  // windows of T + 1 tokens
@@ -75,13 +79,13 @@ Batch sample_train_batch(const TokenShard& shard, const DataConfig& cfg, int64_t
     const int64_t global_row = static_cast<int64_t>(rank) * B + b;
     const int64_t start = train_window_start(cfg.seed, step, micro, global_row, num_starts);
     fill_row(shard, start, T, batch.tokens.i32() + static_cast<int64_t>(b) * T,
-             batch.targets.i32() + static_cast<int64_t>(b) * T, window);
+             batch.targets.i32() + static_cast<int64_t>(b) * T, window, flags);
   }
   return batch;
 }
 
 Batch validation_batch(const TokenShard& shard, const DataConfig& cfg, int64_t index, int rank,
-                       int world) {
+                       int world, const TokenShard* flags) {
   check_args(shard, cfg, rank, world);
   BRAID_CHECK(index >= 0, "validation batch index {}", index);
   const int B = cfg.micro_batch, T = cfg.seq_len;
@@ -95,9 +99,32 @@ Batch validation_batch(const TokenShard& shard, const DataConfig& cfg, int64_t i
     const int64_t g = (index * world + rank) * B + b;
     const int64_t w = static_cast<int64_t>((static_cast<unsigned __int128>(g % W) * stride) % W);
     fill_row(shard, w * T, T, batch.tokens.i32() + static_cast<int64_t>(b) * T,
-             batch.targets.i32() + static_cast<int64_t>(b) * T, window);
+             batch.targets.i32() + static_cast<int64_t>(b) * T, window, flags);
   }
   return batch;
+}
+
+void apply_loss_mask(const TokenShard& flags, int64_t start, int T, int32_t* targets) {
+  std::vector<int32_t> f(static_cast<size_t>(T));
+  flags.read(start + 1, T, f.data());
+  for (int t = 0; t < T; ++t)
+    if ((f[static_cast<size_t>(t)] & kFlagTrained) == 0) targets[t] = -1;
+}
+
+std::optional<TokenShard> open_loss_flags(const TokenShard& shard, const DataConfig& cfg) {
+  if (cfg.train_on != TrainOn::Completions) return std::nullopt;
+  std::string path = shard.path();
+  if (!path.ends_with(".bin")) return std::nullopt;
+  path = path.substr(0, path.size() - 4) + ".flags.bin";
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return std::nullopt;
+  TokenShard flags(path);
+  if (flags.size() != shard.size() || flags.vocab_size() != 4)
+    user_error("loss-mask file '{}' holds {} values (vocabulary {}) but '{}' holds {} tokens; "
+               "expected one flag per token (vocabulary 4). Prepare the data again with `braid "
+               "prepare`, or set data.train_on = all to ignore it",
+               path, flags.size(), flags.vocab_size(), shard.path(), shard.size());
+  return flags;
 }
 
 int64_t validation_pass_batches(const TokenShard& shard, const DataConfig& cfg, int world) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "core/tensor.h"
 #include "data/data_config.h"
@@ -29,8 +30,10 @@ int64_t train_window_start(uint64_t seed, int64_t step, int micro, int64_t globa
 // The training micro-batch (step, micro) of `rank` out of `world`: cfg.micro_batch windows of
 // cfg.seq_len + 1 tokens at random offsets. A shard shorter than seq_len + 1 tokens is a
 // braid::UserError.
+// With flags (the shard's per-token flags, data/prepare.h), a target whose token is not
+// trained is -1 (ignored by the loss).
 Batch sample_train_batch(const TokenShard& shard, const DataConfig& cfg, int64_t step, int micro,
-                         int rank, int world);
+                         int rank, int world, const TokenShard* flags = nullptr);
 
 // Validation uses fixed windows (seed-independent) so losses are comparable across steps:
 // the shard is cut into W = (N - 1) / T windows at stride T (each target predicted once per
@@ -38,7 +41,15 @@ Batch sample_train_batch(const TokenShard& shard, const DataConfig& cfg, int64_t
 // (g * stride) mod W with stride coprime to W, which spreads the first batches over the
 // whole file and visits every window once per pass. Indices past one pass wrap around.
 Batch validation_batch(const TokenShard& shard, const DataConfig& cfg, int64_t index, int rank,
-                       int world);
+                       int world, const TokenShard* flags = nullptr);
+
+// Sets targets[t] = -1 for t in [0, T) where the token at start + 1 + t is not trained (bit 0
+// of flags clear): the targets of a window of T + 1 tokens starting at `start`.
+void apply_loss_mask(const TokenShard& flags, int64_t start, int T, int32_t* targets);
+
+// The flags shard beside a token shard ("train.bin" -> "train.flags.bin"), opened when it exists
+// and cfg.train_on is "completions"; its length must match the shard's (braid::UserError).
+std::optional<TokenShard> open_loss_flags(const TokenShard& shard, const DataConfig& cfg);
 // Batches in one pass over every validation window (at least 1).
 int64_t validation_pass_batches(const TokenShard& shard, const DataConfig& cfg, int world);
 

@@ -11,7 +11,9 @@ void add_prepare_command(CLI::App& app) {
   auto* c = app.add_subcommand("prepare", "Tokenize text files into train/val token shards");
   c->add_option("--input,-i", opts->inputs,
                 "Text file or folder (recursed; files read in sorted order); repeatable. "
-                "Each file is one document.")
+                "Each file is one document, except .jsonl files: one sample per line, "
+                "{\"text\": ...} or {\"prompt\": ..., \"completion\": ...} (the prompt is "
+                "not trained on).")
       ->required();
   c->add_option("--out,-o", opts->out_dir,
                 "Output folder for braid_tokenizer.json, train.bin, val.bin and meta.json")
@@ -29,6 +31,9 @@ void add_prepare_command(CLI::App& app) {
   c->add_option("--eot", opts->eot,
                 "End-of-text token put after every document: its text, 'none', or 'auto' "
                 "(<|endoftext|> for bpe, none for byte)")
+      ->capture_default_str();
+  c->add_option("--text-field", opts->text_field,
+                "Field holding a sample's text in .jsonl inputs")
       ->capture_default_str();
   c->add_flag("--force", opts->force,
               "Write into a non-empty --out folder, replacing the four output files");

@@ -1,6 +1,7 @@
 // TrainRun: data checks, run directory, resume, model, data parallelism, optimizer, header.
 #include "launch/train/train_run.h"
 
+#include <algorithm>
 #include <fmt/ranges.h>
 #include <omp.h>
 
@@ -230,6 +231,20 @@ LossSum TrainRun::global_loss(LossSum mine) const {
   const std::vector<double> g = all_sum_doubles(
       dims.world(), {counts ? mine.sum : 0.0, counts ? static_cast<double>(mine.count) : 0.0});
   return {g[0], static_cast<int64_t>(g[1])};
+}
+
+float TrainRun::step_grad_scale(const std::vector<Batch>& micro) const {
+  if (!loader->masked()) return grad_scale;
+  // Every rank of a DP group holds the same batches: count them once, where the loss is.
+  const bool counts = model->stage() == model->stages() - 1 && model->tp_rank() == 0;
+  double mine = 0;
+  if (counts)
+    for (const Batch& b : micro) {
+      const int32_t* t = b.targets.i32();
+      for (int64_t i = 0; i < b.targets.numel(); ++i) mine += t[i] != -1 ? 1.0 : 0.0;
+    }
+  const double trained = all_sum_doubles(dims.world(), {mine})[0];
+  return static_cast<float>(1.0 / std::max(trained, 1.0));
 }
 
 }  // namespace braid

@@ -42,6 +42,11 @@ class TrainRun {
   // The step's loss summed over the job: it lives on the last stage, the same on each of its
   // tensor-parallel ranks, so exactly one rank per DP replica adds its share. Collective.
   LossSum global_loss(LossSum mine) const;
+  // The loss gradient scale of a step whose micro-batches (this rank's) are `micro`: 1 / the
+  // trained targets (not -1) of the whole step over every data-parallel rank, so the loss is
+  // the mean over trained tokens; grad_scale when the data has no loss mask (no collective).
+  // Collective over the world when masked.
+  float step_grad_scale(const std::vector<Batch>& micro) const;
 
   const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::unique_ptr<LoadedModel> init_base;  // lora.init_from's model, until copied in

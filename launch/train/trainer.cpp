@@ -34,7 +34,7 @@ StepInfo train_step(TrainRun& run, int64_t step, const std::string& last_checkpo
   for (Batch& b : run.micro) b = run.loader->next();
   dp.begin_step(cfg.data.grad_accum);
   s.pipeline =
-      run.model->step(run.micro, run.grad_scale * opt.loss_scale(), [&](MicroBatch& mb, int m) {
+      run.model->step(run.micro, run.step_grad_scale(run.micro) * opt.loss_scale(), [&](MicroBatch& mb, int m) {
         // By the global micro-batch index: every layout draws the
         // same dropout masks.
         mb.dropout_seed = micro_batch_dropout_seed(cfg.data.seed, step,
@@ -43,7 +43,8 @@ StepInfo train_step(TrainRun& run, int64_t step, const std::string& last_checkpo
       });
   dp.finish();  // every bucket reduced before the norm and clipping
   const LossSum ls = run.global_loss(s.pipeline.loss);
-  s.loss = ls.sum / static_cast<double>(ls.count);
+  // A step whose windows hold no trained token (loss mask) has no loss and no gradient.
+  s.loss = ls.count > 0 ? ls.sum / static_cast<double>(ls.count) : 0.0;
   run.overflow_test->after_backward(s.step, opt, dp);
   s.grad_norm = opt.grad_norm();
   // fp16: an overflowing step is skipped (the scale backs off); else gradients are unscaled.

@@ -6,6 +6,10 @@
 #include <random>
 #include <string>
 
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
 namespace braid::testing {
 
 // A fresh folder under the system temp dir, removed with everything in it on destruction.
@@ -30,6 +34,18 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// The message of the braid::UserError that f throws (a test failure, and "", when none).
+template <class F>
+std::string user_error_of(F&& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no UserError thrown";
+  return "";
+}
 
 inline void write_text(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "data_test_util.h"
 #include "parallel/launch_info.h"
 #include "parallel/mesh.h"
 #include "parallel/parallel_config.h"
@@ -11,16 +12,7 @@
 namespace braid {
 namespace {
 
-template <class F>
-std::string user_error_of(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no UserError thrown";
-  return "";
-}
+using testing::user_error_of;
 
 TEST(Mesh, AutoDpAndProductChecks) {
   EXPECT_EQ(Mesh::resolve(0, 2, 2, 8).dp(), 2);

@@ -1,0 +1,66 @@
+// Parsing of JSONL samples for `braid prepare`.
+#include "data/jsonl_input.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace braid {
+
+bool is_jsonl_path(std::string_view path) { return path.ends_with(".jsonl"); }
+
+namespace {
+
+const std::string& string_field(const nlohmann::json& obj, const char* key,
+                                const std::string& path, int64_t line) {
+  const nlohmann::json& v = obj.at(key);
+  if (!v.is_string())
+    user_error("{}:{}: field '{}' is {}; expected a string", path, line, key, v.type_name());
+  return v.get_ref<const std::string&>();
+}
+
+}  // namespace
+
+std::vector<JsonlSample> read_jsonl_samples(const std::string& path, std::string_view bytes,
+                                            const std::string& text_field) {
+  std::vector<JsonlSample> out;
+  int64_t line_no = 0;
+  size_t at = 0;
+  while (at < bytes.size()) {
+    size_t end = bytes.find('\n', at);
+    if (end == std::string_view::npos) end = bytes.size();
+    std::string_view line = bytes.substr(at, end - at);
+    at = end + 1;
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    nlohmann::json obj = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (obj.is_discarded())
+      user_error("{}:{}: the line is not valid JSON; expected one JSON object per line, such as "
+                 "{{\"{}\": \"...\"}} or {{\"prompt\": \"...\", \"completion\": \"...\"}}",
+                 path, line_no, text_field);
+    if (!obj.is_object())
+      user_error("{}:{}: the line is a JSON {}; expected a JSON object", path, line_no,
+                 obj.type_name());
+    JsonlSample s;
+    if (obj.contains("prompt") || obj.contains("completion")) {
+      if (!obj.contains("prompt") || !obj.contains("completion"))
+        user_error("{}:{}: has '{}' without '{}'; a prompt/completion sample needs both", path,
+                   line_no, obj.contains("prompt") ? "prompt" : "completion",
+                   obj.contains("prompt") ? "completion" : "prompt");
+      s.pieces.push_back({string_field(obj, "prompt", path, line_no), false});
+      s.pieces.push_back({string_field(obj, "completion", path, line_no), true});
+    } else if (obj.contains(text_field)) {
+      s.pieces.push_back({string_field(obj, text_field.c_str(), path, line_no), true});
+    } else if (obj.contains("messages")) {
+      user_error("{}:{}: chat data ('messages') is not supported by braid prepare yet; write "
+                 "each conversation as a prompt/completion pair", path, line_no);
+    } else {
+      user_error("{}:{}: no '{}' field and no 'prompt'/'completion' pair; expected one of them "
+                 "(choose the text field with --text-field)", path, line_no, text_field);
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace braid
