@@ -8,9 +8,15 @@
 #include "data/bpe_tokenizer.h"
 #include "data/byte_tokenizer.h"
 #include "data/file_util.h"
-#include "data/hf_tokenizer.h"
+#include "data/hf_bpe.h"
+#include "core/checksum.h"
 
 namespace braid {
+
+std::string Tokenizer::fingerprint() const {
+  const std::string s = to_json().dump();  // object keys sorted: canonical
+  return kind() + "-" + sha256_hex(s.data(), s.size()).substr(0, 16);
+}
 
 void Tokenizer::save(const std::string& path) const {
   write_file_atomic(path, to_json().dump() + "\n");
@@ -119,8 +125,12 @@ std::unique_ptr<Tokenizer> load_bpe(const nlohmann::json& j, const std::string& 
 
 std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path) {
   const nlohmann::json j = read_json_file(path, "tokenizer file");
-  if (j.is_object() && j.contains("model") && j["model"].is_object())
-    return tokenizer_from_hf(j, path);  // a Hugging Face tokenizer.json
+  if (j.is_object() && j.contains("model") && j["model"].is_object()) {
+    // A Hugging Face tokenizer.json; a copy braid saved carries its tokenizer_config values.
+    auto tok = std::make_unique<HfBpeTokenizer>(j, path);
+    if (j.contains("braid_config")) tok->apply_config(j["braid_config"], path);
+    return tok;
+  }
   if (!j.is_object() || !j.contains("type") || !j["type"].is_string())
     user_error(
         "tokenizer file '{}' has no string \"type\" field; expected \"byte\" or \"bpe\" "
