@@ -590,14 +590,34 @@ json HfBpeTokenizer::to_json() const {
 }
 
 std::string HfBpeTokenizer::fingerprint() const {
-  // What decides the ids: model, added tokens, normalizer and pre-tokenizer, and the
-  // bos/eos a document gets. nlohmann's objects sort their keys, so the dump is canonical.
-  json c = {{"model", json_["model"]},
-            {"added_tokens", json_.value("added_tokens", json())},
-            {"normalizer", json_.value("normalizer", json())},
-            {"pre_tokenizer", json_.value("pre_tokenizer", json())},
-            {"bos", add_bos_ && bos_ ? json(*bos_) : json()},
-            {"eos", eos_ ? json(*eos_) : json()}};
+  // What decides the ids, read back from the parsed tokenizer (so two files that differ only
+  // in how they spell it agree): vocabulary, merges in rank order, model options, added
+  // tokens, normalizer and pre-tokenizer steps, and the bos/eos a document gets. nlohmann's
+  // objects sort their keys, so the dump is canonical.
+  std::vector<std::pair<int32_t, uint64_t>> ranked;
+  for (const auto& [key, rn] : merges_) ranked.emplace_back(rn.first, key);
+  std::sort(ranked.begin(), ranked.end());
+  json merges = json::array();
+  for (const auto& [rank, key] : ranked)
+    merges.push_back({token_text_[key >> 32], token_text_[key & 0xFFFFFFFFu]});
+  json added = json::array();
+  for (const HfAddedToken& a : added_)
+    added.push_back({a.id, a.content, a.normalized, a.lstrip, a.rstrip});
+  std::sort(added.begin(), added.end());
+  json norm = json::array(), pre = json::array();
+  for (const NormStep& n : norm_) norm.push_back({static_cast<int>(n.kind), n.a, n.b});
+  for (const PreStep& p : pre_)
+    pre.push_back({static_cast<int>(p.kind), p.split.pattern(), p.use_regex, p.replacement,
+                   p.prepend, p.split_words});
+  const json c = {{"vocab", vocab_},
+                  {"merges", merges},
+                  {"model", {byte_fallback_, ignore_merges_, unk_ ? *unk_ : -1,
+                             json_["model"].value("fuse_unk", false)}},
+                  {"added", added},
+                  {"normalizer", norm},
+                  {"pre_tokenizer", pre},
+                  {"bos", add_bos_ && bos_ ? *bos_ : -1},
+                  {"eos", eos_ ? *eos_ : -1}};
   const std::string s = c.dump();
   return "hf-" + sha256_hex(s.data(), s.size()).substr(0, 16);
 }

@@ -55,6 +55,8 @@ class HfBpeTokenizer final : public Tokenizer {
   std::string fingerprint() const override;
 
   std::optional<int32_t> pad_id() const { return pad_; }
+  // The tokenizer_config.json values apply_config() read (bos/eos/pad tokens, add_*_token).
+  const nlohmann::json& config() const { return config_; }
   bool add_eos() const { return add_eos_; }
 
  private:

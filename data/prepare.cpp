@@ -17,6 +17,7 @@
 #include "data/byte_tokenizer.h"
 #include "data/chunk_stream.h"
 #include "data/file_util.h"
+#include "data/hf_bpe.h"
 #include "data/shard.h"
 
 namespace braid {
@@ -151,8 +152,13 @@ double unigram_entropy_of_counts(std::span<const int64_t> counts) {
 
 PrepareSummary prepare(const PrepareOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (o.tokenizer != "byte" && o.tokenizer != "bpe")
-    user_error("--tokenizer is '{}'; expected byte or bpe", o.tokenizer);
+  const bool given = o.tokenizer != "byte" && o.tokenizer != "bpe";
+  if (given && o.vocab_size != 0)
+    user_error("--vocab-size is {} but --tokenizer '{}' is a given tokenizer with its own "
+               "vocabulary; drop --vocab-size", o.vocab_size, o.tokenizer);
+  if (given && o.eot != "auto")
+    user_error("--eot '{}' does not apply to --tokenizer '{}': its eos token ends every "
+               "document; drop --eot", o.eot, o.tokenizer);
   if (o.tokenizer == "byte" && o.vocab_size != 0 && o.vocab_size != 256)
     user_error("--vocab-size is {} but the byte tokenizer has exactly 256 tokens; drop "
                "--vocab-size or use --tokenizer bpe", o.vocab_size);
@@ -165,7 +171,8 @@ PrepareSummary prepare(const PrepareOptions& o) {
 
   const std::vector<std::string> files = list_input_files(o.inputs, o.out_dir);
   const bool bpe = o.tokenizer == "bpe";
-  const std::string eot = o.eot == "auto" ? (bpe ? "<|endoftext|>" : "") : o.eot == "none" ? "" : o.eot;
+  const std::string eot =
+      given ? "" : o.eot == "auto" ? (bpe ? "<|endoftext|>" : "") : o.eot == "none" ? "" : o.eot;
   PrepareSummary s;
   auto no_text = [&] {
     user_error("the inputs ({} files) hold no text; expected non-empty text files", files.size());
@@ -174,7 +181,9 @@ PrepareSummary prepare(const PrepareOptions& o) {
   // Pass 1 (bpe only): count the chunks of the training text, one document at a time. The
   // training parts of all documents form one text, as the encoder of pass 2 sees it.
   std::unique_ptr<Tokenizer> tok;
-  if (bpe) {
+  if (given) {
+    tok = load_tokenizer_path(o.tokenizer);
+  } else if (bpe) {
     const auto t_tok = std::chrono::steady_clock::now();  // counting is part of training
     BpeChunkCounts counts(PreSplit::gpt2());
     ChunkStream stream([&](std::string_view span) { counts.add(span); }, PreSplit::gpt2());
@@ -197,6 +206,7 @@ PrepareSummary prepare(const PrepareOptions& o) {
     tok = std::make_unique<ByteTokenizer>();
   }
   const std::optional<int32_t> eot_id = tok->eot_id();
+  const std::optional<int32_t> bos_id = tok->bos_id();
 
   // Pass 2: encode the training and validation texts into their shards as they stream by.
   // A failure here leaves neither shard (their writers remove the temp files), nor the output
@@ -217,8 +227,24 @@ PrepareSummary prepare(const PrepareOptions& o) {
     ChunkStream train_stream([&](std::string_view span) { encode_train(tok->encode(span)); }, split);
     ChunkStream val_stream([&](std::string_view span) { val_w.append(tok->encode(span)); }, split);
     PrepareSummary pass2;
+    // A given tokenizer's normalizer and prefix space see each part whole, as a model's own
+    // tokenizer would: bos? part eos.
+    auto encode_part = [&](std::string_view part, auto&& append) {
+      if (part.empty()) return;
+      std::vector<int32_t> ids;
+      if (bos_id) ids.push_back(*bos_id);
+      const std::vector<int32_t> body = tok->encode(part);
+      ids.insert(ids.end(), body.begin(), body.end());
+      if (eot_id) ids.push_back(*eot_id);
+      append(std::span<const int32_t>(ids));
+    };
     for_each_document(files, o.val_fraction, pass2,
                       [&](std::string_view train, std::string_view val) {
+                        if (given) {
+                          encode_part(train, encode_train);
+                          encode_part(val, [&](std::span<const int32_t> ids) { val_w.append(ids); });
+                          return;
+                        }
                         feed(train_stream, train);
                         feed(val_stream, val);
                         if (!eot_id) return;
@@ -229,7 +255,7 @@ PrepareSummary prepare(const PrepareOptions& o) {
                       });
     train_stream.finish();
     val_stream.finish();
-    if (!bpe) {
+    if (!bpe || given) {
       s.documents = pass2.documents;
       s.input_bytes = pass2.input_bytes;
     }
@@ -247,16 +273,19 @@ PrepareSummary prepare(const PrepareOptions& o) {
   if (o.force) fs::remove(out / kLegacyTokenizerFile, ec);
 
   s.tokenizer = tok->kind();
+  s.tokenizer_fingerprint = tok->fingerprint();
   s.vocab_size = tok->vocab_size();
   s.unigram_entropy_nats = unigram_entropy_of_counts(unigram);
   nlohmann::json meta = {{"format", "braid-prepare-v1"},
                          {"tokenizer", s.tokenizer},
+                         {"tokenizer_fingerprint", s.tokenizer_fingerprint},
+                         {"tokenizer_source", given ? nlohmann::json(o.tokenizer) : nlohmann::json(nullptr)},
                          {"vocab_size", s.vocab_size},
                          {"documents", s.documents},
                          {"input_bytes", s.input_bytes},
                          {"val_fraction", o.val_fraction},
-                         {"document_separator", eot.empty() ? "newline" : "newline + eot"},
-                         {"eot", eot.empty() ? nlohmann::json(nullptr) : nlohmann::json(eot)},
+                         {"document_separator", given ? "bos/eos of the tokenizer" : eot.empty() ? "newline" : "newline + eot"},
+                         {"eot", eot_id ? nlohmann::json(tok->decode(std::span(&*eot_id, 1))) : nlohmann::json(nullptr)},
                          {"train_tokens", s.train_tokens},
                          {"val_tokens", s.val_tokens},
                          {"unigram_entropy_nats", s.unigram_entropy_nats}};

@@ -9,13 +9,22 @@
 #include "data/byte_tokenizer.h"
 #include "data/file_util.h"
 #include "data/hf_bpe.h"
+#include "data/hf_tokenizer.h"
 #include "core/checksum.h"
 
 namespace braid {
 
 std::string Tokenizer::fingerprint() const {
+  // Computed on the tokenizer.json this tokenizer exports, so a braid tokenizer and its HF
+  // export (or an import of that) agree. The legacy pre-split has no HF form: its own hash.
+  const auto* bpe = dynamic_cast<const BpeTokenizer*>(this);
+  if (!bpe || !bpe->presplit().is_legacy()) try {
+      return HfBpeTokenizer(hf_tokenizer_json(*this, nullptr), "fingerprint").fingerprint();
+    } catch (const UserError&) {
+      // a tokenizer HF cannot express (e.g. a custom pattern PCRE2 alone reads): its own hash
+    }
   const std::string s = to_json().dump();  // object keys sorted: canonical
-  return kind() + "-" + sha256_hex(s.data(), s.size()).substr(0, 16);
+  return kind() + "-own-" + sha256_hex(s.data(), s.size()).substr(0, 16);
 }
 
 void Tokenizer::save(const std::string& path) const {
