@@ -219,6 +219,7 @@ HfBpeTokenizer::HfBpeTokenizer(const json& j, const std::string& path) : json_(j
       hf_fail(path, "model.{} is {}; braid reads null", k, m[k].dump());
   byte_fallback_ = get_bool(m, "byte_fallback", false, path, "model");
   ignore_merges_ = get_bool(m, "ignore_merges", false, path, "model");
+  fuse_unk_ = get_bool(m, "fuse_unk", false, path, "model");
   if (byte_level_ && byte_fallback_)
     hf_fail(path, "model.byte_fallback is true with a ByteLevel pre_tokenizer; braid reads one or the other");
   if (!m.contains("vocab") || !m["vocab"].is_object() || !m.contains("merges") ||
@@ -289,10 +290,17 @@ HfBpeTokenizer::HfBpeTokenizer(const json& j, const std::string& path) : json_(j
       if (get_bool(t, "single_word", false, path, where))
         hf_fail(path, "{} has single_word true; braid reads false", where);
       added_match_.push_back(a.normalized ? normalize(a.content) : a.content);
+      if (!added_match_.back().empty())
+        added_first_[static_cast<unsigned char>(added_match_.back()[0])] = true;
       max_id = std::max(max_id, a.id);
       added_.push_back(std::move(a));
     }
   }
+  // Ids index tables: a sparse numbering (a huge id) would make them huge.
+  const int64_t tokens = static_cast<int64_t>(vocab_.size() + added_.size());
+  if (max_id >= 2 * tokens + 1024)
+    hf_fail(path, "the largest token id is {} for {} tokens; expected ids numbered densely from 0",
+            max_id, tokens);
   vocab_size_ = max_id + 1;
   token_text_.assign(static_cast<size_t>(vocab_size_), std::string());
   for (const auto& [s, id] : vocab_) token_text_[static_cast<size_t>(id)] = s;
@@ -375,6 +383,10 @@ std::vector<std::pair<std::string, int32_t>> HfBpeTokenizer::split_added(std::st
   std::vector<std::pair<std::string, int32_t>> out;
   size_t at = 0, pending = 0;  // text[pending, at) is not yet emitted
   while (at < text.size()) {
+    if (!added_first_[static_cast<unsigned char>(text[at])]) {
+      ++at;
+      continue;
+    }
     // Leftmost-longest among the added tokens of this kind.
     size_t best_len = 0;
     int best = -1;
@@ -508,7 +520,7 @@ void HfBpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& ou
                  "and the model has no unk_token nor byte fallback",
                  ch);
     // fuse_unk: consecutive unknown characters become one unk token.
-    if (!(last_unk && json_["model"].value("fuse_unk", false))) sym.push_back({*unk_, 0, 0});
+    if (!(last_unk && fuse_unk_)) sym.push_back({*unk_, 0, 0});
     last_unk = true;
   }
   const int n = static_cast<int>(sym.size());
@@ -612,7 +624,7 @@ std::string HfBpeTokenizer::fingerprint() const {
   const json c = {{"vocab", vocab_},
                   {"merges", merges},
                   {"model", {byte_fallback_, ignore_merges_, unk_ ? *unk_ : -1,
-                             json_["model"].value("fuse_unk", false)}},
+                             fuse_unk_}},
                   {"added", added},
                   {"normalizer", norm},
                   {"pre_tokenizer", pre},

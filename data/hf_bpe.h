@@ -92,6 +92,7 @@ class HfBpeTokenizer final : public Tokenizer {
   bool byte_level_ = false;
   bool byte_fallback_ = false;
   bool ignore_merges_ = false;
+  bool fuse_unk_ = false;
   bool strip_prefix_ = false;  // decode drops one leading space (a "▁" the encoder prepended)
   std::optional<int32_t> unk_;
   std::unordered_map<std::string, int32_t> vocab_;
@@ -99,6 +100,7 @@ class HfBpeTokenizer final : public Tokenizer {
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;  // pair -> (rank, new id)
   std::vector<HfAddedToken> added_;
   std::vector<std::string> added_match_;  // what is searched for (normalized content if normalized)
+  bool added_first_[256] = {};            // bytes an added token's match can start with
   int32_t byte_ids_[256] = {};            // byte fallback <0xNN> ids (-1 none)
   std::optional<int32_t> bos_, eos_, pad_;
   bool add_bos_ = false, add_eos_ = false;

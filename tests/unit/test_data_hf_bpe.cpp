@@ -114,6 +114,9 @@ TEST(HfBpe, RefusesWhatItDoesNotImplementNamingTheField) {
   b = j;
   b["model"]["merges"].push_back("nosuch token");
   refused(b, "model.merges");
+  b = j;
+  b["model"]["vocab"]["zzz"] = 1 << 29;
+  refused(b, "densely");
 }
 
 TEST(HfBpe, LoadTokenizerPathErrors) {
