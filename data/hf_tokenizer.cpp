@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "data/bpe_tokenizer.h"
 #include "data/byte_tokenizer.h"
+#include "data/hf_bpe.h"
 
 namespace braid {
 
@@ -64,6 +65,11 @@ const std::string& byte_to_unicode(unsigned char b) { return unicode_table()[b];
 
 json hf_tokenizer_json(const Tokenizer& tok, std::string* warning) {
   if (warning) warning->clear();
+  if (const auto* hf = dynamic_cast<const HfBpeTokenizer*>(&tok)) {  // read from such a file
+    json j = hf->to_json();
+    j.erase("braid_config");
+    return j;
+  }
   json vocab = json::object();
   json merges = json::array();
   json added = json::array();
@@ -142,11 +148,12 @@ json hf_tokenizer_config_json(const Tokenizer& tok, int model_max_length) {
             {"add_prefix_space", false},
             {"clean_up_tokenization_spaces", false}};
   if (auto eot = tok.eot_id()) {
-    const auto* bpe = dynamic_cast<const BpeTokenizer*>(&tok);
-    const std::string text = bpe->token_bytes(*eot);
+    const std::string text = tok.decode(std::span(&*eot, 1));
     j["bos_token"] = text;
     j["eos_token"] = text;
   }
+  if (const auto* hf = dynamic_cast<const HfBpeTokenizer*>(&tok))
+    for (const auto& [k, v] : hf->config().items()) j[k] = v;  // the source's own settings
   return j;
 }
 

@@ -17,6 +17,7 @@
 #include "data/byte_tokenizer.h"
 #include "data/chunk_stream.h"
 #include "data/file_util.h"
+#include "data/hf_bpe.h"
 #include "data/jsonl_input.h"
 #include "data/shard.h"
 
@@ -193,8 +194,13 @@ double unigram_entropy_of_counts(std::span<const int64_t> counts) {
 
 PrepareSummary prepare(const PrepareOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (o.tokenizer != "byte" && o.tokenizer != "bpe")
-    user_error("--tokenizer is '{}'; expected byte or bpe", o.tokenizer);
+  const bool given = o.tokenizer != "byte" && o.tokenizer != "bpe";
+  if (given && o.vocab_size != 0)
+    user_error("--vocab-size is {} but --tokenizer '{}' is a given tokenizer with its own "
+               "vocabulary; drop --vocab-size", o.vocab_size, o.tokenizer);
+  if (given && o.eot != "auto")
+    user_error("--eot '{}' does not apply to --tokenizer '{}': its eos token ends every "
+               "document; drop --eot", o.eot, o.tokenizer);
   if (o.tokenizer == "byte" && o.vocab_size != 0 && o.vocab_size != 256)
     user_error("--vocab-size is {} but the byte tokenizer has exactly 256 tokens; drop "
                "--vocab-size or use --tokenizer bpe", o.vocab_size);
@@ -207,7 +213,8 @@ PrepareSummary prepare(const PrepareOptions& o) {
 
   const std::vector<std::string> files = list_input_files(o.inputs, o.out_dir);
   const bool bpe = o.tokenizer == "bpe";
-  const std::string eot = o.eot == "auto" ? (bpe ? "<|endoftext|>" : "") : o.eot == "none" ? "" : o.eot;
+  const std::string eot =
+      given ? "" : o.eot == "auto" ? (bpe ? "<|endoftext|>" : "") : o.eot == "none" ? "" : o.eot;
   PrepareSummary s;
   auto no_text = [&] {
     user_error("the inputs ({} files) hold no text; expected non-empty text files", files.size());
@@ -216,7 +223,9 @@ PrepareSummary prepare(const PrepareOptions& o) {
   // Pass 1 (bpe only): count the chunks of the training text, one document at a time. The
   // training parts of all documents form one text, as the encoder of pass 2 sees it.
   std::unique_ptr<Tokenizer> tok;
-  if (bpe) {
+  if (given) {
+    tok = load_tokenizer_path(o.tokenizer);
+  } else if (bpe) {
     const auto t_tok = std::chrono::steady_clock::now();  // counting is part of training
     BpeChunkCounts counts(PreSplit::gpt2());
     ChunkStream stream([&](std::string_view span) { counts.add(span); }, PreSplit::gpt2());
@@ -249,6 +258,7 @@ PrepareSummary prepare(const PrepareOptions& o) {
     tok = std::make_unique<ByteTokenizer>();
   }
   const std::optional<int32_t> eot_id = tok->eot_id();
+  const std::optional<int32_t> bos_id = tok->bos_id();
 
   // Pass 2: encode the training and validation texts into their shards as they stream by.
   // A failure here leaves neither shard (their writers remove the temp files), nor the output
@@ -273,6 +283,17 @@ PrepareSummary prepare(const PrepareOptions& o) {
     ChunkStream val_stream([&](std::string_view span) { val_w.add(tok->encode(span), true); },
                            split);
     PrepareSummary pass2;
+    // A given tokenizer's normalizer and prefix space see each part whole, as a model's own
+    // tokenizer would: bos? part eos.
+    auto encode_part = [&](std::string_view part, auto&& append) {
+      if (part.empty()) return;
+      std::vector<int32_t> ids;
+      if (bos_id) ids.push_back(*bos_id);
+      const std::vector<int32_t> body = tok->encode(part);
+      ids.insert(ids.end(), body.begin(), body.end());
+      if (eot_id) ids.push_back(*eot_id);
+      append(std::span<const int32_t>(ids));
+    };
     for_each_input(
         files, o, pass2,
         [&](std::string_view train, std::string_view val) {
@@ -281,6 +302,11 @@ PrepareSummary prepare(const PrepareOptions& o) {
             val_stream.finish();
             train_w.begin_sample();
             val_w.begin_sample();
+          }
+          if (given) {
+            encode_part(train, [&](std::span<const int32_t> ids) { encode_train(ids, true); });
+            encode_part(val, [&](std::span<const int32_t> ids) { val_w.add(ids, true); });
+            return;
           }
           feed(train_stream, train);
           feed(val_stream, val);
@@ -294,23 +320,21 @@ PrepareSummary prepare(const PrepareOptions& o) {
           train_stream.finish();
           val_stream.finish();
           TokenSink& sink = in_val ? val_w : train_w;
-          sink.begin_sample();
-          for (const TextPiece& p : sample.pieces) {
-            const std::vector<int32_t> ids = tok->encode(p.text);
+          auto add = [&](std::span<const int32_t> ids, bool trained) {
             if (in_val)
-              sink.add(ids, p.trained);
+              sink.add(ids, trained);
             else
-              encode_train(ids, p.trained);
-          }
-          if (!eot_id) return;
-          if (in_val)
-            sink.add(std::span(&*eot_id, 1), true);
-          else
-            encode_train(std::span(&*eot_id, 1), true);
+              encode_train(ids, trained);
+          };
+          sink.begin_sample();
+          // A given tokenizer's bos leads the sample; nothing predicts it.
+          if (given && bos_id) add(std::span(&*bos_id, 1), false);
+          for (const TextPiece& p : sample.pieces) add(tok->encode(p.text), p.trained);
+          if (eot_id) add(std::span(&*eot_id, 1), true);
         });
     train_stream.finish();
     val_stream.finish();
-    if (!bpe) {
+    if (!bpe || given) {
       s.documents = pass2.documents;
       s.input_bytes = pass2.input_bytes;
       s.jsonl_samples = pass2.jsonl_samples;
@@ -336,16 +360,19 @@ PrepareSummary prepare(const PrepareOptions& o) {
   }
 
   s.tokenizer = tok->kind();
+  s.tokenizer_fingerprint = tok->fingerprint();
   s.vocab_size = tok->vocab_size();
   s.unigram_entropy_nats = unigram_entropy_of_counts(unigram);
   nlohmann::json meta = {{"format", "braid-prepare-v1"},
                          {"tokenizer", s.tokenizer},
+                         {"tokenizer_fingerprint", s.tokenizer_fingerprint},
+                         {"tokenizer_source", given ? nlohmann::json(o.tokenizer) : nlohmann::json(nullptr)},
                          {"vocab_size", s.vocab_size},
                          {"documents", s.documents},
                          {"input_bytes", s.input_bytes},
                          {"val_fraction", o.val_fraction},
-                         {"document_separator", eot.empty() ? "newline" : "newline + eot"},
-                         {"eot", eot.empty() ? nlohmann::json(nullptr) : nlohmann::json(eot)},
+                         {"document_separator", given ? "bos/eos of the tokenizer" : eot.empty() ? "newline" : "newline + eot"},
+                         {"eot", eot_id ? nlohmann::json(tok->decode(std::span(&*eot_id, 1))) : nlohmann::json(nullptr)},
                          {"train_tokens", s.train_tokens},
                          {"val_tokens", s.val_tokens},
                          {"unigram_entropy_nats", s.unigram_entropy_nats},

@@ -14,7 +14,9 @@ namespace braid {
 struct PrepareOptions {
   std::vector<std::string> inputs;  // files or directories (recursed); read in sorted path order
   std::string out_dir;
-  std::string tokenizer = "bpe";    // "byte" or "bpe"
+  // "byte", "bpe", or the path of a Hugging Face model folder or tokenizer.json (or a braid
+  // tokenizer file): that tokenizer encodes the documents as they are, nothing is trained.
+  std::string tokenizer = "bpe";
   int vocab_size = 0;               // 0: 512 for bpe, 256 for byte (byte accepts only 256)
   double val_fraction = 0.05;       // in [0, 0.5]
   bool force = false;               // allow writing into a non-empty out_dir
@@ -42,17 +44,22 @@ struct PrepareSummary {
   int64_t untrained_train_tokens = 0;  // prompt tokens of train.bin (loss mask 0)
   bool flags = false;               // train.flags.bin and val.flags.bin were written
   std::string tokenizer;
+  std::string tokenizer_fingerprint;  // Tokenizer::fingerprint(), also in meta.json
   int vocab_size = 0;
   double unigram_entropy_nats = 0;  // of the training tokens
   double tokenizer_train_s = 0;
   double total_s = 0;
 };
 
+// With a given tokenizer (a path in opts.tokenizer), every train and val part of a document is
+// encoded whole, led by the tokenizer's bos token when its configuration adds one and followed
+// by its end-of-text (eos) token; opts.eot and vocab_size do not apply.
 // Each input file is one document, except .jsonl files (data/jsonl_input.h): each of their
 // lines is one sample (counted as a document), its pieces encoded one by one, followed by the
 // end-of-text token (trained). The last val_fraction of a JSONL file's samples (rounded down)
 // goes to val.bin. With any JSONL input, train.flags.bin and val.flags.bin hold each token's
-// loss mask and sample starts (text documents: all trained, one sample each). A document gets a trailing '\n' if it lacks one; with an
+// loss mask and sample starts (text documents: all trained, one sample each). A document gets
+// a trailing '\n' if it lacks one; with an
 // end-of-text token (opts.eot) that token also follows every document's train and val part,
 // and the tokenizer knows it as a special token (the last id). BPE uses the GPT-2 pre-split.
 // Held-out split: the last val_fraction of every document (cut moved forward to the next line

@@ -8,9 +8,24 @@
 #include "data/bpe_tokenizer.h"
 #include "data/byte_tokenizer.h"
 #include "data/file_util.h"
+#include "data/hf_bpe.h"
 #include "data/hf_tokenizer.h"
+#include "core/checksum.h"
 
 namespace braid {
+
+std::string Tokenizer::fingerprint() const {
+  // Computed on the tokenizer.json this tokenizer exports, so a braid tokenizer and its HF
+  // export (or an import of that) agree. The legacy pre-split has no HF form: its own hash.
+  const auto* bpe = dynamic_cast<const BpeTokenizer*>(this);
+  if (!bpe || !bpe->presplit().is_legacy()) try {
+      return HfBpeTokenizer(hf_tokenizer_json(*this, nullptr), "fingerprint").fingerprint();
+    } catch (const UserError&) {
+      // a tokenizer HF cannot express (e.g. a custom pattern PCRE2 alone reads): its own hash
+    }
+  const std::string s = to_json().dump();  // object keys sorted: canonical
+  return kind() + "-own-" + sha256_hex(s.data(), s.size()).substr(0, 16);
+}
 
 void Tokenizer::save(const std::string& path) const {
   write_file_atomic(path, to_json().dump() + "\n");
@@ -119,8 +134,12 @@ std::unique_ptr<Tokenizer> load_bpe(const nlohmann::json& j, const std::string& 
 
 std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path) {
   const nlohmann::json j = read_json_file(path, "tokenizer file");
-  if (j.is_object() && j.contains("model") && j["model"].is_object())
-    return tokenizer_from_hf(j, path);  // a Hugging Face tokenizer.json
+  if (j.is_object() && j.contains("model") && j["model"].is_object()) {
+    // A Hugging Face tokenizer.json; a copy braid saved carries its tokenizer_config values.
+    auto tok = std::make_unique<HfBpeTokenizer>(j, path);
+    if (j.contains("braid_config")) tok->apply_config(j["braid_config"], path);
+    return tok;
+  }
   if (!j.is_object() || !j.contains("type") || !j["type"].is_string())
     user_error(
         "tokenizer file '{}' has no string \"type\" field; expected \"byte\" or \"bpe\" "

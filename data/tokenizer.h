@@ -35,11 +35,16 @@ class Tokenizer {
   virtual nlohmann::json to_json() const = 0;
   // The end-of-text token put between documents, when this tokenizer has one.
   virtual std::optional<int32_t> eot_id() const { return std::nullopt; }
+  // The token put before every document, when this tokenizer's configuration asks for one.
+  virtual std::optional<int32_t> bos_id() const { return std::nullopt; }
+  // Short text that is equal for two tokenizers exactly when they give the same ids: a hash of
+  // the canonical vocabulary, merges, special tokens and normalizer/pre-tokenizer settings.
+  virtual std::string fingerprint() const;
 
   // Writes to_json() to path (temp file + rename, so a crash leaves no half-written file).
   void save(const std::string& path) const;
   // Reads a file written by save() (any format version), or a Hugging Face tokenizer.json with
-  // a byte-level BPE model. A missing or malformed file is a braid::UserError naming the file
+  // a BPE model (data/hf_bpe.h says which). A missing or malformed file is a braid::UserError naming the file
   // and what is wrong.
   static std::unique_ptr<Tokenizer> load(const std::string& path);
 };

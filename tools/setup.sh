@@ -7,7 +7,7 @@ build=${BRAID_BUILD_DIR:-$here/build}
 
 pkgs=(build-essential cmake ninja-build pkg-config libopenmpi-dev openmpi-bin libyaml-cpp-dev
       libfmt-dev libgtest-dev libdnnl-dev libopenblas-dev libcli11-dev nlohmann-json3-dev
-      libssl-dev zlib1g-dev libpcre2-dev iproute2)
+      libssl-dev zlib1g-dev libpcre2-dev libicu-dev iproute2)
 # Only for the tools/ checks outside ctest (tools/check_report.sh): BRAID_SETUP_CHECKS=1.
 if [ "${BRAID_SETUP_CHECKS:-0}" = 1 ]; then pkgs+=(chromium); fi
 missing=()

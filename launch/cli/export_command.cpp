@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "data/file_util.h"
+#include "data/hf_bpe.h"
 #include "data/hf_tokenizer.h"
 #include "data/tokenizer.h"
 #include "launch/cli/commands.h"
@@ -115,7 +116,7 @@ void add_export_command(CLI::App& app) {
     parse_dtype(o->dtype, &how.dtype);
     const ModelConfig& cfg = lm.model->config();
     std::unique_ptr<Tokenizer> tok;
-    if (!lm.tokenizer.empty()) tok = Tokenizer::load(lm.tokenizer);
+    if (!lm.tokenizer.empty()) tok = load_tokenizer_path(lm.tokenizer);
     if (tok) how.eos_token_id = tok->eot_id();
     std::string tok_warning;
     std::vector<std::string> files;
@@ -167,7 +168,7 @@ void add_import_command(CLI::App& app) {
     const ModelConfig& cfg = lm.model->config();
     std::unique_ptr<Tokenizer> tok;
     try {
-      if (!lm.tokenizer.empty()) tok = Tokenizer::load(lm.tokenizer);  // HF or braid format
+      if (!lm.tokenizer.empty()) tok = load_tokenizer_path(lm.tokenizer);  // HF or braid format
     } catch (const UserError& e) {
       std::fprintf(stderr, "warning: importing without a tokenizer: %s\n", e.what());
     }

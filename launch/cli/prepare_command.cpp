@@ -19,8 +19,9 @@ void add_prepare_command(CLI::App& app) {
                 "Output folder for braid_tokenizer.json, train.bin, val.bin and meta.json")
       ->required();
   c->add_option("--tokenizer", opts->tokenizer,
-                "byte (256 tokens, one per byte) or bpe (byte-level BPE trained on the input)")
-      ->check(CLI::IsMember({"byte", "bpe"}))
+                "byte (256 tokens, one per byte), bpe (byte-level BPE trained on the input), or "
+                "the path of a Hugging Face model folder or tokenizer.json (its tokenizer, with "
+                "the folder's tokenizer_config.json: bos/eos tokens around every document)")
       ->capture_default_str();
   c->add_option("--vocab-size", opts->vocab_size,
                 "BPE vocabulary size (256 bytes + merges); default 512. The byte tokenizer is "

@@ -241,6 +241,8 @@ LoadedModel load_model(const std::string& path, Device device, bool apply_adapte
   return out;
 }
 
+std::string model_tokenizer_file(const std::string& path) { return find_tokenizer(resolve(path)); }
+
 ModelConfig model_config_at(const std::string& path) { return config_of(resolve(path)); }
 
 void init_weights_from(Transformer& model, const std::string& path) {

@@ -67,4 +67,7 @@ void init_weights_from(Transformer& model, const std::string& path);
 // written by older braid versions (and by Hugging Face). "" when there is none.
 std::string tokenizer_file_in(const std::string& dir);
 
+// The tokenizer file of the model at `path` (same kinds of path as load_model), "" for none.
+std::string model_tokenizer_file(const std::string& path);
+
 }  // namespace braid

@@ -8,6 +8,7 @@
 #include "core/kernels/gemm.h"
 #include "data/file_util.h"
 #include "data/shard.h"
+#include "data/hf_bpe.h"
 #include "data/tokenizer.h"
 #include "launch/config/config.h"
 #include "launch/io/model_io.h"
@@ -147,6 +148,27 @@ void TrainRun::check_data() {
   }
   val.emplace(val_path, cfg.data);
   check_shard_vocab(val->shard(), cfg.model.vocab_size);
+  check_tokenizer();
+}
+
+void TrainRun::check_tokenizer() const {
+  if (tok_path.empty()) return;
+  // The model's tokenizer: run.init_from's or lora.init_from's (an HF folder's tokenizer.json,
+  // or the copy a braid run kept of the data's tokenizer it was trained on).
+  std::string model_tok, from;
+  if (!cfg.run.init_from.empty()) {
+    model_tok = model_tokenizer_file(cfg.run.init_from), from = "run.init_from " + cfg.run.init_from;
+  } else if (init_base) {
+    model_tok = init_base->tokenizer, from = "lora.init_from " + cfg.lora.init_from;
+  }
+  if (model_tok.empty()) return;
+  const std::string want = load_tokenizer_path(model_tok)->fingerprint();
+  const std::string have = load_tokenizer_path(tok_path)->fingerprint();
+  BRAID_USER_CHECK(want == have,
+                   "data.dir {} was prepared with tokenizer {} ({}), but the model of {} uses "
+                   "tokenizer {} ({}); the ids would mean other text. Prepare the data with the "
+                   "model's tokenizer: braid prepare --tokenizer {} ...",
+                   data_dir.string(), have, tok_path, from, want, model_tok, model_tok);
 }
 
 std::optional<LoadedCheckpoint> TrainRun::load_resume_checkpoint() {

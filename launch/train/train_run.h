@@ -81,6 +81,8 @@ class TrainRun {
 
  private:
   void check_data();
+  // data.dir's tokenizer must be the init_from model's (same fingerprint); UserError if not.
+  void check_tokenizer() const;
   std::optional<LoadedCheckpoint> load_resume_checkpoint();
   void resume(LoadedCheckpoint& ck);
   void print_header(const PeakChoice& peak) const;
