@@ -78,10 +78,10 @@ std::vector<std::pair<std::string, Tensor>> AdamW::state_tensors() const {
   std::vector<std::pair<std::string, Tensor>> out;
   for (const Slot& s : slots_) {
     if (s.eight_bit()) {
-      out.emplace_back(s.p->name + ".exp_avg.codes", s.m_codes);
-      out.emplace_back(s.p->name + ".exp_avg.absmax", s.m_absmax);
-      out.emplace_back(s.p->name + ".exp_avg_sq.codes", s.v_codes);
-      out.emplace_back(s.p->name + ".exp_avg_sq.absmax", s.v_absmax);
+      out.emplace_back(s.p->name + ".exp_avg_codes", s.m_codes);
+      out.emplace_back(s.p->name + ".exp_avg_absmax", s.m_absmax);
+      out.emplace_back(s.p->name + ".exp_avg_sq_codes", s.v_codes);
+      out.emplace_back(s.p->name + ".exp_avg_sq_absmax", s.v_absmax);
       continue;
     }
     out.emplace_back(s.p->name + ".exp_avg", s.m);
@@ -96,10 +96,10 @@ void AdamW::load_state(const std::function<Tensor(const std::string&)>& get, int
   // The names state_tensors gives (8-bit slots: codes and absmax), whatever the slot holds.
   for (Slot& s : slots_) {
     if (s.eight_bit()) {
-      s.m_codes.copy_from(get(s.p->name + ".exp_avg.codes"));
-      s.m_absmax.copy_from(get(s.p->name + ".exp_avg.absmax"));
-      s.v_codes.copy_from(get(s.p->name + ".exp_avg_sq.codes"));
-      s.v_absmax.copy_from(get(s.p->name + ".exp_avg_sq.absmax"));
+      s.m_codes.copy_from(get(s.p->name + ".exp_avg_codes"));
+      s.m_absmax.copy_from(get(s.p->name + ".exp_avg_absmax"));
+      s.v_codes.copy_from(get(s.p->name + ".exp_avg_sq_codes"));
+      s.v_absmax.copy_from(get(s.p->name + ".exp_avg_sq_absmax"));
       continue;
     }
     s.m.copy_from(get(s.p->name + ".exp_avg"));

@@ -41,9 +41,9 @@ class AdamW : public Optimizer {
   bool decays(const Parameter& p) const;
 
   // Checkpoint state: "<param>.exp_avg" and "<param>.exp_avg_sq" for each trainable parameter
-  // with f32 moments; for an 8-bit one the moments exactly as held, "<param>.exp_avg.codes"
-  // (u8, the parameter's shape) and "<param>.exp_avg.absmax" (f32, one per block of 2048), the
-  // same for exp_avg_sq.
+  // with f32 moments; for an 8-bit one the moments exactly as held, "<param>.exp_avg_codes"
+  // (u8, the parameter's shape) and "<param>.exp_avg_absmax" (f32, one per block of 2048), the
+  // same for exp_avg_sq (`_codes`, `_absmax`).
   std::vector<std::pair<std::string, Tensor>> state_tensors() const;
   // The same for a checkpoint (whole tensors: *pieces is left alone).
   NamedTensors state_tensors(nlohmann::json* pieces) const override;
