@@ -13,11 +13,22 @@ AdamW::AdamW(ExecContext& ctx, std::vector<Parameter*> params, const OptimConfig
              const ModelGroups& groups)
     : ctx_(ctx), groups_(groups), cfg_(cfg) {
   cfg_.validate();
+  const bool eight_bit = cfg_.name == "adamw8bit";
   for (Parameter* p : params) {
     if (!p->trainable) continue;  // frozen parameters have no optimizer state
-    Slot s{p, ctx.zeros(p->value.shape(), DType::F32, MemCategory::OptimizerState),
-           ctx.zeros(p->value.shape(), DType::F32, MemCategory::OptimizerState), false};
-    s.decay = decays(*p);
+    Slot s{p, {}, {}, {}, {}, {}, {}, decays(*p)};
+    const int64_t n = p->value.numel();
+    if (eight_bit && n >= kAdam8bitMinNumel) {
+      // All-zero codes with absmax 0 dequantise to zero moments.
+      const Shape blocks{adamw8bit_blocks(n)};
+      s.m_codes = ctx.zeros(p->value.shape(), DType::U8, MemCategory::OptimizerState);
+      s.v_codes = ctx.zeros(p->value.shape(), DType::U8, MemCategory::OptimizerState);
+      s.m_absmax = ctx.zeros(blocks, DType::F32, MemCategory::OptimizerState);
+      s.v_absmax = ctx.zeros(blocks, DType::F32, MemCategory::OptimizerState);
+    } else {
+      s.m = ctx.zeros(p->value.shape(), DType::F32, MemCategory::OptimizerState);
+      s.v = ctx.zeros(p->value.shape(), DType::F32, MemCategory::OptimizerState);
+    }
     slots_.push_back(std::move(s));
     trainable_.push_back(p);
   }
@@ -55,13 +66,24 @@ void AdamW::step(float lr) {
   AdamWStep k = adamw_step_constants(cfg_, t_, lr);
   for (Slot& s : slots_) {
     k.decay = s.decay ? lr * cfg_.weight_decay : 0.0f;
-    adamw_update(ctx_, s.p->value, s.m, s.v, s.p->grad(), k);
+    if (s.eight_bit())
+      adamw8bit_update(ctx_, s.p->value, s.m_codes, s.m_absmax, s.v_codes, s.v_absmax,
+                       s.p->grad(), k);
+    else
+      adamw_update(ctx_, s.p->value, s.m, s.v, s.p->grad(), k);
   }
 }
 
 std::vector<std::pair<std::string, Tensor>> AdamW::state_tensors() const {
   std::vector<std::pair<std::string, Tensor>> out;
   for (const Slot& s : slots_) {
+    if (s.eight_bit()) {
+      out.emplace_back(s.p->name + ".exp_avg_codes", s.m_codes);
+      out.emplace_back(s.p->name + ".exp_avg_absmax", s.m_absmax);
+      out.emplace_back(s.p->name + ".exp_avg_sq_codes", s.v_codes);
+      out.emplace_back(s.p->name + ".exp_avg_sq_absmax", s.v_absmax);
+      continue;
+    }
     out.emplace_back(s.p->name + ".exp_avg", s.m);
     out.emplace_back(s.p->name + ".exp_avg_sq", s.v);
   }
@@ -71,7 +93,15 @@ std::vector<std::pair<std::string, Tensor>> AdamW::state_tensors() const {
 NamedTensors AdamW::state_tensors(nlohmann::json* /*pieces*/) const { return state_tensors(); }
 
 void AdamW::load_state(const std::function<Tensor(const std::string&)>& get, int64_t steps_taken) {
+  // The names state_tensors gives (8-bit slots: codes and absmax), whatever the slot holds.
   for (Slot& s : slots_) {
+    if (s.eight_bit()) {
+      s.m_codes.copy_from(get(s.p->name + ".exp_avg_codes"));
+      s.m_absmax.copy_from(get(s.p->name + ".exp_avg_absmax"));
+      s.v_codes.copy_from(get(s.p->name + ".exp_avg_sq_codes"));
+      s.v_absmax.copy_from(get(s.p->name + ".exp_avg_sq_absmax"));
+      continue;
+    }
     s.m.copy_from(get(s.p->name + ".exp_avg"));
     s.v.copy_from(get(s.p->name + ".exp_avg_sq"));
   }

@@ -1,5 +1,9 @@
 // AdamW with decoupled weight decay over a model's trainable parameters: an Optimizer
-// (optim/optimizer.h) whose whole state lives on every data-parallel rank.
+// (optim/optimizer.h) whose whole state lives on every data-parallel rank. With optim.name
+// adamw8bit the moments of every parameter of at least kAdam8bitMinNumel elements are kept in
+// 8 bits (block-wise dynamic quantisation, core/kernels/optimizer.h's adamw8bit_update): 2 bytes
+// per parameter plus 8 bytes per 2048 instead of 8; smaller ones (norms, biases) keep f32
+// moments, as bitsandbytes does.
 #pragma once
 
 #include <functional>
@@ -36,7 +40,10 @@ class AdamW : public Optimizer {
   // Whether weight decay applies: not for 1-D tensors, nor names matching cfg.no_decay.
   bool decays(const Parameter& p) const;
 
-  // Checkpoint state: "<param>.exp_avg" and "<param>.exp_avg_sq" for each trainable parameter.
+  // Checkpoint state: "<param>.exp_avg" and "<param>.exp_avg_sq" for each trainable parameter
+  // with f32 moments; for an 8-bit one the moments exactly as held, "<param>.exp_avg_codes"
+  // (u8, the parameter's shape) and "<param>.exp_avg_absmax" (f32, one per block of 2048), the
+  // same for exp_avg_sq (`_codes`, `_absmax`).
   std::vector<std::pair<std::string, Tensor>> state_tensors() const;
   // The same for a checkpoint (whole tensors: *pieces is left alone).
   NamedTensors state_tensors(nlohmann::json* pieces) const override;
@@ -47,8 +54,11 @@ class AdamW : public Optimizer {
  private:
   struct Slot {
     Parameter* p;
-    Tensor m, v;  // (same shape as p), MemCategory::OptimizerState
+    Tensor m, v;  // (same shape as p), MemCategory::OptimizerState; f32 moments only
+    // 8-bit moments: codes (same shape as p, u8) and absmax (ceil(numel / 2048), f32).
+    Tensor m_codes, m_absmax, v_codes, v_absmax;
     bool decay;
+    bool eight_bit() const { return m_codes.defined(); }
   };
   ExecContext& ctx_;
   std::vector<Slot> slots_;
@@ -57,6 +67,9 @@ class AdamW : public Optimizer {
   OptimConfig cfg_;
   int64_t t_ = 0;
 };
+
+// Parameters smaller than this keep f32 moments under adamw8bit (bitsandbytes' min_8bit_size).
+constexpr int64_t kAdam8bitMinNumel = 4096;
 
 // Whether AdamW decays `p`: not 1-D tensors, nor names containing one of cfg.no_decay.
 bool adamw_decays(const Parameter& p, const OptimConfig& cfg);

@@ -20,4 +20,13 @@ struct AdamWStep {
 void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tensor& g,
                   const AdamWStep& s);
 
+// 8-bit AdamW (core/kernels/math/adamw8bit.h) over w and g (same shape, f32): each moment is
+// stored as codes (w's numel, u8) and absmax (ceil(numel / 2048), f32), m with the signed and v
+// with the unsigned dynamic map. Each block of 2048 elements is dequantised, updated as
+// adamw_update does, and requantised against its new absmax; w moves by the unrounded moments.
+void adamw8bit_update(ExecContext& ctx, Tensor& w, Tensor& m_codes, Tensor& m_absmax,
+                      Tensor& v_codes, Tensor& v_absmax, const Tensor& g, const AdamWStep& s);
+// The number of absmax blocks of an 8-bit moment of n elements.
+int64_t adamw8bit_blocks(int64_t n);
+
 }  // namespace braid

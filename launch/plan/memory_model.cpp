@@ -53,6 +53,12 @@ double lora_base_bytes(const std::string& base) {
   user_error("LoRA base '{}' is unknown; expected bf16, int8 or 4bit", base);
 }
 
+double optimizer_state_bytes(const std::string& optimizer) {
+  if (optimizer == "adamw") return 8.0;
+  if (optimizer == "adamw8bit") return 2.0 + 8.0 / 2048.0;
+  return 4.0;
+}
+
 double interleaved_inflight_blocks(const ModelConfig& m, const TrainOptions& t,
                                    const Layout& layout, int micro_batches, int stage) {
   const int p = layout.pp, v = layout.vp;
@@ -121,7 +127,7 @@ MemoryBreakdown stage_memory(const ModelConfig& m, const TrainOptions& t, const 
   mem.grad_bytes_full = trainable * grad_b;
   mem.grads = mem.grad_bytes_full / (t.zero >= 2 ? shard : 1.0);
   const double state_b =
-      (t.optimizer == "adamw" ? 8.0 : 4.0) + (t.precision == Precision::FP32 ? 0.0 : 4.0);
+      optimizer_state_bytes(t.optimizer) + (t.precision == Precision::FP32 ? 0.0 : 4.0);
   mem.optimizer = trainable * state_b / (t.zero >= 1 ? shard : 1.0);
   if (t.zero >= 3) {
     // Each rank keeps 1/shard of the weights between uses. While a unit (a block, or this

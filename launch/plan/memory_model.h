@@ -35,6 +35,11 @@ MemoryBreakdown training_memory(const ModelConfig& m, const TrainOptions& t, con
 // Bytes per parameter of a frozen LoRA base (bf16 2, int8 1, 4bit 0.5 + block constants).
 double lora_base_bytes(const std::string& base);
 
+// Optimizer state bytes per trainable parameter, masters not counted: adamw 8 (two f32
+// moments), adamw8bit 2 + 8 / 2048 (two 1-byte codes and two f32 absmax per block of 2048),
+// sgd 4 (momentum).
+double optimizer_state_bytes(const std::string& optimizer);
+
 // Micro-batches per pipeline per step; throws UserError when global batch does not divide.
 int micro_batches_per_step(const TrainOptions& t, const Layout& layout);
 

@@ -432,7 +432,7 @@ void add_plan_command(CLI::App& app, plan::Calibrator calibrate) {
       c->add_option("--precision", a.precision, "Compute precision: fp32, bf16 or fp16");
   a.opt_grad_precision =
       c->add_option("--grad-precision", a.grad_precision, "Gradient dtype: fp32 (braid) or bf16");
-  a.opt_optimizer = c->add_option("--optimizer", a.train.optimizer, "adamw or sgd");
+  a.opt_optimizer = c->add_option("--optimizer", a.train.optimizer, "adamw, adamw8bit or sgd");
   a.opt_zero = c->add_option(
       "--zero", a.train.zero,
       "ZeRO stage: 0, 1 (optimizer state), 2 (+ gradients), 3 (+ weights) sharded over dp x cp");

@@ -98,8 +98,8 @@ void check_layout(const ModelConfig& m, const TrainOptions& t, const Layout& l, 
     user_error("--mfu is {}; expected a fraction in (0, 1]", t.stated_mfu);
   if (t.attention_kernel != "flash" && t.attention_kernel != "cudnn")
     user_error("attention kernel '{}' is unknown; expected flash or cudnn", t.attention_kernel);
-  if (t.optimizer != "adamw" && t.optimizer != "sgd")
-    user_error("optimizer '{}' is unknown; expected adamw or sgd", t.optimizer);
+  if (t.optimizer != "adamw" && t.optimizer != "adamw8bit" && t.optimizer != "sgd")
+    user_error("optimizer '{}' is unknown; expected adamw, adamw8bit or sgd", t.optimizer);
   if (t.grad_precision == Precision::FP16)
     user_error("grad precision fp16 is not modelled; expected fp32 or bf16");
   const int mbs = micro_batches_per_step(t, l);

@@ -9,6 +9,7 @@
 #include "launch/plan/config_input.h"
 #include "launch/plan/cpu_model.h"
 #include "launch/plan/gpu_table.h"
+#include "launch/plan/memory_model.h"
 #include "launch/plan/model_math.h"
 #include "launch/plan/time_model.h"
 #include "plan_test_util.h"
@@ -60,6 +61,17 @@ TEST(PlanCpu, KernelWorkCountsByHand) {
   // AdamW: zero_grad 1 + norm 1 + clip 2 + update 7 = 11 arrays; SGD 9.
   EXPECT_DOUBLE_EQ(optimizer_step_bytes(1000, "adamw"), 44000.0);
   EXPECT_DOUBLE_EQ(optimizer_step_bytes(1000, "sgd"), 36000.0);
+  // adamw8bit: the update moves w (r+w), g and the two 1-byte moments (r+w): 4 arrays, not 7.
+  EXPECT_DOUBLE_EQ(optimizer_step_bytes(1000, "adamw8bit"), 32000.0);
+}
+
+// Optimizer state per trainable parameter: two f32 moments; two bytes plus two f32 absmax per
+// 2048 elements for adamw8bit. An NF4 base with double quantisation: QLoRA's 4.127 bits.
+TEST(PlanMemory, OptimizerStateAndQuantisedBaseBytesPerParameter) {
+  EXPECT_DOUBLE_EQ(optimizer_state_bytes("adamw"), 8.0);
+  EXPECT_DOUBLE_EQ(optimizer_state_bytes("adamw8bit"), 2.00390625);
+  EXPECT_DOUBLE_EQ(lora_base_bytes("nf4") * 8.0, 4.127);
+  EXPECT_DOUBLE_EQ(lora_base_bytes("int8"), 1.0);
 }
 
 TEST(PlanCpu, MicrobatchTimeFromRates) {

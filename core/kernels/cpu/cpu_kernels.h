@@ -81,6 +81,8 @@ void insert_ranges(ExecContext& ctx, Tensor& whole, const Tensor& part, int dim,
                    const IndexRanges& ranges);
 void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tensor& g,
                   const AdamWStep& s);
+void adamw8bit_update(ExecContext& ctx, Tensor& w, Tensor& m_codes, Tensor& m_absmax,
+                      Tensor& v_codes, Tensor& v_absmax, const Tensor& g, const AdamWStep& s);
 void quantize_blockwise(ExecContext& ctx, Tensor& q, Tensor& absmax, const Tensor& x,
                         QuantCode code, int64_t block);
 void dequantize_blockwise(ExecContext& ctx, Tensor& y, const Tensor& q, const Tensor& absmax,

@@ -1,7 +1,13 @@
-// CPU optimizer update kernels (the per-element AdamW arithmetic is core/kernels/math/adamw.h).
+// CPU optimizer update kernels (the per-element arithmetic is core/kernels/math/adamw.h and,
+// for 8-bit AdamW, core/kernels/math/adamw8bit.h).
+#include <algorithm>
+#include <cmath>
+
 #include "core/kernels/cpu/cpu_checks.h"
 #include "core/kernels/cpu/cpu_kernels.h"
 #include "core/kernels/math/adamw.h"
+#include "core/kernels/math/adamw8bit.h"
+#include "core/kernels/math/dynamic_map.h"
 #include "core/profile.h"
 
 namespace braid::cpu {
@@ -26,6 +32,55 @@ void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tenso
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i) {
     math::adamw_element(wp[i], mp[i], vp[i], gp[i], b1, b2, eps, step_size, inv_sqrt_bc2, decay);
+  }
+}
+
+// Blocks are independent, so they run in parallel and the result does not depend on the thread
+// count; within a block the absmax is a max, which is order-free.
+void adamw8bit_update(ExecContext& ctx, Tensor& w, Tensor& m_codes, Tensor& m_absmax,
+                      Tensor& v_codes, Tensor& v_absmax, const Tensor& g, const AdamWStep& s) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Optimizer);
+  const char* op = "adamw8bit_update";
+  check_f32(w, op, "w");
+  check_f32(g, op, "g");
+  check_f32(m_absmax, op, "m_absmax");
+  check_f32(v_absmax, op, "v_absmax");
+  const int64_t n = w.numel(), blocks = adamw8bit_blocks(n);
+  for (auto [t, name] : {std::pair<const Tensor*, const char*>{&m_codes, "m_codes"},
+                         {&v_codes, "v_codes"}}) {
+    check_cpu(*t, op, name);
+    BRAID_CHECK(t->dtype() == DType::U8 && t->numel() == n,
+                "{}: {} is {}; expected u8 with {} elements", op, name, t->str(), n);
+  }
+  check_shape(g, w.shape(), "adamw8bit_update g");
+  check_shape(m_absmax, {blocks}, "adamw8bit_update m_absmax");
+  check_shape(v_absmax, {blocks}, "adamw8bit_update v_absmax");
+  float* wp = w.f32();
+  const float* gp = g.f32();
+  uint8_t* mq = m_codes.data<uint8_t>();
+  uint8_t* vq = v_codes.data<uint8_t>();
+  float* ma = m_absmax.f32();
+  float* va = v_absmax.f32();
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < blocks; ++b) {
+    float m[math::kAdam8bitBlock], v[math::kAdam8bitBlock];
+    const int64_t lo = b * math::kAdam8bitBlock, len = std::min(math::kAdam8bitBlock, n - lo);
+    float m_max = 0.0f, v_max = 0.0f;
+    for (int64_t j = 0; j < len; ++j) {
+      const int64_t i = lo + j;
+      m[j] = math::dynamic_value(math::kDynamicSigned, mq[i], ma[b]);
+      v[j] = math::dynamic_value(math::kDynamicUnsigned, vq[i], va[b]);
+      math::adamw_element(wp[i], m[j], v[j], gp[i], s.beta1, s.beta2, s.eps, s.step_size,
+                          s.inv_sqrt_bc2, s.decay);
+      m_max = std::max(m_max, std::fabs(m[j]));
+      v_max = std::max(v_max, v[j]);
+    }
+    for (int64_t j = 0; j < len; ++j) {
+      mq[lo + j] = math::dynamic_encode(math::kDynamicSigned, m[j], m_max);
+      vq[lo + j] = math::dynamic_encode(math::kDynamicUnsigned, v[j], v_max);
+    }
+    ma[b] = m_max;
+    va[b] = v_max;
   }
 }
 
