@@ -200,7 +200,11 @@ void TrainRun::resume(LoadedCheckpoint& ck) {
   if (ck.state.contains("loss_scaler")) opt->restore_loss_scaler(ck.state.at("loss_scaler"));
   if (!ck.optimizer.names().empty()) {
     auto get = [&](const std::string& n) {
-      check_tensor_matches(ck.optimizer, n, model->whole_shape(n), DType::F32);
+      // adamw8bit: u8 codes shaped like the parameter, and one f32 absmax per block of it
+      // (checked against the optimizer's own when copied in).
+      if (n.ends_with("_absmax")) return ck.optimizer.get(n);
+      check_tensor_matches(ck.optimizer, n, model->whole_shape(n),
+                           n.ends_with("_codes") ? DType::U8 : DType::F32);
       return model->local_part(n, ck.optimizer.get(n));
     };
     opt->load_state(get, ck.state.value("optimizer_steps", ck.step));

@@ -21,6 +21,20 @@ diff a.txt b.txt || fail "losses after resume differ from the uninterrupted run"
 echo "ok: resumed losses are identical"
 cat a.txt
 
+# The same with 8-bit AdamW states (u8 codes and per-block absmax in the checkpoint).
+write_config "$WORK/data" straight8 straight8.yaml
+"$BRAID" train straight8.yaml --set optim.name=adamw8bit > straight8.log
+write_config "$WORK/data" resumed8 resumed8.yaml
+"$BRAID" train resumed8.yaml --set optim.name=adamw8bit --set train.steps=3 > part1_8.log
+"$BRAID" train resumed8.yaml --set optim.name=adamw8bit > part2_8.log
+grep -q "resumed from" part2_8.log || fail "adamw8bit run did not resume"
+losses runs/straight8/metrics.jsonl > a8.txt
+losses runs/resumed8/metrics.jsonl > b8.txt
+[ "$(wc -l < a8.txt)" -eq 6 ] || fail "expected 6 adamw8bit step losses, got $(cat a8.txt)"
+diff a8.txt b8.txt || fail "adamw8bit losses after resume differ from the uninterrupted run"
+cmp -s a.txt a8.txt && fail "adamw8bit gave AdamW's losses: the 8-bit states were not used"
+echo "ok: adamw8bit resumed losses are identical"
+
 # The checkpoints: step 3 and 6 kept (keep_last 2), latest -> step 6.
 [ "$(cat runs/straight/checkpoints/latest)" = "step-00000006" ] || fail "latest pointer"
 
