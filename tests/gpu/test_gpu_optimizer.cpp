@@ -14,6 +14,17 @@ namespace {
 
 class GpuOptimizer : public GpuTest {};
 
+// AdamW's step `step` (bias corrections folded in; no weight decay on step 2).
+AdamWStep step_at(int step) {
+  const float b1 = 0.9f, b2 = 0.95f, lr = 3e-4f;
+  return {b1,
+          b2,
+          1e-8f,
+          lr / (1.0f - std::pow(b1, static_cast<float>(step))),
+          1.0f / std::sqrt(1.0f - std::pow(b2, static_cast<float>(step))),
+          step == 2 ? 0.0f : lr * 0.1f};
+}
+
 TEST_F(GpuOptimizer, AdamWMatchesCpuBitForBit) {
   for (int64_t n : {1, 17, 100003}) {
     const uint64_t s = static_cast<uint64_t>(n) * 10;
@@ -23,13 +34,7 @@ TEST_F(GpuOptimizer, AdamWMatchesCpuBitForBit) {
     Tensor gw = up(w), gm = up(m), gv = up(v);
     for (int step = 1; step <= 3; ++step) {
       Tensor g = random_host({n}, DType::F32, s + 10 + static_cast<uint64_t>(step), -2.0f, 2.0f);
-      const float b1 = 0.9f, b2 = 0.95f, lr = 3e-4f;
-      AdamWStep st{b1,
-                   b2,
-                   1e-8f,
-                   lr / (1.0f - std::pow(b1, static_cast<float>(step))),
-                   1.0f / std::sqrt(1.0f - std::pow(b2, static_cast<float>(step))),
-                   step == 2 ? 0.0f : lr * 0.1f};
+      const AdamWStep st = step_at(step);
       adamw_update(cpu(), w, m, v, g, st);
       adamw_update(gpu(), gw, gm, gv, up(g), st);
       EXPECT_TRUE(close(gw, w, 0, 0)) << "w n=" << n << " step " << step;
@@ -57,13 +62,7 @@ TEST_F(GpuOptimizer, Adamw8bitMatchesCpuBitForBit) {
     Tensor gw = up(w), gmq = up(mq), gvq = up(vq), gma = up(ma), gva = up(va);
     for (int step = 1; step <= 3; ++step) {
       Tensor g = random_host({n}, DType::F32, s + 10 + static_cast<uint64_t>(step), -2.0f, 2.0f);
-      const float b1 = 0.9f, b2 = 0.95f, lr = 3e-4f;
-      AdamWStep st{b1,
-                   b2,
-                   1e-8f,
-                   lr / (1.0f - std::pow(b1, static_cast<float>(step))),
-                   1.0f / std::sqrt(1.0f - std::pow(b2, static_cast<float>(step))),
-                   step == 2 ? 0.0f : lr * 0.1f};
+      const AdamWStep st = step_at(step);
       adamw8bit_update(cpu(), w, mq, ma, vq, va, g, st);
       adamw8bit_update(gpu(), gw, gmq, gma, gvq, gva, up(g), st);
       EXPECT_TRUE(close(gw, w, 0, 0)) << "w n=" << n << " step " << step;
