@@ -2,49 +2,14 @@
 #include "parallel/grad_buckets.h"
 
 #include "core/error.h"
+#include "core/kernels/elementwise.h"
 
 namespace braid {
 
-namespace {
-
-// dst = src converted element by element (f32 <-> bf16/f16), same numel. A host loop: the GPU
-// backend will need a cast kernel here.
-void convert_into(const Tensor& src, Tensor& dst) {
-  BRAID_CHECK(src.numel() == dst.numel(), "convert {} into {}", src.str(), dst.str());
-  const int64_t n = src.numel();
-  if (src.dtype() == dst.dtype()) {
-    dst.copy_from(src);
-    return;
-  }
-  if (src.dtype() == DType::F32) {
-    const float* s = src.data<float>();
-    if (dst.dtype() == DType::BF16) {
-      bf16* d = dst.data<bf16>();
-      for (int64_t i = 0; i < n; ++i) d[i] = float_to_bf16(s[i]);
-    } else {
-      BRAID_CHECK(dst.dtype() == DType::F16, "cannot convert to {}", dtype_name(dst.dtype()));
-      f16* d = dst.data<f16>();
-      for (int64_t i = 0; i < n; ++i) d[i] = float_to_f16(s[i]);
-    }
-    return;
-  }
-  BRAID_CHECK(dst.dtype() == DType::F32, "cannot convert {} to {}", dtype_name(src.dtype()),
-              dtype_name(dst.dtype()));
-  float* d = dst.data<float>();
-  if (src.dtype() == DType::BF16) {
-    const bf16* s = src.data<bf16>();
-    for (int64_t i = 0; i < n; ++i) d[i] = bf16_to_float(s[i]);
-  } else {
-    const f16* s = src.data<f16>();
-    for (int64_t i = 0; i < n; ++i) d[i] = f16_to_float(s[i]);
-  }
-}
-
-}  // namespace
-
 GradBuckets::GradBuckets(ExecContext& ctx, const std::vector<Parameter*>& params,
                          Communicator& comm, const GradBucketOptions& options)
-    : comm_(comm),
+    : ctx_(ctx),
+      comm_(comm),
       options_(options),
       convert_(options.comm_dtype != DType::F32 && comm.size() > 1) {
   BRAID_CHECK(options.bucket_bytes > 0 && options.first_bucket_bytes > 0,
@@ -128,7 +93,7 @@ void GradBuckets::start_ready_in_order() {
 }
 
 void GradBuckets::start(Bucket& b) {
-  if (convert_) convert_into(b.flat, b.comm);
+  if (convert_) cast(ctx_, b.comm, b.flat);
   b.work = options_.reduce_scatter ? comm_.reduce_scatter(b.comm, b.shard_comm, options_.op)
                                    : comm_.all_reduce(b.comm, options_.op);
   b.started = true;
@@ -142,9 +107,9 @@ void GradBuckets::finish() {
     b.work.wait();
     if (convert_) {
       if (options_.reduce_scatter)
-        convert_into(b.shard_comm, b.shard);
+        cast(ctx_, b.shard, b.shard_comm);
       else
-        convert_into(b.comm, b.flat);
+        cast(ctx_, b.flat, b.comm);
     }
     b.started = false;
     b.work = Work();

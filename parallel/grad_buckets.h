@@ -97,6 +97,7 @@ class GradBuckets {
   void start(Bucket& b);
   void start_ready_in_order();
 
+  ExecContext& ctx_;  // the casts to and from the wire dtype run on its device
   Communicator& comm_;
   GradBucketOptions options_;
   bool convert_;  // 16-bit on the wire (comm_dtype, and more than one rank)

@@ -13,8 +13,8 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/kernels/gemm.h"
-#include "launch/io/checkpoint.h"
 #include "launch/config/config.h"
+#include "launch/io/checkpoint.h"
 
 namespace braid {
 
@@ -82,24 +82,31 @@ void append_run_record(const fs::path& run_dir, const MachineInfo& m, int64_t st
   }
   char host[256] = {};
   if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
-  nlohmann::ordered_json attempt = {
-      {"started_at", iso_time_utc()},
-      {"start_step", start_step},
-      {"pid", static_cast<int64_t>(::getpid())},
-      {"host", host},
-      {"braid_version", braid_version()},
-      {"git_commit", braid_git_commit()},
-      {"cpu_model", m.cpu_model},
-      {"cpu_isa", m.isa},
-      {"onednn_max_cpu_isa", m.isa_cap},
-      {"threads", m.threads},
-      {"gemm_backend", m.gemm_backend},
-      {"parallel_layout",
-       {{"ranks", layout.ranks},
-        {"dp", layout.dp},
-        {"tp", layout.tp},
-        {"pp", layout.pp},
-        {"zero", layout.zero}}}};
+  nlohmann::ordered_json attempt = {{"started_at", iso_time_utc()},
+                                    {"start_step", start_step},
+                                    {"pid", static_cast<int64_t>(::getpid())},
+                                    {"host", host},
+                                    {"braid_version", braid_version()},
+                                    {"git_commit", braid_git_commit()},
+                                    {"cpu_model", m.cpu_model},
+                                    {"cpu_isa", m.isa},
+                                    {"onednn_max_cpu_isa", m.isa_cap},
+                                    {"threads", m.threads},
+                                    {"gemm_backend", m.gemm_backend},
+                                    {"parallel_layout",
+                                     {{"ranks", layout.ranks},
+                                      {"dp", layout.dp},
+                                      {"tp", layout.tp},
+                                      {"pp", layout.pp},
+                                      {"zero", layout.zero}}}};
+  if (!layout.rank_devices.empty()) {
+    nlohmann::ordered_json devices = nlohmann::ordered_json::array();
+    for (size_t r = 0; r < layout.rank_devices.size(); ++r)
+      devices.push_back({{"rank", r},
+                         {"host", layout.rank_devices[r].first},
+                         {"device", layout.rank_devices[r].second}});
+    attempt["devices"] = devices;
+  }
   if (!rec.contains("attempts") || !rec["attempts"].is_array())
     rec["attempts"] = nlohmann::ordered_json::array();
   rec["attempts"].push_back(attempt);

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/kernels/gemm_plan.h"
 #include "launch/config/train_config.h"
@@ -31,6 +33,9 @@ MachineInfo machine_info(const GemmPlan& gemm);
 struct ParallelLayout {
   int ranks = 1, dp = 1, tp = 1, pp = 1;
   int zero = 0;  // ZeRO stage of the optimizer state
+  // Per world rank, in rank order: its host name and its device with why ("cuda:1, NVIDIA
+  // H200 (...; UUID ..., PCI ...; local rank 1)", "cpu (auto: ...)"). Empty: not recorded.
+  std::vector<std::pair<std::string, std::string>> rank_devices;
 };
 void append_run_record(const std::filesystem::path& run_dir, const MachineInfo& m,
                        int64_t start_step, const ParallelLayout& layout = {});

@@ -4,8 +4,72 @@
 #include "launch/train/trainer.h"
 #include "parallel/launch_info.h"
 #include "parallel/nccl_communicator.h"
+#include "parallel/routed_communicator.h"
 
 namespace braid {
+
+namespace {
+
+// train.device on a rank of several: with parallel.backend: mpi (host memory only) `auto`
+// stays on the CPU, and an explicit cuda is refused.
+DeviceDecision choose_rank_device(const RunConfig& cfg) {
+  if (cfg.parallel.backend == CommBackend::Mpi) {
+    if (cfg.train.device == DeviceChoice::Auto)
+      return {Device::cpu(), "cpu (auto: parallel.backend: mpi moves host memory only)"};
+    BRAID_USER_CHECK(cfg.train.device != DeviceChoice::Cuda,
+                     "train.device: cuda with parallel.backend: mpi: braid's MPI groups move host "
+                     "memory only; a multi-rank GPU run communicates over NCCL: set "
+                     "parallel.backend: nccl or auto");
+  }
+  return choose_train_device(cfg);
+}
+
+// parallel.backend for a rank computing on `device` (auto: NCCL on a GPU), as a config error
+// naming the key.
+CommBackend resolve_backend(const RunConfig& cfg, Device device) {
+  CommBackend b = CommBackend::Mpi;
+  try {
+    b = resolve_comm_backend(cfg.parallel.backend, !device.is_cpu(), nccl_built());
+  } catch (const ConfigError& e) {
+    throw ConfigError("parallel." + e.key(), "parallel." + std::string(e.what()));
+  }
+  BRAID_USER_CHECK(device.is_cpu() || b == CommBackend::Nccl,
+                   "train.device chose {} for this rank, but this braid binary was built "
+                   "without NCCL and its MPI groups move host memory only; set train.device: "
+                   "cpu, or rebuild with NCCL",
+                   device.str());
+  return b;
+}
+
+// A GPU run's groups: a NCCL group over each MPI mesh group (its unique id broadcast over it),
+// routed with it (parallel/routed_communicator.h): device tensors over NCCL on the group's
+// communication stream, ordered after `ctx`'s stream; host scalars over MPI. Built in the same
+// order on every rank; owns the groups, which must outlive the training.
+struct DeviceGroups {
+  MeshComms comms;
+  std::vector<std::unique_ptr<Communicator>> owned;
+
+  DeviceGroups(World& world, const MeshComms& host, ExecContext& ctx, double timeout_s)
+      : comms(host) {
+    auto route = [&](Communicator* h) -> Communicator* {
+      if (h == nullptr) return nullptr;  // not a member (the embedding pair on middle stages)
+      NcclCommOptions o;
+      o.name = h->name();
+      o.world_rank = world.rank();
+      o.compute_stream = ctx.stream().handle;
+      o.timeout_s = timeout_s;
+      o.fatal = [&world](const std::string& message) { world.abort_job(message); };
+      owned.push_back(std::make_unique<RoutedCommunicator>(make_nccl_communicator(*h, o), *h));
+      return owned.back().get();
+    };
+    comms.tp = route(host.tp);
+    comms.dp = route(host.dp);
+    comms.pp = route(host.pp);
+    comms.embedding = route(host.embedding);
+  }
+};
+
+}  // namespace
 
 void run_train(const RunConfig& cfg, const std::string& config_path, const FaultPoints& faults) {
   const LaunchInfo li = launch_info_from_env();
@@ -24,29 +88,26 @@ void run_train(const RunConfig& cfg, const std::string& config_path, const Fault
     train(cfg, config_path, d);
     return;
   }
-  // parallel.backend: nccl is checked here (a CPU run, a binary without NCCL); the training
-  // loop's collectives run over MPI on host memory.
-  if (pc.backend == CommBackend::Nccl) {
-    try {
-      resolve_comm_backend(pc.backend, cfg.train.device != DeviceChoice::Cpu, nccl_built());
-    } catch (const ConfigError& e) {
-      throw ConfigError("parallel." + e.key(), "parallel." + std::string(e.what()));
-    }
-    user_error(
-        "parallel.backend: nccl: multi-rank training over NCCL is not available in this version "
-        "(the NCCL communicator exists, the training loop does not use it yet); set "
-        "parallel.backend: mpi or auto");
-  }
   WorldOptions wo;
   wo.timeout_s = pc.timeout_s;
   wo.init_timeout_s = pc.init_timeout_s;
   World world(nullptr, nullptr, wo);
   try {
     DistRun d;
+    d.faults = faults;
     const MeshComms comms =
         world.build_mesh(Mesh::resolve(pc.dp_degree(), pc.tp, pc.pp, world.size()));
-    d.dims = ParallelDims(world.world(), comms, pc.sequence_parallel);
-    d.faults = faults;
+    // The device first: a GPU run's NCCL groups are built on this rank's GPU and stream.
+    d.device = place_rank_gpu(choose_rank_device(cfg), world.world());
+    const CommBackend backend = resolve_backend(cfg, d.device->device);
+    std::optional<DeviceGroups> device_groups;
+    if (backend == CommBackend::Nccl) {
+      d.ctx = make_context(d.device->device, cfg.data.seed, cfg.train.tf32);
+      device_groups.emplace(world, comms, *d.ctx, pc.timeout_s);
+      d.dims = ParallelDims(world.world(), device_groups->comms, pc.sequence_parallel);
+    } else {
+      d.dims = ParallelDims(world.world(), comms, pc.sequence_parallel);
+    }
     train(cfg, config_path, d);
   } catch (const std::exception& e) {
     // The others may be inside a collective with this rank: end the whole job now, naming

@@ -8,6 +8,7 @@
 
 #include "core/kernels/cuda/cuda_kernels.h"
 #include "core/kernels/cuda/runtime.h"
+#include "launch/config/config.h"
 #include "parallel/gpu_placement.h"
 #include "parallel/launch_info.h"
 
@@ -71,6 +72,11 @@ DeviceDecision choose_device(DeviceChoice choice, const char* key, bool needs_pe
   return {Device::cuda(0), "cuda:0, " + cuda::device_props(0).str() + " (auto: a GPU is visible)"};
 }
 
+DeviceDecision choose_train_device(const RunConfig& cfg) {
+  return choose_device(cfg.train.device, "train.device",
+                       cfg.lora.enabled() && cfg.lora.base_quant != BaseQuant::None);
+}
+
 DeviceDecision place_rank_gpu(const DeviceDecision& d, Communicator& world) {
   if (d.device.is_cpu()) return d;
   const LaunchInfo li = launch_info_from_env();
@@ -89,9 +95,8 @@ DeviceDecision place_rank_gpu(const DeviceDecision& d, Communicator& world) {
   if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) in.cuda_visible_devices = v;
   const GpuPlacement p = place_gpu(in);
   const cuda::DeviceProps props = cuda::device_props(p.device);
-  return {Device::cuda(p.device),
-          fmt::format("cuda:{}, {} (UUID {}, PCI {}; {})", p.device, props.str(), props.uuid,
-                      props.pci_bus, p.how)};
+  return {Device::cuda(p.device), fmt::format("cuda:{}, {} (UUID {}, PCI {}; {})", p.device,
+                                              props.str(), props.uuid, props.pci_bus, p.how)};
 }
 
 std::unique_ptr<ExecContext> make_context(Device device, uint64_t seed, bool tf32) {

@@ -34,6 +34,10 @@ struct DeviceDecision {
 // cuda:0 or a UserError naming `key` and why there is none.
 DeviceDecision choose_device(DeviceChoice choice, const char* key, bool needs_pending = false);
 
+struct RunConfig;
+// train.device for `cfg`: choose_device with what the run needs (`braid train`).
+DeviceDecision choose_train_device(const RunConfig& cfg);
+
 // Several ranks on GPUs: this rank's GPU from its local rank among the visible GPUs
 // (parallel/gpu_placement.h; a host-name all-gather over `world` when the launcher gives no
 // local rank), a UserError when the node has fewer GPUs than ranks. The reason names the GPU

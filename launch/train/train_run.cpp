@@ -1,14 +1,16 @@
 // TrainRun: data checks, run directory, resume, model, data parallelism, optimizer, header.
 #include "launch/train/train_run.h"
 
-#include <algorithm>
 #include <fmt/ranges.h>
 #include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include "core/kernels/gemm.h"
 #include "data/file_util.h"
-#include "data/shard.h"
 #include "data/hf_bpe.h"
+#include "data/shard.h"
 #include "data/tokenizer.h"
 #include "launch/config/config.h"
 #include "launch/io/model_io.h"
@@ -71,11 +73,15 @@ TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
 
   // One rank's execution context: allocator, profiler and GEMM plan (launch/train/exec_setup.h).
   // The device: train.device (auto picks a GPU where the build and the machine allow).
-  device_choice = choose_device(cfg.train.device, "train.device",
-                                  cfg.lora.enabled() && cfg.lora.base_quant != BaseQuant::None);
-  // Several ranks: each on the GPU of its local rank, named in its layout line.
-  if (dims.world_size() > 1) device_choice = place_rank_gpu(device_choice, dims.world());
-  ctx = make_context(device_choice.device, cfg.data.seed, cfg.train.tf32);
+  // Several ranks: run_train placed each on the GPU of its local rank (named in its layout
+  // line) before it built the groups.
+  if (dist.device) {
+    device_choice = *dist.device;
+    ctx = dist.ctx;
+  } else {
+    device_choice = choose_train_device(cfg);
+  }
+  if (!ctx) ctx = make_context(device_choice.device, cfg.data.seed, cfg.train.tf32);
   // Weights in every layout come from whole tensors: run.init_from's before the split, a
   // resumed checkpoint's cut to each rank's part.
   model = std::make_unique<RankModel>(
@@ -88,14 +94,13 @@ TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
   data_parallel = make_data_parallel(*ctx, *model, dims.dp(), cfg);
   opt = make_optimizer(*ctx, cfg, model->parameters(), *data_parallel, {&dims.tp(), &dims.pp()});
   overflow_test.emplace(cfg.train, dist_in.faults);
-  layout =
-      ParallelLayout{dims.world_size(), dp, dims.tp_size(), dims.pp_size(), opt->sharded() ? 1 : 0};
-  log.rank_line(
-      fmt::format("rank {} of {} ({}), coordinates dp {} tp {} pp {}, ZeRO {}, {} "
-                  "parameters held",
-                  dims.rank(), layout.ranks, dims.str(), dims.coord().dp, model->tp_rank(),
-                  model->stage(), layout.zero, model->local_numel()) +
-      (device_choice.device.is_cpu() ? std::string() : ", on " + device_choice.reason));
+  layout = ParallelLayout{dims.world_size(),      dp, dims.tp_size(), dims.pp_size(),
+                          opt->sharded() ? 1 : 0, {}};
+  log.rank_line(fmt::format("rank {} of {} ({}), coordinates dp {} tp {} pp {}, ZeRO {}, {} "
+                            "parameters held",
+                            dims.rank(), layout.ranks, dims.str(), dims.coord().dp,
+                            model->tp_rank(), model->stage(), layout.zero, model->local_numel()) +
+                (device_choice.device.is_cpu() ? std::string() : ", on " + device_choice.reason));
   stop.emplace();
   if (ck) {
     resume(*ck);
@@ -105,6 +110,16 @@ TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
   }
   // ---- the run record: config (kept across resumes), version and machine ----
   const MachineInfo machine = machine_info(ctx->gemm());
+  {
+    // Every rank's host and device, for run.json (collective over the world).
+    char host[256] = {};
+    if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+    for (const std::string& s :
+         gather_strings(dims.world(), std::string(host) + '\n' + device_choice.reason)) {
+      const size_t cut = s.find('\n');
+      layout.rank_devices.emplace_back(s.substr(0, cut), s.substr(cut + 1));
+    }
+  }
   if (lead) {
     const std::string config_warning = record_run_config(cfg, run_dir, start_step);
     if (!config_warning.empty()) std::printf("%s\n", config_warning.c_str());
@@ -157,7 +172,8 @@ void TrainRun::check_tokenizer() const {
   // or the copy a braid run kept of the data's tokenizer it was trained on).
   std::string model_tok, from;
   if (!cfg.run.init_from.empty()) {
-    model_tok = model_tokenizer_file(cfg.run.init_from), from = "run.init_from " + cfg.run.init_from;
+    model_tok = model_tokenizer_file(cfg.run.init_from),
+    from = "run.init_from " + cfg.run.init_from;
   } else if (init_base) {
     model_tok = init_base->tokenizer, from = "lora.init_from " + cfg.lora.init_from;
   }

@@ -63,7 +63,7 @@ class TrainRun {
   CheckpointManager ckpt;
   std::optional<std::string> resume_from;  // the checkpoint this run continues
   DeviceDecision device_choice;  // where this rank computes, and why
-  std::unique_ptr<ExecContext> ctx;
+  std::shared_ptr<ExecContext> ctx;  // shared with DistRun when run_train made it
   std::unique_ptr<RankModel> model;
   std::unique_ptr<DataParallel> data_parallel;
   std::unique_ptr<Optimizer> opt;

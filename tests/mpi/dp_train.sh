@@ -63,6 +63,13 @@ for r in 0 1 2 3; do
 done
 [ ! -e runs/one/logs ] || fail "a one-process run wrote rank logs"
 grep -q '"dp": 4' runs/dp4/run.json || fail "run.json layout"
+# run.json names every rank's host and device, in rank order.
+python3 - <<'PY' || fail "run.json devices"
+import json, socket
+a = json.load(open("runs/dp4/run.json"))["attempts"][-1]["devices"]
+assert [d["rank"] for d in a] == [0, 1, 2, 3], a
+assert all(d["host"] == socket.gethostname() and d["device"].startswith("cpu") for d in a), a
+PY
 [ "$(grep -c 'step     20/20 | loss' dp4.log)" -eq 1 ] || fail "more than one rank printed progress"
 
 # Bad layouts: a clear error, non-zero.
@@ -76,4 +83,6 @@ expect_fail() {
 expect_fail "start it with mpirun -np N" "$BRAID" train c.yaml --set run.name=bad1 --set parallel.dp=2
 expect_fail "model.n_head is 1, which parallel.tp = 2 does not divide" mpi 2 --set run.name=bad2 --set parallel.tp=2 --set model.n_head=1
 expect_fail "= 3 but the job has 2 ranks" mpi 2 --set run.name=bad3 --set parallel.dp=3
+expect_fail "train.device: cuda with parallel.backend: mpi" mpi 2 --set run.name=bad4 \
+  --set train.device=cuda --set parallel.backend=mpi
 echo PASS
