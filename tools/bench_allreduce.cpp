@@ -2,6 +2,10 @@
 // and how much of an all-reduce stays exposed when the caller computes meanwhile.
 // Usage: mpirun -np 2 bench_allreduce [--max-mb N] [--reps N] [--overlap-mb N] [--poll-us N]
 //                                     [--profile device_profile.json]
+//        mpirun -np G bench_allreduce --backend nccl [--max-mb N] [--reps N]
+// --backend nccl: one GPU per rank (its local rank, as braid train places it), braid's NCCL
+// communicator on device buffers; prints nccl-tests' columns (time, algbw = bytes / time,
+// busbw = algbw x 2 (n-1)/n) for f32 and bf16 sums.
 // --profile: fit t = latency + bus bytes / bandwidth to braid's times and store the fit in a
 // profile from `braid plan --calibrate` (comm_latency_us, comm_bus_gbs: the planner's CPU
 // communication model, docs/plan.md).
@@ -15,7 +19,10 @@
 #include <string>
 #include <vector>
 
+#include "core/kernels/cuda/runtime.h"
 #include "launch/plan/gpu_table.h"
+#include "launch/train/exec_setup.h"
+#include "parallel/nccl_communicator.h"
 #include "parallel/world.h"
 
 namespace {
@@ -103,6 +110,65 @@ long arg(int argc, char** argv, const char* name, long def) {
   return def;
 }
 
+// --backend nccl: the bus-bandwidth table of braid's NCCL communicator, nccl-tests' way.
+int run_nccl(braid::World& world, long max_mb, int reps) {
+  const bool root = world.rank() == 0;
+  if (!braid::nccl_built()) {
+    if (root) std::fprintf(stderr, "bench_allreduce: this binary was built without NCCL\n");
+    return 1;
+  }
+  if (braid::cuda::device_count() == 0) {
+    if (root)
+      std::fprintf(stderr, "bench_allreduce: --backend nccl needs a GPU per rank, but %s\n",
+                   braid::cuda::unavailable_reason().c_str());
+    return 1;
+  }
+  const braid::DeviceDecision d = braid::place_rank_gpu(
+      braid::choose_device(braid::DeviceChoice::Cuda, "--backend nccl"), world.world());
+  std::printf("rank %d: %s\n", world.rank(), d.reason.c_str());
+  std::unique_ptr<braid::ExecContext> ctx = braid::make_context(d.device);
+  braid::NcclCommOptions o;
+  o.name = "world";
+  o.world_rank = world.rank();
+  o.compute_stream = ctx->stream().handle;
+  o.timeout_s = 120;
+  o.fatal = [&world](const std::string& m) { world.abort_job(m); };
+  std::unique_ptr<braid::Communicator> c = braid::make_nccl_communicator(world.world(), o);
+  const int n_ranks = world.size();
+  const double bus = 2.0 * (n_ranks - 1) / n_ranks;
+  std::fflush(stdout);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (root)
+    std::printf(
+        "\nNCCL all_reduce(sum), %d ranks, %d repetitions per size, median of 5 rounds\n"
+        "%12s %6s %12s %12s %12s\n",
+        n_ranks, reps, "bytes", "type", "time us", "algbw GB/s", "busbw GB/s");
+  for (braid::DType dt : {braid::DType::F32, braid::DType::BF16}) {
+    const long elem = dt == braid::DType::F32 ? 4 : 2;
+    for (long bytes = 8192; bytes <= max_mb * (1L << 20); bytes *= 4) {
+      braid::Tensor t = ctx->zeros({bytes / elem}, dt, braid::MemCategory::Communication);
+      auto timed = [&](int n) {
+        ctx->stream().synchronize();
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double t0 = now_s();
+        braid::Work w;
+        for (int i = 0; i < n; ++i) w = c->all_reduce(t, braid::ReduceOp::Sum);
+        w.wait();  // one communication stream: the last one done means all are
+        return max_over_ranks((now_s() - t0) / n);
+      };
+      timed(1);  // warm-up: NCCL's channels and buffers
+      std::vector<double> v;
+      for (int round = 0; round < 5; ++round) v.push_back(timed(reps));
+      const double s = median(v);
+      if (root)
+        std::printf("%12ld %6s %12.1f %12.2f %12.2f\n", bytes,
+                    std::string(braid::dtype_name(dt)).c_str(), s * 1e6, bytes / s / 1e9,
+                    bus * bytes / s / 1e9);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -111,6 +177,20 @@ int main(int argc, char** argv) {
   braid::World world(&argc, &argv, opts);
   const long max_mb = arg(argc, argv, "--max-mb", 64);
   const int reps = static_cast<int>(arg(argc, argv, "--reps", 5));
+  const char* backend = str_arg(argc, argv, "--backend");
+  if (backend != nullptr && std::strcmp(backend, "mpi") != 0) {
+    if (std::strcmp(backend, "nccl") != 0) {
+      if (world.rank() == 0)
+        std::fprintf(stderr, "bench_allreduce: --backend %s: expected mpi or nccl\n", backend);
+      return 1;
+    }
+    try {
+      return run_nccl(world, max_mb, reps);
+    } catch (const std::exception& e) {
+      world.abort_job(std::string("bench_allreduce: rank ") + std::to_string(world.rank()) + ": " +
+                      e.what());
+    }
+  }
   const long overlap_mb = arg(argc, argv, "--overlap-mb", 16);
   const char* profile = str_arg(argc, argv, "--profile");
   std::vector<double> fit_bytes, fit_s;
