@@ -3,9 +3,11 @@
 # each; tests/mpi/netns_lib.bash): `braid train` with dp=4 must give the losses of one rank
 # with 4x the gradient accumulation (the same sequences per step). Exit 77 (skip) where
 # namespaces cannot be made.
-#   netns_train.sh <mpirun> <braid> <workdir>
+# With a source directory as the 4th argument, the ranks run the binary of a tools/package.sh
+# tarball unpacked into a fresh folder (a deployment as docs/multinode.md describes it) instead.
+#   netns_train.sh <mpirun> <braid> <workdir> [<source dir>]
 set -u
-NETNS_MPIRUN=$1 braid=$2 work=$3
+NETNS_MPIRUN=$1 braid=$2 work=$3 src=${4:-}
 source "$(dirname "$0")/netns_lib.bash"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -13,6 +15,14 @@ netns_require
 rm -rf "$work"
 mkdir -p "$work/corpus" || fail "cannot create $work"
 cd "$work"
+if [ -n "$src" ]; then
+  bash "$src/tools/package.sh" "$(dirname "$braid")" "$work/braid.tar.gz" >package.log 2>&1 ||
+    { cat package.log; fail "tools/package.sh failed"; }
+  mkdir fresh && tar -C fresh -xzf braid.tar.gz || fail "cannot unpack the tarball"
+  braid=$(echo "$work"/fresh/braid-*/bin/braid)
+  [ -x "$braid" ] || fail "no bin/braid in the tarball"
+  echo "running the packaged binary $braid"
+fi
 head -c 40000 /usr/share/common-licenses/GPL-3 >corpus/a.txt
 "$braid" prepare --input corpus --out data --tokenizer byte >/dev/null || fail "prepare failed"
 cat >cfg.yaml <<YAML
