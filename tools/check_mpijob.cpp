@@ -8,7 +8,9 @@
 // clean stop, docs/multinode.md); mpirun's -np = Worker replicas x slotsPerWorker;
 // OMP_NUM_THREADS is forwarded and slotsPerWorker x OMP_NUM_THREADS = the worker's cpu limit;
 // run.dir lies on a volume that the launcher and every worker mount from the same claim
-// (checkpoints must be shared).
+// (checkpoints must be shared). GPUs: a worker's nvidia.com/gpu limit is whole cards, one per
+// rank (= slotsPerWorker), requests (if given) equal to it; `train.device=cuda` needs it; the
+// launcher (mpirun only) holds none.
 #include <yaml-cpp/yaml.h>
 
 #include <cstdio>
@@ -67,10 +69,10 @@ std::vector<std::pair<std::string, std::string>> claim_mounts(const YAML::Node& 
   const YAML::Node container = pod["containers"][0];
   for (const auto& m : container["volumeMounts"]) {
     for (const auto& v : pod["volumes"]) {
-      if (v["name"].as<std::string>("") == m["name"].as<std::string>("") &&
-          v["persistentVolumeClaim"]["claimName"])
-        out.emplace_back(m["mountPath"].as<std::string>(""),
-                         v["persistentVolumeClaim"]["claimName"].as<std::string>());
+      const YAML::Node pvc = v["persistentVolumeClaim"];  // other volumes (emptyDir): none
+      if (v["name"].as<std::string>("") == m["name"].as<std::string>("") && pvc &&
+          pvc["claimName"])
+        out.emplace_back(m["mountPath"].as<std::string>(""), pvc["claimName"].as<std::string>());
     }
   }
   return out;
@@ -159,7 +161,7 @@ void check(const YAML::Node& doc) {
   std::optional<long> np;
   std::optional<double> threads;
   std::string run_dir, run_name, braid_program;
-  bool train = false;
+  bool train = false, gpu_run = false;
   for (size_t i = 0; i + 1 < argv.size(); ++i) {
     const std::string& a = argv[i];
     const std::string& next = argv[i + 1];
@@ -168,6 +170,7 @@ void check(const YAML::Node& doc) {
     if (ends_with(a, "braid") && next == "train") train = true, braid_program = base_name(a);
     if (a == "--set" && next.rfind("run.dir=", 0) == 0) run_dir = next.substr(8);
     if (a == "--set" && next.rfind("run.name=", 0) == 0) run_name = next.substr(9);
+    if (a == "--set" && next == "train.device=cuda") gpu_run = true;
   }
   if (!sup.command.empty() && !train)
     error(where, "has no 'braid train' (the program mpirun starts)");
@@ -200,6 +203,38 @@ void check(const YAML::Node& doc) {
     error(wcpu_key, wcpu.as<std::string>() +
                         " but slotsPerWorker x OMP_NUM_THREADS = " + std::to_string(*slots) +
                         " x " + std::to_string(static_cast<int>(*threads)));
+
+  // GPUs: whole cards, one per rank; none for the launcher.
+  const std::string wgpu_key =
+      "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources.limits.nvidia.com/gpu";
+  const YAML::Node wres = wpod["containers"][0]["resources"];
+  const YAML::Node wgpu = wres["limits"]["nvidia.com/gpu"];
+  if (wgpu) {
+    long gpus = -1;
+    try {
+      size_t used = 0;
+      gpus = std::stol(wgpu.as<std::string>(), &used);
+      if (used != wgpu.as<std::string>().size()) gpus = -1;
+    } catch (const std::exception&) {
+    }
+    if (gpus < 1)
+      error(wgpu_key, "'" + wgpu.as<std::string>() + "' is not a whole number of GPUs");
+    else if (slots && gpus != *slots)
+      error(wgpu_key, std::to_string(gpus) + " but slotsPerWorker is " + std::to_string(*slots) +
+                          ": braid runs one rank per GPU");
+    const YAML::Node req = wres["requests"]["nvidia.com/gpu"];
+    if (req && req.as<std::string>() != wgpu.as<std::string>())
+      error("spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources.requests."
+            "nvidia.com/gpu",
+            req.as<std::string>() + " differs from the limit " + wgpu.as<std::string>() +
+                " (Kubernetes needs GPU requests equal to limits)");
+  }
+  if (gpu_run && !wgpu)
+    error(wgpu_key, "missing, but the job trains with train.device=cuda (one GPU per rank)");
+  if (lpod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"])
+    error("spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].resources.limits."
+          "nvidia.com/gpu",
+          "the launcher runs mpirun only and needs no GPU");
 
   if (run_dir.empty()) {
     error(where, "has no --set run.dir=... (the run directory must be on the shared volume)");

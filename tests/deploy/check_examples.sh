@@ -94,6 +94,54 @@ grep -q '"event":"resume"' "$run_dir/metrics.jsonl" || fail "the second attempt 
 grep -q "attempt 2" sbatch2.log || fail "attempt number not printed"
 ! grep -q scontrol stub.log || fail "a finished run was requeued"
 
+echo "== Slurm sbatch, GPU nodes"
+bash -n "$DEPLOY/slurm_train_gpu.sbatch"
+# One rank per GPU: as many tasks as GPUs per node.
+hdr() { sed -n "s/^#SBATCH --$1=//p" "$DEPLOY/slurm_train_gpu.sbatch"; }
+[ -n "$(hdr gpus-per-node)" ] && [ "$(hdr gpus-per-node)" = "$(hdr ntasks-per-node)" ] ||
+  fail "slurm_train_gpu.sbatch: --ntasks-per-node $(hdr ntasks-per-node) != --gpus-per-node $(hdr gpus-per-node)"
+for opt in requeue signal; do grep -q "^#SBATCH --$opt" "$DEPLOY/slurm_train_gpu.sbatch" || fail "no --$opt"; done
+# Its body is slurm_train.sbatch's, with train.device=cuda: here (no GPU) braid says so.
+: >stub.log
+set +e
+env "${sbatch_env[@]}" BRAID_DEPLOY_DIR="$DEPLOY" SLURM_RESTART_COUNT=0 timeout 120 \
+  bash "$DEPLOY/slurm_train_gpu.sbatch" "$WORK/tiny.yaml" >sbatch_gpu.log 2>&1
+rc=$?
+set -e
+contains "$(cat stub.log)" "--set checkpoint.resume=auto --set train.device=cuda"
+# Without a GPU (or a CUDA build) the run stops at once with the reason; with one it trains.
+if [ $rc -ne 0 ]; then
+  grep -q "train.device: cuda, but" sbatch_gpu.log || { cat sbatch_gpu.log; fail "no clear no-GPU error"; }
+fi
+
+echo "== Kubernetes MPIJob, GPU nodes, and the image"
+"$CHECK_MPIJOB" "$DEPLOY/mpijob_gpu.yaml" >mpijob_gpu.argv
+grep -qx "train.device=cuda" mpijob_gpu.argv || fail "the GPU MPIJob does not train on cuda"
+gpu_refused() {
+  local name=$1 want=$2 sed_expr=$3
+  sed "$sed_expr" "$DEPLOY/mpijob_gpu.yaml" >"bad_gpu_$name.yaml"
+  cmp -s "bad_gpu_$name.yaml" "$DEPLOY/mpijob_gpu.yaml" && fail "variant gpu_$name changed nothing"
+  if "$CHECK_MPIJOB" "bad_gpu_$name.yaml" >/dev/null 2>"bad_gpu_$name.err"; then fail "variant gpu_$name accepted"; fi
+  grep -qF -- "$want" "bad_gpu_$name.err" || { cat "bad_gpu_$name.err"; fail "variant gpu_$name: no '$want'"; }
+}
+gpu_refused count "limits.nvidia.com/gpu: 4 but slotsPerWorker is 8" 's#nvidia.com/gpu: 8#nvidia.com/gpu: 4#'
+gpu_refused none "missing, but the job trains with train.device=cuda" '\#nvidia.com/gpu#d'
+gpu_refused half "is not a whole number of GPUs" 's#nvidia.com/gpu: 8#nvidia.com/gpu: "0.5"#'
+# The Dockerfile builds the image both manifests name: braid where their commands run it, the
+# packaged tarball, sshd's config at the path the workers pass, and the user they run as.
+df=$DEPLOY/Dockerfile
+grep -q "tools/package.sh" "$df" || fail "the Dockerfile does not install tools/package.sh's tarball"
+grep -q "ln -s /opt/braid/bin/braid /usr/local/bin/braid" "$df" || fail "no /usr/local/bin/braid in the image"
+for m in mpijob.yaml mpijob_gpu.yaml; do
+  grep -q -- "- /usr/local/bin/braid" "$DEPLOY/$m" || fail "$m does not run /usr/local/bin/braid"
+  grep -q -- "- /home/mpiuser/.sshd_config" "$DEPLOY/$m" || fail "$m: sshd config path"
+  grep -q "runAsUser: 1000" "$DEPLOY/$m" || fail "$m: not user 1000"
+done
+grep -q "> /home/mpiuser/.sshd_config" "$df" || fail "the image has no /home/mpiuser/.sshd_config"
+grep -q "useradd -m -u 1000 .* mpiuser" "$df" || fail "the image has no mpiuser of uid 1000"
+grep -q "^FROM nvidia/cuda:.*-runtime-" "$df" || fail "the image is not on a CUDA runtime base"
+if command -v hadolint >/dev/null; then hadolint "$df"; fi
+
 echo "== Kubernetes MPIJob"
 "$CHECK_MPIJOB" "$DEPLOY/mpijob.yaml" >mpijob.argv
 # Each broken variant is refused, naming what is wrong.
