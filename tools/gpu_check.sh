@@ -107,6 +107,7 @@ PY
     else
       echo "| GPU tests | exit $rc: $passed passed, $failed failed, $skipped skipped ($((tests_done - built)) s) |"
       echo "| NCCL 1-rank | exit $nccl_rc: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/nccl.log" | tr '\n' ' ' | sed 's/\[ *//g; s/ *\]//g') |"
+      echo "| DP bucket overlap (2 ranks) | skipped: this check runs without MPI (no mpirun on the GPU machine), and NCCL refuses two ranks of one communicator on one GPU; tests/mpi/mp_train_gpu.sh runs the multi-GPU layouts where 2+ GPUs and MPI are present |"
       echo "| attention | $(grep -m1 'cuDNN attention not available' "$out/tests.log" || echo 'cuDNN fused attention where it takes the case') |"
     fi
     echo
