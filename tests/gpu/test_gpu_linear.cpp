@@ -1,6 +1,7 @@
 // CUDA linear layer against its CPU twin: odd sizes (1, 17, 257 and an empty inner dimension),
 // every float dtype, bias or none, f32 outputs beside 16-bit ones, accumulation onto non-zero
-// gradients, a frozen weight, and a call mixing dtypes (the f32 staging path).
+// gradients, a frozen weight, a call mixing dtypes (the f32 staging path), and a bias in the
+// GEMM's epilogue or (unaligned) written first.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -111,6 +112,23 @@ TEST_P(GpuLinear, MixedDtypesRunInF32) {
   Tensor y = poisoned({17, 9}, dt);
   linear_forward(gpu(), y, up(x), up(w), up(b));
   EXPECT_TRUE(close(y, y_cpu, tol(dt), rtol(dt)));
+}
+
+// The bias goes into cuBLASLt's epilogue when it is 16-byte aligned; one starting mid-buffer (a
+// parameter in a flat ZeRO bucket) takes the write-then-accumulate path. Both match the CPU.
+TEST_P(GpuLinear, BiasAlignedOrNotMatchesCpu) {
+  const DType dt = GetParam();
+  Tensor x = random_host({31, 40}, dt, 400), w = random_host({24, 40}, dt, 401);
+  Tensor flat = random_host({25}, dt, 402);
+  Tensor y_cpu = Tensor::empty({31, 24}, dt);
+  for (int64_t offset : {0, 1}) {
+    const Tensor b = flat.slice0(offset, offset + 24).clone();
+    linear_forward(cpu(), y_cpu, x, w, b);
+    const Tensor dflat = up(flat);
+    Tensor y = poisoned({31, 24}, dt);
+    linear_forward(gpu(), y, up(x), up(w), dflat.slice0(offset, offset + 24));
+    EXPECT_TRUE(close(y, y_cpu, tol(dt), rtol(dt))) << "bias at element offset " << offset;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, GpuLinear, ::testing::Values(DType::F32, DType::BF16, DType::F16),

@@ -102,11 +102,14 @@ CudaState& state_of(ExecContext& ctx) {
 
 void set_allow_tf32(ExecContext& ctx, bool allow) { state_of(ctx).allow_tf32 = allow; }
 
-void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-          float alpha, const void* A, int64_t lda, const void* B, int64_t ldb, float beta, void* C,
-          int64_t ldc, DType ab_dtype, DType c_dtype) {
-  KernelTimer timer(ctx.profiler(), KernelGroup::Gemm);
-  if (M == 0 || N == 0) return;
+namespace {
+
+// The plan for one GEMM shape (found or made), and the matmul queued; false when cuBLASLt has
+// no algorithm and `may_fail` (the bias epilogue), else an error.
+bool run_gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+              float alpha, const void* A, int64_t lda, const void* B, int64_t ldb, float beta,
+              void* C, int64_t ldc, DType ab_dtype, DType c_dtype, const void* bias,
+              DType bias_dtype) {
   BRAID_CHECK(c_dtype == DType::F32 || c_dtype == ab_dtype,
               "GEMM: C is {} with {} inputs; expected f32 or {}", dtype_name(c_dtype),
               dtype_name(ab_dtype), dtype_name(ab_dtype));
@@ -126,7 +129,8 @@ void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, in
                     tf32,
                     alignment(A),
                     alignment(B),
-                    alignment(C)};
+                    alignment(C),
+                    bias ? static_cast<int>(bias_dtype) : -1};
   auto it = st.plans.find(key);
   if (it == st.plans.end()) {
     GemmPlanCache p;
@@ -142,6 +146,15 @@ void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, in
                                                 sizeof(op_first)));
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second,
                                                 sizeof(op_second)));
+    if (bias) {
+      // Column-major view: the bias runs along C^T's rows (N of them), as the epilogue adds it.
+      const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+      const cudaDataType_t bt = cuda_type(bias_dtype);
+      CUBLAS_CHECK(
+          cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
+      CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt,
+                                                  sizeof(bt)));
+    }
     const cudaDataType_t ab = cuda_type(ab_dtype), ct = cuda_type(c_dtype);
     // The first operand (B^T as stored): rows x cols in column-major terms.
     const uint64_t b_rows = trans_b ? static_cast<uint64_t>(K) : static_cast<uint64_t>(N);
@@ -174,7 +187,9 @@ void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, in
     const cublasStatus_t hs =
         cublasLtMatmulAlgoGetHeuristic(st.lt, p.desc, p.b, p.a, p.c, p.c, pref, 1, &result, &found);
     cublasLtMatmulPreferenceDestroy(pref);
-    if (hs != CUBLAS_STATUS_SUCCESS || found == 0) {
+    if ((hs != CUBLAS_STATUS_SUCCESS || found == 0) && bias) {
+      p.found = false;  // the caller adds the bias itself, now and for every later call
+    } else if (hs != CUBLAS_STATUS_SUCCESS || found == 0) {
       destroy(p);
       BRAID_CHECK(false, "cuBLASLt has no algorithm for GEMM {}x{}x{} ({} inputs, {} output{})", M,
                   N, K, dtype_name(ab_dtype), dtype_name(c_dtype), trans_a ? ", A transposed" : "");
@@ -183,9 +198,38 @@ void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, in
     it = st.plans.emplace(key, p).first;
   }
   const GemmPlanCache& p = it->second;
+  if (!p.found) return false;
+  if (bias)
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                sizeof(bias)));
   CUBLAS_CHECK(cublasLtMatmul(st.lt, p.desc, &alpha, B, p.b, A, p.a, &beta, C, p.c, C, p.c, &p.algo,
                               st.workspace.raw(), st.workspace.nbytes(),
                               static_cast<cudaStream_t>(ctx.stream().handle)));
+  return true;
+}
+
+}  // namespace
+
+void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+          float alpha, const void* A, int64_t lda, const void* B, int64_t ldb, float beta, void* C,
+          int64_t ldc, DType ab_dtype, DType c_dtype) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Gemm);
+  if (M == 0 || N == 0) return;
+  run_gemm(ctx, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ab_dtype, c_dtype,
+           nullptr, DType::F32);
+}
+
+bool gemm_bias(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+               float alpha, const void* A, int64_t lda, const void* B, int64_t ldb, void* C,
+               int64_t ldc, DType ab_dtype, DType c_dtype, const void* bias, DType bias_dtype) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Gemm);
+  if (M == 0 || N == 0) return true;
+  BRAID_CHECK(bias != nullptr, "gemm_bias without a bias");
+  BRAID_CHECK(bias_dtype == DType::F32 || bias_dtype == c_dtype,
+              "GEMM bias of {} with a {} output; expected f32 or {}", dtype_name(bias_dtype),
+              dtype_name(c_dtype), dtype_name(c_dtype));
+  return run_gemm(ctx, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, 0.0f, C, ldc, ab_dtype,
+                  c_dtype, bias, bias_dtype);
 }
 
 }  // namespace braid::cuda

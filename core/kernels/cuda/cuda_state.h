@@ -22,9 +22,12 @@ struct GemmKey {
   // Byte alignment (a power of two, at most 256) of the A, B and C pointers: an algorithm chosen
   // for aligned operands may refuse, or misread, a view that starts mid-row.
   int align_a, align_b, align_c;
+  // The bias epilogue (a per-output-column vector added in f32 before C is rounded): -1 none,
+  // else the bias dtype.
+  int bias = -1;
   auto tie() const {
     return std::tie(ta, tb, m, n, k, lda, ldb, ldc, ab, c, beta_zero, tf32, align_a, align_b,
-                    align_c);
+                    align_c, bias);
   }
   bool operator<(const GemmKey& o) const { return tie() < o.tie(); }
 };
@@ -33,6 +36,7 @@ struct GemmPlanCache {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  bool found = true;  // false: cuBLASLt had no algorithm (cached so the search runs once)
 };
 
 // cuDNN's per-context state (handle, graphs by shape), defined by cudnn/attention_cudnn.cpp.

@@ -4,6 +4,8 @@
 // mixing dtypes runs on f32 copies, as the CPU does (f32_staging.h).
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "core/kernels/cuda/blas.h"
 #include "core/kernels/cuda/cuda_kernels.h"
 #include "core/kernels/cuda/f32_staging.h"
@@ -24,7 +26,6 @@ void check_2d(const Tensor& t, const char* op, const char* name) {
 bool writable(const Tensor& c, DType ab) {
   return !c.defined() || c.dtype() == DType::F32 || c.dtype() == ab;
 }
-
 
 }  // namespace
 
@@ -49,6 +50,14 @@ void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& 
     cuda::linear_forward(ctx, y32, s.in(x), s.in(w), s.in(b));
     return s.finish();
   }
+  // The bias in the GEMM's epilogue (added in f32, y rounded once, as on the CPU) where cuBLASLt
+  // has one for the shape; else written into y first and the GEMM adds onto it.
+  // (A bias inside a flat buffer may start anywhere: the epilogue gets 16-byte aligned ones.)
+  if (b.defined() && IN > 0 && (b.dtype() == DType::F32 || b.dtype() == y.dtype()) &&
+      reinterpret_cast<uintptr_t>(b.raw()) % 16 == 0 &&
+      gemm_bias(ctx, false, true, N, OUT, IN, 1.0f, x.raw(), IN, w.raw(), IN, y.raw(), OUT, ab,
+                y.dtype(), b.raw(), b.dtype()))
+    return;
   float beta = 0.0f;
   if (b.defined()) {
     launch_broadcast_rows(stream_of(ctx), y.raw(), code(y), b.raw(), code(b), N, OUT);
