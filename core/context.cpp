@@ -3,6 +3,7 @@
 
 #include "core/device_memory.h"
 #include "core/kernels/cpu/gemm_workspace.h"
+#include "core/kernels/cuda/cuda_kernels.h"
 #include "core/stream_timeline.h"
 
 namespace braid {
@@ -54,9 +55,9 @@ Tensor ExecContext::to_device(const Tensor& t, MemCategory cat) {
   if (!t.defined() || t.device() == device_) return t;
   Tensor out = Tensor::empty(allocator_, t.shape(), t.dtype(), cat);
   if (t.device().is_cpu() && stream_.handle) {
-    // Host -> this GPU, ordered on the context's stream: no device-wide wait. From pageable
-    // memory the call returns once the bytes are staged, so `t` may be freed right after.
-    cuda::copy_async(out.raw(), t.raw(), t.nbytes(), stream_.handle);
+    // Host -> this GPU, ordered on the context's stream: no device-wide wait, and through a
+    // page-locked slot, so the host goes on at once; `t` may be freed right after.
+    cuda::upload_small(*this, out, t);
     return out;
   }
   out.copy_from(t);

@@ -48,6 +48,7 @@ void memset_async(void*, int, size_t, void*) { absent(); }
 bool is_device_pointer(const void*) { return false; }
 int pending_kernel_count() { return -1; }
 void set_allow_tf32(ExecContext&, bool) {}
+void upload_small(ExecContext&, Tensor&, const Tensor&) { absent(); }
 
 }  // namespace braid::cuda
 #endif

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/kernels/seq_reorder.h"
 #include "core/kernels/shard_copy.h"
@@ -79,6 +80,25 @@ TEST_P(GpuCopies, RangeCopiesMatchCpu) {
   }
   Tensor bad = up(patterned({2, 3}, dt, 5)), w = up(patterned({4, 3}, dt, 6));
   EXPECT_THROW(extract_ranges(gpu(), bad, w, 0, {{3, 5}}), std::runtime_error);
+}
+
+// Host -> device uploads (ExecContext::to_device) through the pinned ring: more uploads than
+// slots, growing sizes (slots reallocated), one above the staging limit, the host buffers
+// overwritten right after each call (the copy must not read them late), all read back exact.
+class GpuUpload : public GpuTest {};
+
+TEST_F(GpuUpload, PinnedRingCopiesExactlyAndNeverReadsTheSourceLate) {
+  ExecContext& g = gpu();
+  std::vector<Tensor> device, expected;
+  for (int i = 0; i < 21; ++i) {
+    const int64_t n = i == 20 ? (int64_t{5} << 20) / 4 : 1 + 997 * i * i;
+    Tensor host = patterned({n}, DType::I32, i);
+    expected.push_back(host.clone());
+    device.push_back(g.to_device(host));
+    std::memset(host.raw(), 0xff, host.nbytes());  // reused by the loader at once
+  }
+  for (size_t i = 0; i < device.size(); ++i)
+    EXPECT_TRUE(same_bits(device[i], expected[i])) << "upload " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, GpuCopies,

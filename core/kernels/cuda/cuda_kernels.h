@@ -26,6 +26,10 @@ namespace braid::cuda {
 int pending_kernel_count();
 // f32 GEMMs on TF32 tensor cores on this context (train.tf32; core/kernels/cuda/blas.cpp).
 void set_allow_tf32(ExecContext& ctx, bool allow);
+// dst (on the context's GPU) = src (host), queued on the context's stream from a page-locked
+// staging slot (core/kernels/cuda/upload.cpp), so the call returns without waiting for the
+// driver or the GPU. For small tensors (token batches): copies above 4 MiB go straight from src.
+void upload_small(ExecContext& ctx, Tensor& dst, const Tensor& src);
 
 void gelu_forward(ExecContext& ctx, Tensor& y, const Tensor& x);
 void gelu_backward(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor& x);

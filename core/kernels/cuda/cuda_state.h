@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <vector>
 
 #include "core/context.h"
 
@@ -45,6 +46,21 @@ class CudnnCache {
   virtual ~CudnnCache() = default;
 };
 
+// Page-locked staging slots for small host -> device copies (token batches): each slot is reused
+// once the copy queued from it has completed (its event), so the host never waits for the GPU
+// while a step's batches are queued.
+struct PinnedRing {
+  struct Slot {
+    void* host = nullptr;
+    size_t capacity = 0;
+    void* event = nullptr;  // recorded after the copy from this slot
+    bool pending = false;
+  };
+  std::vector<Slot> slots;
+  size_t next = 0;
+  ~PinnedRing();
+};
+
 class CudaState final : public BackendState {
  public:
   explicit CudaState(ExecContext& ctx);
@@ -58,6 +74,7 @@ class CudaState final : public BackendState {
   bool cudnn_attention = true;
   int64_t cudnn_attention_calls = 0;
   std::unique_ptr<CudnnCache> cudnn;  // made on first use
+  PinnedRing pinned;                  // upload_small's slots
 };
 
 CudaState& state_of(ExecContext& ctx);
