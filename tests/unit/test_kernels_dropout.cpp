@@ -43,6 +43,22 @@ TEST(KernelsDropout, RateScaleAndCounterBasedMask) {
                                  {"dropout_apply", "0 <= p < 1"});
 }
 
+// bf16/f16 storage (LoRA's dropout under train.precision bf16/fp16): the f32 result of the widened
+// input, rounded once to the output's dtype, with the same mask.
+TEST(KernelsDropout, SixteenBitStorageIsTheF32ResultRounded) {
+  ExecContext& ctx = test_ctx();
+  const int64_t n = 4099;
+  for (DType dt : {DType::BF16, DType::F16}) {
+    const Tensor x16 = kernel_test::random_tensor({n}, 5).to(dt, MemCategory::Other);
+    const Tensor x32 = x16.to(DType::F32, MemCategory::Other);
+    Tensor y32 = Tensor::empty({n}), y16 = Tensor::empty({n}, dt);
+    dropout_apply(ctx, y32, x32, 0.25f, 9, 3);
+    dropout_apply(ctx, y16, x16, 0.25f, 9, 3);
+    const Tensor want = y32.to(dt, MemCategory::Other);
+    EXPECT_EQ(0, std::memcmp(y16.raw(), want.raw(), want.nbytes())) << dtype_name(dt);
+  }
+}
+
 // A column window (a tensor-parallel rank's input columns) draws the whole tensor's mask there.
 TEST(KernelsDropout, ColumnWindowDrawsTheWholeTensorsMask) {
   ExecContext& ctx = test_ctx();

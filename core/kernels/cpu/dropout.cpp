@@ -4,6 +4,7 @@
 
 #include "core/kernels/cpu/cpu_checks.h"
 #include "core/kernels/cpu/dropout_cpu.h"
+#include "core/kernels/cpu/lowp.h"
 #include "core/profile.h"
 #include "core/random.h"
 
@@ -11,6 +12,12 @@ namespace braid::cpu {
 
 void dropout_apply(ExecContext& ctx, Tensor& y, const Tensor& x, float p, uint64_t seed,
                    uint64_t stream, DropoutWindow window) {
+  if (any_low_precision({&y, &x})) {  // bf16/f16 storage (LoRA under bf16): f32 arithmetic
+    F32Staging s(ctx, "dropout_apply");
+    Tensor y32 = s.out(y, "y");
+    cpu::dropout_apply(ctx, y32, s.in(x, "x"), p, seed, stream, window);
+    return s.finish();
+  }
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   check_f32(y, "dropout_apply", "y");
   check_f32(x, "dropout_apply", "x");
