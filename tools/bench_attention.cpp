@@ -125,6 +125,44 @@ int main(int argc, char** argv) {
   print_row("attention fwd+bwd (causal half)", 14.0 * D * pairs, attn_t, gemm_t, gemm_flops);
   print_row("lm_head CE forward only", ce_gemm_flops, ce_fwd_s, gemm_t, gemm_flops);
   print_row("lm_head CE fwd+bwd", 3.0 * ce_gemm_flops, ce_s, gemm_t, gemm_flops);
+  // The bf16 LM head (bf16 x and w, f32 dw as with master weights): staged in f32 (what
+  // gemm_bf16's widening plan runs) against bf16 GEMMs (the native plan), alternated call by
+  // call so that load drift hits both; medians of `repeats` calls each.
+  if (ctx.gemm().bf16_mode == braid::Bf16Mode::Native) {
+    braid::ExecOptions o;
+    o.cpu_isa = ctx.cpu_isa();
+    o.gemm = braid::GemmPlan{ctx.gemm().backend, braid::Bf16Mode::Widen};
+    braid::ExecContext staged(o);
+    Tensor x16 = x.to(braid::DType::BF16), w16 = w.to(braid::DType::BF16);
+    Tensor dx16 = Tensor::empty({rows, C}, braid::DType::BF16);
+    std::vector<double> t_staged, t_native;
+    auto once = [&](braid::ExecContext& c) {
+      const auto t0 = std::chrono::steady_clock::now();
+      braid::lm_head_cross_entropy(c, losses, dx16, dw, x16, w16, targets, 1.0f / rows);
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    once(staged);
+    once(ctx);
+    for (int r = 0; r < repeats; ++r) {
+      t_staged.push_back(once(staged));
+      t_native.push_back(once(ctx));
+    }
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    const Timing staged_t{median(t_staged), 0.0}, native_t{median(t_native), 0.0};
+    std::printf("%-34s %9.2f %8.2f %9.1f\n", "lm_head CE fwd+bwd bf16, staged f32",
+                staged_t.wall_s * 1e3, 3.0 * ce_gemm_flops / 1e9,
+                3.0 * ce_gemm_flops / staged_t.wall_s / 1e9);
+    std::printf("%-34s %9.2f %8.2f %9.1f   (%.2fx the staged median)\n",
+                "lm_head CE fwd+bwd bf16, bf16 GEMMs", native_t.wall_s * 1e3,
+                3.0 * ce_gemm_flops / 1e9, 3.0 * ce_gemm_flops / native_t.wall_s / 1e9,
+                staged_t.wall_s / native_t.wall_s);
+  } else {
+    std::printf("bf16 LM head: %s, so it runs staged in f32 (no second path to compare)\n",
+                braid::gemm_bf16_description(ctx).c_str());
+  }
   std::printf("shapes: attention B=%lld T=%lld H=%lld D=%lld; lm head N=%lld C=%lld V=%lld\n",
               static_cast<long long>(B), static_cast<long long>(T), static_cast<long long>(H),
               static_cast<long long>(D), static_cast<long long>(rows), static_cast<long long>(C),
