@@ -101,6 +101,19 @@ int main(int argc, char** argv) {
   const Timing attn_bwd_s = time_calls(
       [&] { braid::attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse); }, repeats);
 
+  // The same attention with bf16 q, k, v, out and gradients (lse stays f32).
+  const braid::DType lo = braid::DType::BF16;
+  Tensor q16 = q.to(lo), k16 = k.to(lo), v16 = v.to(lo), dout16 = dout.to(lo);
+  Tensor out16 = Tensor::empty({B, T, H, D}, lo), dq16 = Tensor::empty({B, T, H, D}, lo);
+  Tensor dk16 = Tensor::empty({B, T, H, D}, lo), dv16 = Tensor::empty({B, T, H, D}, lo);
+  const Timing attn16_fwd_s =
+      time_calls([&] { braid::attention_forward(ctx, out16, lse, q16, k16, v16); }, repeats);
+  const Timing attn16_bwd_s = time_calls(
+      [&] {
+        braid::attention_backward(ctx, dq16, dk16, dv16, dout16, q16, k16, v16, out16, lse);
+      },
+      repeats);
+
   // LM head: x (B*T, 512), w (8192, 512); forward + backward are 3 GEMMs of 2*N*V*C each.
   const int64_t rows = B * T, C = 512, V = 8192;
   Tensor x = random_tensor({rows, C}, 7, 1.0f), w = random_tensor({V, C}, 8, 0.05f);
@@ -123,6 +136,8 @@ int main(int argc, char** argv) {
   print_row("attention fwd (causal half)", 4.0 * D * pairs, attn_fwd_s, gemm_t, gemm_flops);
   print_row("attention bwd (causal half)", 10.0 * D * pairs, attn_bwd_s, gemm_t, gemm_flops);
   print_row("attention fwd+bwd (causal half)", 14.0 * D * pairs, attn_t, gemm_t, gemm_flops);
+  print_row("attention fwd bf16", 4.0 * D * pairs, attn16_fwd_s, gemm_t, gemm_flops);
+  print_row("attention bwd bf16", 10.0 * D * pairs, attn16_bwd_s, gemm_t, gemm_flops);
   print_row("lm_head CE forward only", ce_gemm_flops, ce_fwd_s, gemm_t, gemm_flops);
   print_row("lm_head CE fwd+bwd", 3.0 * ce_gemm_flops, ce_s, gemm_t, gemm_flops);
   // The bf16 LM head (bf16 x and w, f32 dw as with master weights): staged in f32 (what
