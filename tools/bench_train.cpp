@@ -1,10 +1,12 @@
 // Training throughput benchmark: tokens/s and achieved FLOP/s of a full AdamW step, next to
 // the GEMM peak measured in the same run. --precision bf16|fp16 trains with 16-bit weights and
 // activations and f32 masters (as train.precision does), after an fp32 run of the same model
-// for the tokens/s ratio, and measures the bf16 GEMM peak (gemm_bf16) beside the f32 one.
+// for the tokens/s ratio, and measures the bf16 GEMM peak (gemm_bf16) beside the f32 one. The
+// last table splits the timed steps by kernel group, as the training log does (core/profile.h).
 //
 //   build/bench_train [--family gpt2] [--vocab 8192] [--ctx 256] [--layers 6] [--width 512]
 //                     [--heads 8] [--batch 8] [--steps 6] [--warmup 2] [--precision fp32]
+//                     [--peak-seconds 2] (0: no GEMM peaks, e.g. under callgrind)
 #include <omp.h>
 
 #include <chrono>
