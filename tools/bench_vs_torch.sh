@@ -10,6 +10,14 @@ build=${1:-build} rounds=${2:-3}
 shift $(($# < 2 ? $# : 2))
 [ "${1:-}" = "--" ] && shift
 threads=${THREADS:-2}
+for n in "$rounds" "$threads"; do
+  case "$n" in
+    '' | *[!0-9]* | 0*)
+      echo "bench_vs_torch: rounds '$rounds' and THREADS '$threads' must be positive counts" >&2
+      exit 2
+      ;;
+  esac
+done
 [ -x "$build/bench_train" ] || {
   echo "bench_vs_torch: $build/bench_train is missing; build it first:" >&2
   echo "  cmake --build $build --target bench_train" >&2
