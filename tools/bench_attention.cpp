@@ -101,6 +101,19 @@ int main(int argc, char** argv) {
   const Timing attn_bwd_s = time_calls(
       [&] { braid::attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse); }, repeats);
 
+  // The same attention with bf16 q, k, v, out and gradients (lse stays f32).
+  const braid::DType lo = braid::DType::BF16;
+  Tensor q16 = q.to(lo), k16 = k.to(lo), v16 = v.to(lo), dout16 = dout.to(lo);
+  Tensor out16 = Tensor::empty({B, T, H, D}, lo), dq16 = Tensor::empty({B, T, H, D}, lo);
+  Tensor dk16 = Tensor::empty({B, T, H, D}, lo), dv16 = Tensor::empty({B, T, H, D}, lo);
+  const Timing attn16_fwd_s =
+      time_calls([&] { braid::attention_forward(ctx, out16, lse, q16, k16, v16); }, repeats);
+  const Timing attn16_bwd_s = time_calls(
+      [&] {
+        braid::attention_backward(ctx, dq16, dk16, dv16, dout16, q16, k16, v16, out16, lse);
+      },
+      repeats);
+
   // LM head: x (B*T, 512), w (8192, 512); forward + backward are 3 GEMMs of 2*N*V*C each.
   const int64_t rows = B * T, C = 512, V = 8192;
   Tensor x = random_tensor({rows, C}, 7, 1.0f), w = random_tensor({V, C}, 8, 0.05f);
@@ -123,8 +136,47 @@ int main(int argc, char** argv) {
   print_row("attention fwd (causal half)", 4.0 * D * pairs, attn_fwd_s, gemm_t, gemm_flops);
   print_row("attention bwd (causal half)", 10.0 * D * pairs, attn_bwd_s, gemm_t, gemm_flops);
   print_row("attention fwd+bwd (causal half)", 14.0 * D * pairs, attn_t, gemm_t, gemm_flops);
+  print_row("attention fwd bf16", 4.0 * D * pairs, attn16_fwd_s, gemm_t, gemm_flops);
+  print_row("attention bwd bf16", 10.0 * D * pairs, attn16_bwd_s, gemm_t, gemm_flops);
   print_row("lm_head CE forward only", ce_gemm_flops, ce_fwd_s, gemm_t, gemm_flops);
   print_row("lm_head CE fwd+bwd", 3.0 * ce_gemm_flops, ce_s, gemm_t, gemm_flops);
+  // The bf16 LM head (bf16 x and w, f32 dw as with master weights): staged in f32 (what
+  // gemm_bf16's widening plan runs) against bf16 GEMMs (the native plan), alternated call by
+  // call so that load drift hits both; medians of `repeats` calls each.
+  if (ctx.gemm().bf16_mode == braid::Bf16Mode::Native) {
+    braid::ExecOptions o;
+    o.cpu_isa = ctx.cpu_isa();
+    o.gemm = braid::GemmPlan{ctx.gemm().backend, braid::Bf16Mode::Widen};
+    braid::ExecContext staged(o);
+    Tensor x16 = x.to(braid::DType::BF16), w16 = w.to(braid::DType::BF16);
+    Tensor dx16 = Tensor::empty({rows, C}, braid::DType::BF16);
+    std::vector<double> t_staged, t_native, ratio;  // ratio: staged / native, per pair
+    auto once = [&](braid::ExecContext& c) {
+      const auto t0 = std::chrono::steady_clock::now();
+      braid::lm_head_cross_entropy(c, losses, dx16, dw, x16, w16, targets, 1.0f / rows);
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    once(staged);
+    once(ctx);
+    for (int r = 0; r < repeats; ++r) {
+      t_staged.push_back(once(staged));
+      t_native.push_back(once(ctx));
+      ratio.push_back(t_staged.back() / t_native.back());
+    }
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    const double staged_s = median(t_staged), native_s = median(t_native);
+    std::printf("%-34s %9.2f %8.2f %9.1f\n", "lm_head CE fwd+bwd bf16, staged f32",
+                staged_s * 1e3, 3.0 * ce_gemm_flops / 1e9, 3.0 * ce_gemm_flops / staged_s / 1e9);
+    std::printf("%-34s %9.2f %8.2f %9.1f   (staged / this: %.2fx, median of %d pairs)\n",
+                "lm_head CE fwd+bwd bf16, bf16 GEMMs", native_s * 1e3, 3.0 * ce_gemm_flops / 1e9,
+                3.0 * ce_gemm_flops / native_s / 1e9, median(ratio), repeats);
+  } else {
+    std::printf("bf16 LM head: %s, so it runs staged in f32 (no second path to compare)\n",
+                braid::gemm_bf16_description(ctx).c_str());
+  }
   std::printf("shapes: attention B=%lld T=%lld H=%lld D=%lld; lm head N=%lld C=%lld V=%lld\n",
               static_cast<long long>(B), static_cast<long long>(T), static_cast<long long>(H),
               static_cast<long long>(D), static_cast<long long>(rows), static_cast<long long>(C),

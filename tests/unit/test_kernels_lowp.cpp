@@ -5,12 +5,16 @@
 // vector rows), on a context at that level; the levels it lacks skip, naming the feature.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "core/kernels/activation.h"
 #include "core/kernels/attention.h"
+#include "core/kernels/cpu/gemm_backends.h"
 #include "core/kernels/cross_entropy.h"
 #include "core/kernels/elementwise.h"
 #include "core/kernels/embedding.h"
@@ -54,15 +58,23 @@ void expect_same_f32(const Tensor& got, const Tensor& ref, const std::string& wh
   EXPECT_TRUE(bitwise_equal(got, ref)) << what << " differs from the f32 kernel";
 }
 
-class KernelsLowp : public AtCpuIsa {};
+class KernelsLowp : public AtCpuIsa {
+ protected:
+  // A context at the test's level whose plan is {reference, native}: gemm_bf16's native code
+  // path runs on every CPU.
+  std::unique_ptr<ExecContext> native_gemm_ctx() {
+    ExecOptions opts;
+    opts.cpu_isa = GetParam();
+    opts.gemm = GemmPlan{GemmBackend::Reference, Bf16Mode::Native};
+    return std::make_unique<ExecContext>(opts);
+  }
+};
 
 TEST_P(KernelsLowp, LinearForwardBackwardWidenedAndNativeGemm) {
   // The level's default plan (native bf16 from AVX512_BF16 up where oneDNN has it, widening
   // below); {reference, native} runs gemm_bf16's native code path on every CPU.
-  ExecOptions opts;
-  opts.cpu_isa = GetParam();
-  opts.gemm = GemmPlan{GemmBackend::Reference, Bf16Mode::Native};
-  ExecContext native(opts);
+  const std::unique_ptr<ExecContext> native_owner = native_gemm_ctx();
+  ExecContext& native = *native_owner;
   for (ExecContext* ctx : {&ctx(), &native}) {
     for (DType t : kLow) {
       SCOPED_TRACE(std::string(dtype_name(t)) + (ctx == &native ? " native" : " default"));
@@ -211,20 +223,85 @@ TEST_P(KernelsLowp, AttentionWithF32LogSumExp) {
   }
 }
 
+// The bf16 LM head on a native bf16 GEMM rounds dlogits to bf16 before the backward GEMMs:
+// each dx[i][c] (and dw[v][c]) may then differ from the f32 kernel's by up to 2^-8 times the
+// sum of |dlogits| |w| (|x|) terms of its dot product, computed here in double.
+struct HeadBounds {
+  std::vector<double> dx, dw;  // (N, C), (V, C)
+};
+HeadBounds head_bounds(const Tensor& x, const Tensor& w, const Tensor& targets, float scale) {
+  const int64_t N = x.dim(0), C = x.dim(1), V = w.dim(0);
+  const float* xp = x.f32();
+  const float* wp = w.f32();
+  HeadBounds b{std::vector<double>(N * C, 0.0), std::vector<double>(V * C, 0.0)};
+  for (int64_t i = 0; i < N; ++i) {
+    if (targets.i32()[i] < 0) continue;
+    std::vector<double> p(V);
+    double mx = -1e300, sum = 0.0;
+    for (int64_t v = 0; v < V; ++v) {
+      for (int64_t c = 0; c < C; ++c) p[v] += double(xp[i * C + c]) * wp[v * C + c];
+      mx = std::max(mx, p[v]);
+    }
+    for (double& e : p) sum += (e = std::exp(e - mx));
+    for (int64_t v = 0; v < V; ++v) {
+      const double dl =
+          std::fabs(scale * (p[v] / sum - (v == targets.i32()[i] ? 1.0 : 0.0))) / 256.0;
+      for (int64_t c = 0; c < C; ++c) {
+        b.dx[i * C + c] += dl * std::fabs(wp[v * C + c]);
+        b.dw[v * C + c] += dl * std::fabs(xp[i * C + c]);
+      }
+    }
+  }
+  return b;
+}
+
+void expect_within(const Tensor& got, const Tensor& ref, const std::vector<double>& bound,
+                   double rtol, const std::string& what) {
+  const Tensor g = got.to(DType::F32);
+  int bad = 0;
+  for (int64_t i = 0; i < ref.numel(); ++i) {
+    const double err = std::fabs(double(g.f32()[i]) - ref.f32()[i]);
+    if (!(err <= 1e-7 + bound[i] + rtol * std::fabs(ref.f32()[i])) && ++bad <= 5)
+      ADD_FAILURE() << what << "[" << i << "]: got " << g.f32()[i] << ", f32 kernel "
+                    << ref.f32()[i] << ", bound " << bound[i];
+  }
+  EXPECT_EQ(bad, 0) << what;
+}
+
 TEST_P(KernelsLowp, LmHeadCrossEntropyF32LossAndWeightGradient) {
-  for (DType t : kLow) {
-    SCOPED_TRACE(dtype_name(t));
-    const int64_t N = 9, C = 16, V = 37;
-    Tensor x = rnd({N, C}, 50, t, -2, 2), w = rnd({V, C}, 51, t);
-    Tensor targets = Tensor::from_vector_i32({0, 5, 36, -1, 7, 7, 20, 1, 2}, {N});
-    Tensor losses = Tensor::empty({N}), losses2 = Tensor::empty({N});
-    Tensor dx = Tensor::empty({N, C}), dxlo = Tensor::empty({N, C}, t);
-    Tensor dw = Tensor::zeros({V, C}), dw2 = Tensor::zeros({V, C});
-    lm_head_cross_entropy(ctx(), losses, dx, dw, x, w, targets, 0.125f);
-    lm_head_cross_entropy(ctx(), losses2, dxlo, dw2, as(x, t), as(w, t), targets, 0.125f);
-    expect_same_f32(losses2, losses, "losses");
-    expect_low(dxlo, dx, t, "lm head dx");
-    expect_same_f32(dw2, dw, "lm head dw");
+  // The level's default plan: staged f32 arithmetic (the f32 kernel's bits) where gemm_bf16
+  // widens, bf16 GEMMs where it is native; {reference, native} runs the native path everywhere.
+  const std::unique_ptr<ExecContext> native_owner = native_gemm_ctx();
+  ExecContext& native = *native_owner;
+  for (ExecContext* c : {&ctx(), &native}) {
+    for (DType t : kLow) {
+      const bool on_bf16_gemm = t == DType::BF16 && c->gemm().bf16_mode == Bf16Mode::Native &&
+                                native_bf16_available(c->gemm().backend);
+      SCOPED_TRACE(std::string(dtype_name(t)) + (c == &native ? " native plan" : " default") +
+                   (on_bf16_gemm ? ", bf16 GEMMs" : ", staged f32"));
+      // N spans two row chunks (at most 512 rows each), so dw accumulates across chunks.
+      const int64_t N = 600, C = 16, V = 37;
+      Tensor x = rnd({N, C}, 50, t, -2, 2), w = rnd({V, C}, 51, t);
+      std::vector<int32_t> tv(N);
+      for (int64_t i = 0; i < N; ++i) tv[i] = i % 11 == 3 ? -1 : static_cast<int32_t>(i * 7 % V);
+      Tensor targets = Tensor::from_vector_i32(tv, {N});
+      Tensor losses = Tensor::empty({N}), losses2 = Tensor::empty({N});
+      Tensor dx = Tensor::empty({N, C}), dxlo = Tensor::empty({N, C}, t);
+      Tensor dw = Tensor::zeros({V, C}), dw2 = Tensor::zeros({V, C});
+      lm_head_cross_entropy(*c, losses, dx, dw, x, w, targets, 0.125f);
+      lm_head_cross_entropy(*c, losses2, dxlo, dw2, as(x, t), as(w, t), targets, 0.125f);
+      if (!on_bf16_gemm) {
+        expect_same_f32(losses2, losses, "losses");
+        expect_low(dxlo, dx, t, "lm head dx");
+        expect_same_f32(dw2, dw, "lm head dw");
+        continue;
+      }
+      // Products of bf16 values are exact in f32: the logits differ by summation order only.
+      expect_close(losses2, to_double(losses), 1e-5, 1e-5, "losses");
+      const HeadBounds b = head_bounds(x, w, targets, 0.125f);
+      expect_within(dxlo, dx, b.dx, tol(t).rtol, "lm head dx");
+      expect_within(dw2, dw, b.dw, 1e-5, "lm head dw");
+    }
   }
 }
 

@@ -1,8 +1,11 @@
 // CPU softmax cross-entropy fused with the LM head, in row chunks so the (N, V) logits are
-// never stored whole.
+// never stored whole; bf16 weights and activations run it on the native bf16 GEMM where there
+// is one.
 #include <algorithm>
 
+#include "core/kernels/cpu/convert.h"
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/cpu/gemm_backends.h"
 #include "core/kernels/cpu/lowp.h"
 #include "core/kernels/cpu/vec_math.h"
 #include "core/kernels/gemm.h"
@@ -29,62 +32,38 @@ int64_t chunk_rows(int64_t n, int64_t vocab) {
       n, std::clamp(scratch_floats / std::max<int64_t>(vocab, 1), int64_t{64}, int64_t{512}));
 }
 
-}  // namespace
+// Where gemm_bf16 runs a native bf16 kernel, the bf16 LM head multiplies its bf16 x and w
+// directly (f32 accumulation and logits) and rounds each chunk's dlogits to bf16 for the two
+// backward GEMMs, as a bf16 linear layer rounds its dy; elsewhere widening both operands for
+// every GEMM would cost more than the staged f32 path below.
+bool native_bf16_head(const ExecContext& ctx, const Tensor& x, const Tensor& w) {
+  return x.dtype() == DType::BF16 && w.dtype() == DType::BF16 &&
+         ctx.gemm().bf16_mode == Bf16Mode::Native && native_bf16_available(ctx.gemm().backend);
+}
 
-namespace cpu {
-
-void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw,
-                           const Tensor& x, const Tensor& w, const Tensor& targets,
-                           float grad_scale) {
-  KernelTimer timer(ctx.profiler(), KernelGroup::LmHead, Nested::Absorb);
-  if (any_low_precision({&dx, &dw, &x, &w})) {  // bf16/f16 storage: f32 arithmetic on staged copies
-    F32Staging s(ctx, "lm_head_cross_entropy");
-    Tensor dx32 = s.out(dx, "dx"), dw32 = s.out(dw, "dw", true);
-    cpu::lm_head_cross_entropy(ctx, losses, dx32, dw32, s.in(x, "x"), s.in(w, "w"), targets,
-                               grad_scale);
-    return s.finish();
-  }
-  check_input(x, DType::F32, "x");
-  check_input(w, DType::F32, "w");
-  check_input(targets, DType::I32, "targets");
-  check_input(losses, DType::F32, "losses");
-  BRAID_CHECK(x.ndim() == 2 && w.ndim() == 2, "lm_head_cross_entropy: x {} and w {} must be 2-d",
-              shape_str(x.shape()), shape_str(w.shape()));
-  const int64_t N = x.dim(0), C = x.dim(1), V = w.dim(0);
-  check_shape(w, {V, C}, "w");
-  check_shape(targets, {N}, "targets");
-  check_shape(losses, {N}, "losses");
-  const bool backward = dx.defined();
-  if (backward) {
-    check_input(dx, DType::F32, "dx");
-    check_shape(dx, {N, C}, "dx");
-    if (dw.defined()) {  // undefined: a frozen head, whose weight-gradient GEMM is skipped
-      check_input(dw, DType::F32, "dw");
-      check_shape(dw, {V, C}, "dw");
-    }
-  }
-
-  const float* xp = x.f32();          // x: (N, C)
-  const float* wp = w.f32();          // w: (V, C)
-  const int32_t* tp = targets.i32();  // targets: (N)
-  float* lossp = losses.f32();        // losses: (N)
-  // Validate every target before writing anything, so a bad batch leaves dw untouched.
-  for (int64_t i = 0; i < N; ++i)
-    BRAID_CHECK(tp[i] >= -1 && tp[i] < V,
-                "lm_head_cross_entropy: targets[{}] = {} is outside [-1, {}) for vocabulary size "
-                "V = {}",
-                i, tp[i], V, V);
-  if (N == 0) return;
-  BRAID_CHECK(V > 0, "lm_head_cross_entropy: empty vocabulary (w is {})", shape_str(w.shape()));
-
+// The chunked loop for x and w of dtype `dt` (f32, or bf16 on the native GEMM); dx and dw are
+// f32 (or undefined). Shapes and targets are checked by the caller.
+void lm_head_chunks(ExecContext& ctx, DType dt, float* lossp, float* dxp, float* dwp,
+                    const void* x, const void* w, const int32_t* tp, int64_t N, int64_t C,
+                    int64_t V, float grad_scale) {
+  const bool in16 = dt == DType::BF16, backward = dxp != nullptr;
+  const auto* x16 = static_cast<const bf16*>(x);
+  const auto* w16 = static_cast<const bf16*>(w);
+  const auto* x32 = static_cast<const float*>(x);
+  const auto* w32 = static_cast<const float*>(w);
   const int64_t chunk = chunk_rows(N, V);
-  // logits: (chunk, V), turned in place into dlogits for the backward GEMMs.
+  // logits: (chunk, V), turned in place into dlogits for the backward GEMMs; with bf16
+  // operands also dlogits16: (chunk, V), their bf16 rounding.
   Tensor scratch = ctx.empty({chunk, V}, DType::F32, MemCategory::Workspace);
+  Tensor scratch16;
+  if (in16 && backward) scratch16 = ctx.empty({chunk, V}, DType::BF16, MemCategory::Workspace);
   float* logits = scratch.f32();
   for (int64_t r0 = 0; r0 < N; r0 += chunk) {
     const int64_t rows = std::min(chunk, N - r0);
-    const float* x_chunk = xp + r0 * C;
-    gemm_f32(ctx, false, true, rows, V, C, 1.0f, x_chunk, C, wp, C, 0.0f, logits, V);
+    if (in16)
+      gemm_bf16(ctx, false, true, rows, V, C, 1.0f, x16 + r0 * C, C, w16, C, 0.0f, logits, V);
+    else
+      gemm_f32(ctx, false, true, rows, V, C, 1.0f, x32 + r0 * C, C, w32, C, 0.0f, logits, V);
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       float* row = logits + r * V;
@@ -99,11 +78,75 @@ void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor&
       row[target] -= grad_scale;
     }
     if (!backward) continue;
-    float* dx_chunk = dx.f32() + r0 * C;
-    gemm_f32(ctx, false, false, rows, C, V, 1.0f, logits, V, wp, C, 0.0f, dx_chunk, C);
-    if (dw.defined())
-      gemm_f32(ctx, true, false, V, C, rows, 1.0f, logits, V, x_chunk, C, 1.0f, dw.f32(), C);
+    float* dx_chunk = dxp + r0 * C;
+    if (in16) {
+      bf16* d16 = static_cast<bf16*>(scratch16.raw());
+      cpu::narrow_from_f32(ctx, DType::BF16, logits, d16, rows * V);
+      gemm_bf16(ctx, false, false, rows, C, V, 1.0f, d16, V, w16, C, 0.0f, dx_chunk, C);
+      if (dwp)
+        gemm_bf16(ctx, true, false, V, C, rows, 1.0f, d16, V, x16 + r0 * C, C, 1.0f, dwp, C);
+    } else {
+      gemm_f32(ctx, false, false, rows, C, V, 1.0f, logits, V, w32, C, 0.0f, dx_chunk, C);
+      if (dwp)
+        gemm_f32(ctx, true, false, V, C, rows, 1.0f, logits, V, x32 + r0 * C, C, 1.0f, dwp, C);
+    }
   }
+}
+
+}  // namespace
+
+namespace cpu {
+
+void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw,
+                           const Tensor& x, const Tensor& w, const Tensor& targets,
+                           float grad_scale) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::LmHead, Nested::Absorb);
+  const bool native16 = native_bf16_head(ctx, x, w);
+  if (!native16 && any_low_precision({&dx, &dw, &x, &w})) {
+    // bf16/f16 storage without a native bf16 GEMM: f32 arithmetic on staged copies
+    F32Staging s(ctx, "lm_head_cross_entropy");
+    Tensor dx32 = s.out(dx, "dx"), dw32 = s.out(dw, "dw", true);
+    cpu::lm_head_cross_entropy(ctx, losses, dx32, dw32, s.in(x, "x"), s.in(w, "w"), targets,
+                               grad_scale);
+    return s.finish();
+  }
+  const DType dt = native16 ? DType::BF16 : DType::F32;
+  check_input(x, dt, "x");
+  check_input(w, dt, "w");
+  check_input(targets, DType::I32, "targets");
+  check_input(losses, DType::F32, "losses");
+  BRAID_CHECK(x.ndim() == 2 && w.ndim() == 2, "lm_head_cross_entropy: x {} and w {} must be 2-d",
+              shape_str(x.shape()), shape_str(w.shape()));
+  const int64_t N = x.dim(0), C = x.dim(1), V = w.dim(0);
+  check_shape(w, {V, C}, "w");
+  check_shape(targets, {N}, "targets");
+  check_shape(losses, {N}, "losses");
+  const bool backward = dx.defined();
+  if (backward) {
+    check_input(dx, native16 ? dx.dtype() : DType::F32, "dx");
+    check_shape(dx, {N, C}, "dx");
+    if (dw.defined()) {  // undefined: a frozen head, whose weight-gradient GEMM is skipped
+      check_input(dw, native16 ? dw.dtype() : DType::F32, "dw");
+      check_shape(dw, {V, C}, "dw");
+    }
+  }
+
+  const int32_t* tp = targets.i32();  // targets: (N)
+  // Validate every target before writing anything, so a bad batch leaves dw untouched.
+  for (int64_t i = 0; i < N; ++i)
+    BRAID_CHECK(tp[i] >= -1 && tp[i] < V,
+                "lm_head_cross_entropy: targets[{}] = {} is outside [-1, {}) for vocabulary size "
+                "V = {}",
+                i, tp[i], V, V);
+  if (N == 0) return;
+  BRAID_CHECK(V > 0, "lm_head_cross_entropy: empty vocabulary (w is {})", shape_str(w.shape()));
+  // x: (N, C), w: (V, C), losses: (N); dx (N, C) and dw (V, C) staged in f32 when 16-bit.
+  F32Staging s(ctx, "lm_head_cross_entropy");
+  Tensor dx32 = s.out(dx, "dx"), dw32 = s.out(dw, "dw", true);
+  lm_head_chunks(ctx, dt, losses.f32(), backward ? dx32.f32() : nullptr,
+                 dw32.defined() ? dw32.f32() : nullptr, x.raw(), w.raw(), tp, N, C, V,
+                 grad_scale);
+  s.finish();
 }
 
 LossSum loss_sum(ExecContext& ctx, const Tensor& losses, const Tensor& targets) {
