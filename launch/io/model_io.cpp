@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 
+#include "core/checksum.h"
 #include "core/models/lora.h"
 #include "data/file_util.h"
 #include "data/tokenizer.h"
@@ -217,6 +218,7 @@ void load_quantised_bases(Transformer& model, const std::vector<Parameter*>& par
                      "{}: has no tensor {} (not a quantised LoRA base of lora.targets)", ck.path,
                      p->name);
   }
+  if (ck.state.contains("quantised_base")) check_quantised_base(ck.state["quantised_base"], ck.path);
   ExecContext ctx;  // on the host, whatever device `model` is on
   Transformer base(ctx, model.config());
   BRAID_USER_CHECK(std::filesystem::exists(l.init_from),
@@ -285,6 +287,52 @@ LoadedModel load_model(const std::string& path, Device device, bool apply_adapte
   out.run_dir = src.run_dir;
   out.tokenizer = find_tokenizer(src);
   return out;
+}
+
+nlohmann::json quantised_base_record(const LoraConfig& lora) {
+  if (!lora.enabled() || lora.base_quant == BaseQuant::None || lora.init_from.empty())
+    return nullptr;
+  const fs::path dir = fs::absolute(lora.init_from).lexically_normal();
+  std::vector<std::string> names;
+  std::error_code ec;
+  if (fs::is_directory(dir, ec))
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      const std::string n = e.path().filename().string();
+      if (e.is_regular_file() && n.starts_with("model") && n.ends_with(".safetensors"))
+        names.push_back(n);
+    }
+  std::sort(names.begin(), names.end());
+  nlohmann::json files = nlohmann::json::array();
+  for (const std::string& n : names) {
+    const FileChecksum c = checksum_file((dir / n).string());
+    files.push_back({{"name", n},
+                     {"bytes", c.bytes},
+                     {"checksum", fmt::format("{}:{:016x}", kChecksumMix64, c.checksum)}});
+  }
+  return {{"init_from", dir.string()}, {"files", files}};
+}
+
+void check_quantised_base(const nlohmann::json& recorded, const std::string& what) {
+  try {
+    const fs::path dir = recorded.at("init_from").get<std::string>();
+    for (const nlohmann::json& f : recorded.at("files")) {
+      const fs::path p = dir / f.at("name").get<std::string>();
+      std::error_code ec;
+      BRAID_USER_CHECK(fs::is_regular_file(p, ec),
+                       "{} keeps its quantised base by reference to {}, which is missing; "
+                       "restore the base model it was trained from (lora.init_from)",
+                       what, p.string());
+      const FileChecksum c = checksum_file(p.string());
+      const std::string now = fmt::format("{}:{:016x}", kChecksumMix64, c.checksum);
+      BRAID_USER_CHECK(now == f.at("checksum").get<std::string>(),
+                       "{} keeps its quantised base by reference to {}, which has changed "
+                       "since (checksum {}, recorded {}); its adapters were trained on the old "
+                       "base: restore that file (lora.init_from)",
+                       what, p.string(), now, f.at("checksum").get<std::string>());
+    }
+  } catch (const nlohmann::json::exception& e) {
+    user_error("{}: malformed quantised_base record in its manifest ({})", what, e.what());
+  }
 }
 
 std::string model_tokenizer_file(const std::string& path) { return find_tokenizer(resolve(path)); }

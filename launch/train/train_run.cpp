@@ -73,6 +73,8 @@ TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
   fs::create_directories(run_dir);
   if (lead) run_lock.emplace(run_dir.string());
   log.open_rank_log(run_dir, dims.world_size() > 1 ? dims.rank() : -1);
+  // QLoRA: the base stays by reference; the manifests record its files' checksums.
+  quantised_base = quantised_base_record(cfg.lora);
   std::optional<LoadedCheckpoint> ck = load_resume_checkpoint();
 
   // One rank's execution context: allocator, profiler and GEMM plan (launch/train/exec_setup.h).
@@ -192,6 +194,8 @@ std::optional<LoadedCheckpoint> TrainRun::load_resume_checkpoint() {
   std::optional<LoadedCheckpoint> ck;
   if (!resume_from) return ck;
   ck.emplace(CheckpointManager::load(*resume_from));
+  if (ck->state.contains("quantised_base"))  // the adapters were trained on that base
+    check_quantised_base(ck->state.at("quantised_base"), *resume_from);
   if (ck->state.contains("model")) {
     const std::string diff = model_difference(ck->state.at("model"), cfg.model);
     BRAID_USER_CHECK(diff.empty(),
