@@ -23,7 +23,9 @@ ZeroAdamW::ZeroAdamW(ExecContext& ctx, DataParallel& dp, const OptimConfig& cfg,
   const auto& bs = buckets_.buckets();
   for (size_t b = 0; b < bs.size(); ++b) {
     const int64_t s0 = buckets_.shard_begin(b), sn = buckets_.shard_numel(b);
-    auto moment = [&](int64_t n) { return ctx.zeros({n}, DType::F32, MemCategory::OptimizerState); };
+    auto moment = [&](int64_t n) {
+      return ctx.zeros({n}, DType::F32, MemCategory::OptimizerState);
+    };
     Shard sh{mixed ? ctx.zeros({sn}, DType::F32, MemCategory::MasterWeights) : Tensor(),
              eight_bit ? Tensor() : moment(sn), eight_bit ? Tensor() : moment(sn)};
     for (const GradBuckets::Slot& s : bs[b].slots) {
@@ -162,8 +164,8 @@ std::string ZeroAdamW::describe(const ExecContext& /*ctx*/) const {
   const char* moments = cfg_.name == "adamw8bit" ? "8-bit moments" : "moments";
   if (!low_precision())
     return cfg_.name == "adamw8bit"
-               ? fmt::format("ZeRO-1: {} sharded over {} DP ranks in whole blocks of {}",
-                             moments, dp_.size(), kAdam8bitBlock)
+               ? fmt::format("ZeRO-1: {} sharded over {} DP ranks in whole blocks of {}", moments,
+                             dp_.size(), kAdam8bitBlock)
                : "";
   return fmt::format("ZeRO-1: f32 masters and {} sharded over {} DP ranks, {} weights all-gathered",
                      moments, dp_.size(), dtype_name(compute_));

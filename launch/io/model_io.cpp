@@ -202,7 +202,8 @@ PeftAdapter checkpoint_adapter(const LoadedCheckpoint& ck, int* rank) {
 void load_quantised_bases(Transformer& model, const std::vector<Parameter*>& params,
                           const LoadedCheckpoint& ck) {
   std::optional<RunConfig> rc;
-  if (ck.state.is_object() && ck.state.contains("config_yaml") && ck.state["config_yaml"].is_string())
+  if (ck.state.is_object() && ck.state.contains("config_yaml") &&
+      ck.state["config_yaml"].is_string())
     rc = parse_run_config(ck.state["config_yaml"].get<std::string>(),
                           ck.path + "/manifest.json (config_yaml)");
   const bool qlora = rc && rc->lora.enabled() && rc->lora.base_quant != BaseQuant::None;
@@ -218,7 +219,8 @@ void load_quantised_bases(Transformer& model, const std::vector<Parameter*>& par
                      "{}: has no tensor {} (not a quantised LoRA base of lora.targets)", ck.path,
                      p->name);
   }
-  if (ck.state.contains("quantised_base")) check_quantised_base(ck.state["quantised_base"], ck.path);
+  if (ck.state.contains("quantised_base"))
+    check_quantised_base(ck.state["quantised_base"], ck.path);
   ExecContext ctx;  // on the host, whatever device `model` is on
   Transformer base(ctx, model.config());
   BRAID_USER_CHECK(std::filesystem::exists(l.init_from),

@@ -46,7 +46,7 @@ struct PlanArgs {
               *opt_schedule = nullptr, *opt_zero = nullptr;
   std::string currency = "USD", price_source;
   std::string lora_targets = "q,v";
-  bool lora = false;               // --lora: rank 16 unless --lora-rank says
+  bool lora = false;                // --lora: rank 16 unless --lora-rank says
   std::string base_quant = "none";  // --base-quant: none, int8 or nf4 (lora.base_quant's names)
   std::string gpu = "h100-sxm", device_profile;
   int gpus_per_node = 0, nodes = 1;

@@ -80,8 +80,8 @@ std::string write_checkpoint(CheckpointManager& ckpt, int64_t step, const RankMo
       nlohmann::json rec = pieces.at(name);
       if (p->shard.sharded()) {
         if (tp_rank % p->shard.replicas != 0) continue;  // a shared part: its first holder
-        rec["tp"] = state_shard_record(name, *p, tp_rank,
-                                       shape_numel(rec.at("global_shape").get<Shape>()));
+        rec["tp"] =
+            state_shard_record(name, *p, tp_rank, shape_numel(rec.at("global_shape").get<Shape>()));
       } else if (tp_rank != 0) {
         continue;  // replicated: written once, by tensor-parallel rank 0
       }

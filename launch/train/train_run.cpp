@@ -213,9 +213,8 @@ void TrainRun::resume(LoadedCheckpoint& ck) {
     // continue only under the tensor-parallel size that wrote them (any dp, ZeRO or not).
     const int ck_tp = ck.state.contains("layout") ? ck.state.at("layout").value("tp", 1) : 1;
     const auto names = ck.optimizer.names();
-    const bool eight_bit = std::any_of(names.begin(), names.end(), [](const std::string& n) {
-      return n.ends_with("_codes");
-    });
+    const bool eight_bit = std::any_of(names.begin(), names.end(),
+                                       [](const std::string& n) { return n.ends_with("_codes"); });
     BRAID_USER_CHECK(!eight_bit || ck_tp == dims.tp_size(),
                      "cannot resume from {}: its 8-bit optimizer moments (optim.name adamw8bit) "
                      "were quantised per part of parallel.tp = {}, and this run has parallel.tp "

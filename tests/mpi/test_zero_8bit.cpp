@@ -56,8 +56,8 @@ DataParallelOptions dp_options(int64_t align) {
 
 // Elements [begin, begin + piece.numel()) of the flattened `whole`, bit for bit.
 bool piece_matches(const Tensor& piece, const Tensor& whole, int64_t begin) {
-  return kernel_test::bitwise_equal(piece,
-                                    whole.view({whole.numel()}).slice0(begin, begin + piece.numel()));
+  return kernel_test::bitwise_equal(
+      piece, whole.view({whole.numel()}).slice0(begin, begin + piece.numel()));
 }
 
 void check(DType compute) {
@@ -91,8 +91,8 @@ void check(DType compute) {
     for (const GradBuckets::Slot& s : gb.buckets()[b].slots)
       for (int r = 1; r < comm.size(); ++r) {
         const int64_t cut = r * gb.shard_numel(b);
-        split = split || (s.offset < cut && cut < s.offset + s.numel &&
-                          s.numel >= kAdam8bitMinNumel);
+        split =
+            split || (s.offset < cut && cut < s.offset + s.numel && s.numel >= kAdam8bitMinNumel);
       }
   EXPECT_TRUE(split);
 
@@ -172,8 +172,8 @@ TEST(Zero8bit, UnalignedBucketsAreRefused) {
     for (const GradBuckets::Slot& s : gb.buckets()[b].slots)
       for (int r = 1; r < comm.size(); ++r) {
         const int64_t at = r * gb.shard_numel(b) - s.offset;
-        cut = cut || (s.numel >= kAdam8bitMinNumel && at > 0 && at < s.numel &&
-                      at % kAdam8bitBlock != 0);
+        cut = cut ||
+              (s.numel >= kAdam8bitMinNumel && at > 0 && at < s.numel && at % kAdam8bitBlock != 0);
       }
   if (!cut) GTEST_SKIP() << "no block is cut on " << comm.size() << " ranks";
   double refused = 0.0;

@@ -12,8 +12,8 @@
 #include "core/kernels/quantize.h"
 #include "core/models/lora.h"
 #include "core/models/quantized_linear.h"
-#include "launch/io/lora_adapter.h"
 #include "kernel_test_util.h"
+#include "launch/io/lora_adapter.h"
 #include "model_test_util.h"
 #include "optim/adamw.h"
 
