@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/context.h"
+#include "core/kernels/math/adamw8bit.h"
 #include "core/kernels/optimizer.h"
 #include "core/parameter.h"
 #include "optim/optim_config.h"
@@ -70,6 +71,8 @@ class AdamW : public Optimizer {
 
 // Parameters smaller than this keep f32 moments under adamw8bit (bitsandbytes' min_8bit_size).
 constexpr int64_t kAdam8bitMinNumel = 4096;
+// Elements per quantisation block of the 8-bit moments, counted from a parameter's first element.
+constexpr int64_t kAdam8bitBlock = math::kAdam8bitBlock;
 
 // Whether AdamW decays `p`: not 1-D tensors, nor names containing one of cfg.no_decay.
 bool adamw_decays(const Parameter& p, const OptimConfig& cfg);

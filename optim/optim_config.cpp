@@ -18,9 +18,6 @@ void OptimConfig::validate() const {
   if (!(weight_decay >= 0.0f)) config_error("weight_decay", "weight_decay is {}; expected >= 0", weight_decay);
   if (zero != 0 && zero != 1)
     config_error("zero", "zero is {}; expected 0 or 1 (ZeRO-2 and ZeRO-3 are not supported yet)", zero);
-  if (name == "adamw8bit" && zero != 0)
-    config_error("zero", "zero is {} with name adamw8bit; ZeRO-1 does not shard 8-bit moments yet: "
-                 "set zero: 0 (or name: adamw)", zero);
   if (!(grad_clip >= 0.0f)) config_error("grad_clip", "grad_clip is {}; expected >= 0 (0 disables)", grad_clip);
 }
 

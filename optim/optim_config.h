@@ -25,7 +25,7 @@ struct OptimConfig {
 
   template <class V>
   void visit(V& v) {
-    v("name", name, "Optimizer: adamw (f32 moments, 8 bytes per trainable parameter) or adamw8bit (moments of every tensor of at least 4096 elements quantised to 8 bits in blocks of 2048 with the dynamic maps of bitsandbytes: about 2 bytes per parameter; the weights and the update stay f32). adamw8bit needs zero: 0.");
+    v("name", name, "Optimizer: adamw (f32 moments, 8 bytes per trainable parameter) or adamw8bit (moments of every tensor of at least 4096 elements quantised to 8 bits in blocks of 2048 with the dynamic maps of bitsandbytes: about 2 bytes per parameter; the weights and the update stay f32; with zero: 1 each rank holds whole blocks of its shard).");
     v("lr", lr, "Peak learning rate, reached at the end of warmup.");
     v("min_lr", min_lr, "Learning-rate floor reached at the end of the decay.");
     v("warmup_steps", warmup_steps, "Linear warmup from 0 to lr over this many optimizer steps.");

@@ -19,24 +19,51 @@ ZeroAdamW::ZeroAdamW(ExecContext& ctx, DataParallel& dp, const OptimConfig& cfg,
   BRAID_CHECK(dp.sharded(), "ZeroAdamW needs a sharded DataParallel (ZeRO-1 on two or more ranks)");
   BRAID_CHECK(compute == DType::F32 || compute == DType::BF16 || compute == DType::F16,
               "ZeroAdamW: compute dtype {} is not f32, bf16 or f16", dtype_name(compute));
-  const bool mixed = low_precision();
+  const bool mixed = low_precision(), eight_bit = cfg_.name == "adamw8bit";
   const auto& bs = buckets_.buckets();
   for (size_t b = 0; b < bs.size(); ++b) {
     const int64_t s0 = buckets_.shard_begin(b), sn = buckets_.shard_numel(b);
+    auto moment = [&](int64_t n) {
+      return ctx.zeros({n}, DType::F32, MemCategory::OptimizerState);
+    };
     Shard sh{mixed ? ctx.zeros({sn}, DType::F32, MemCategory::MasterWeights) : Tensor(),
-             ctx.zeros({sn}, DType::F32, MemCategory::OptimizerState),
-             ctx.zeros({sn}, DType::F32, MemCategory::OptimizerState)};
+             eight_bit ? Tensor() : moment(sn), eight_bit ? Tensor() : moment(sn)};
     for (const GradBuckets::Slot& s : bs[b].slots) {
       BRAID_CHECK(!mixed || s.param->value.dtype() == DType::F32,
                   "ZeroAdamW: {} is {}, expected f32 values to convert", s.param->name,
                   s.param->value.str());
       const int64_t lo = std::max(s.offset, s0), hi = std::min(s.offset + s.numel, s0 + sn);
-      if (mixed && lo < hi)  // this rank's part of the parameter, kept exact
+      if (lo >= hi) continue;
+      if (mixed)  // this rank's part of the parameter, kept exact
         sh.master.slice0(lo - s0, hi - s0)
             .copy_from(s.param->value.view({s.numel}).slice0(lo - s.offset, hi - s.offset));
-      if (lo < hi)
-        segments_.push_back(
-            {s.param, b, lo - s.offset, lo - s0, hi - lo, adamw_decays(*s.param, cfg_)});
+      Segment seg;
+      seg.p = s.param;
+      seg.bucket = b;
+      seg.param_begin = lo - s.offset;
+      seg.shard_begin = lo - s0;
+      seg.numel = hi - lo;
+      seg.decay = adamw_decays(*s.param, cfg_);
+      if (!eight_bit) {
+        seg.m = sh.m.slice0(seg.shard_begin, seg.shard_begin + seg.numel);
+        seg.v = sh.v.slice0(seg.shard_begin, seg.shard_begin + seg.numel);
+      } else if (s.numel < kAdam8bitMinNumel) {
+        seg.m = moment(seg.numel);
+        seg.v = moment(seg.numel);
+      } else {
+        // Whole blocks only: what the buckets' alignment guarantees.
+        BRAID_CHECK(seg.param_begin % kAdam8bitBlock == 0 &&
+                        (hi == s.offset + s.numel || seg.numel % kAdam8bitBlock == 0),
+                    "ZeroAdamW: {}'s shard [{}, {}) splits a block of {}; adamw8bit needs "
+                    "buckets aligned to it (GradBucketOptions::align)",
+                    s.param->name, seg.param_begin, seg.param_begin + seg.numel, kAdam8bitBlock);
+        auto codes = [&] { return ctx.zeros({seg.numel}, DType::U8, MemCategory::OptimizerState); };
+        seg.m_codes = codes();
+        seg.v_codes = codes();
+        seg.m_absmax = moment(adamw8bit_blocks(seg.numel));
+        seg.v_absmax = moment(adamw8bit_blocks(seg.numel));
+      }
+      segments_.push_back(std::move(seg));
     }
     shards_.push_back(std::move(sh));
   }
@@ -94,14 +121,14 @@ void ZeroAdamW::step(float lr) {
     KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
     ++t_;
     AdamWStep k = adamw_step_constants(cfg_, t_, lr);
-    for (const Segment& s : segments_) {
+    for (Segment& s : segments_) {
       k.decay = s.decay ? lr * cfg_.weight_decay : 0.0f;
-      Shard& sh = shards_[s.bucket];
       Tensor w = update_target(s);
-      Tensor m = sh.m.slice0(s.shard_begin, s.shard_begin + s.numel);
-      Tensor v = sh.v.slice0(s.shard_begin, s.shard_begin + s.numel);
       const Tensor g = buckets_.shard(s.bucket).slice0(s.shard_begin, s.shard_begin + s.numel);
-      adamw_update(ctx_, w, m, v, g, k);
+      if (s.eight_bit())
+        adamw8bit_update(ctx_, w, s.m_codes, s.m_absmax, s.v_codes, s.v_absmax, g, k);
+      else
+        adamw_update(ctx_, w, s.m, s.v, g, k);
     }
   }
   // bf16/f16: round the new masters once, here, into this rank's shard of the weights; then
@@ -134,10 +161,14 @@ NamedTensors ZeroAdamW::state_tensors(nlohmann::json* pieces) const {
 }
 
 std::string ZeroAdamW::describe(const ExecContext& /*ctx*/) const {
-  if (!low_precision()) return "";
-  return fmt::format(
-      "ZeRO-1: f32 masters and moments sharded over {} DP ranks, {} weights all-gathered",
-      dp_.size(), dtype_name(compute_));
+  const char* moments = cfg_.name == "adamw8bit" ? "8-bit moments" : "moments";
+  if (!low_precision())
+    return cfg_.name == "adamw8bit"
+               ? fmt::format("ZeRO-1: {} sharded over {} DP ranks in whole blocks of {}", moments,
+                             dp_.size(), kAdam8bitBlock)
+               : "";
+  return fmt::format("ZeRO-1: f32 masters and {} sharded over {} DP ranks, {} weights all-gathered",
+                     moments, dp_.size(), dtype_name(compute_));
 }
 
 void ZeroAdamW::scale_grads(float s) {
@@ -149,6 +180,8 @@ void ZeroAdamW::scale_grads(float s) {
 }
 
 std::vector<std::pair<std::string, Tensor>> ZeroAdamW::gather_state() {
+  BRAID_CHECK(cfg_.name == "adamw", "ZeroAdamW::gather_state: {} moments are saved as pieces",
+              cfg_.name);
   std::vector<std::pair<std::string, Tensor>> out;
   const auto& bs = buckets_.buckets();
   for (size_t b = 0; b < shards_.size(); ++b) {
@@ -172,29 +205,53 @@ std::vector<std::pair<std::string, Tensor>> ZeroAdamW::gather_state() {
 std::vector<std::pair<std::string, Tensor>> ZeroAdamW::shard_state(nlohmann::json& records) const {
   std::vector<std::pair<std::string, Tensor>> out;
   records = nlohmann::json::object();
+  auto piece = [&](const std::string& name, const Tensor& t, int64_t begin, const Shape& shape) {
+    out.emplace_back(name, t);
+    records[name] = {{"flat_begin", begin}, {"global_shape", shape}};
+  };
   for (const Segment& s : segments_) {
-    const Shard& sh = shards_[s.bucket];
-    for (int which = 0; which < 2; ++which) {
-      const std::string name = s.p->name + (which == 0 ? ".exp_avg" : ".exp_avg_sq");
-      out.emplace_back(name,
-                       (which == 0 ? sh.m : sh.v).slice0(s.shard_begin, s.shard_begin + s.numel));
-      records[name] = {{"flat_begin", s.param_begin}, {"global_shape", s.p->value.shape()}};
+    const std::string& p = s.p->name;
+    const Shape& shape = s.p->value.shape();
+    if (s.eight_bit()) {
+      const Shape blocks{adamw8bit_blocks(s.p->value.numel())};
+      const int64_t block0 = s.param_begin / kAdam8bitBlock;
+      piece(p + ".exp_avg_codes", s.m_codes, s.param_begin, shape);
+      piece(p + ".exp_avg_absmax", s.m_absmax, block0, blocks);
+      piece(p + ".exp_avg_sq_codes", s.v_codes, s.param_begin, shape);
+      piece(p + ".exp_avg_sq_absmax", s.v_absmax, block0, blocks);
+      continue;
     }
+    piece(p + ".exp_avg", s.m, s.param_begin, shape);
+    piece(p + ".exp_avg_sq", s.v, s.param_begin, shape);
   }
   return out;
 }
 
 void ZeroAdamW::load_state(const std::function<Tensor(const std::string&)>& get,
                            int64_t steps_taken) {
-  for (const Segment& s : segments_) {
-    Shard& sh = shards_[s.bucket];
-    for (int which = 0; which < 2; ++which) {
-      const Tensor full = get(s.p->name + (which == 0 ? ".exp_avg" : ".exp_avg_sq"));
-      BRAID_CHECK(full.numel() == s.p->value.numel() && full.dtype() == DType::F32,
-                  "optimizer state of {} is {}", s.p->name, full.str());
-      Tensor dst = (which == 0 ? sh.m : sh.v).slice0(s.shard_begin, s.shard_begin + s.numel);
-      dst.copy_from(full.view({full.numel()}).slice0(s.param_begin, s.param_begin + s.numel));
+  // dst = elements [begin, begin + dst.numel()) of the flattened whole tensor `name`.
+  auto take = [&](const std::string& name, Tensor& dst, int64_t begin, int64_t whole_numel,
+                  DType dtype) {
+    const Tensor full = get(name);
+    BRAID_USER_CHECK(full.numel() == whole_numel && full.dtype() == dtype,
+                     "optimizer state {} is {}; expected {} {} elements (a checkpoint of "
+                     "another optimizer or layout)",
+                     name, full.str(), whole_numel, dtype_name(dtype));
+    dst.copy_from(full.view({full.numel()}).slice0(begin, begin + dst.numel()));
+  };
+  for (Segment& s : segments_) {
+    const std::string& p = s.p->name;
+    const int64_t n = s.p->value.numel();
+    if (s.eight_bit()) {
+      const int64_t blocks = adamw8bit_blocks(n), block0 = s.param_begin / kAdam8bitBlock;
+      take(p + ".exp_avg_codes", s.m_codes, s.param_begin, n, DType::U8);
+      take(p + ".exp_avg_absmax", s.m_absmax, block0, blocks, DType::F32);
+      take(p + ".exp_avg_sq_codes", s.v_codes, s.param_begin, n, DType::U8);
+      take(p + ".exp_avg_sq_absmax", s.v_absmax, block0, blocks, DType::F32);
+      continue;
     }
+    take(p + ".exp_avg", s.m, s.param_begin, n, DType::F32);
+    take(p + ".exp_avg_sq", s.v, s.param_begin, n, DType::F32);
   }
   t_ = steps_taken;
 }

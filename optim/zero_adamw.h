@@ -15,6 +15,16 @@
 // rounds its new masters to the compute dtype and the all-gather moves those 16-bit values:
 // half the bytes of an f32 gather, and the same result, because every rank would round the
 // gathered f32 masters with the same round-to-nearest-even cast anyway.
+//
+// adamw8bit: the moments of every parameter of at least kAdam8bitMinNumel elements are 8-bit
+// codes with one absmax per block of 2048 elements counted from the parameter's first element
+// (optim/adamw.h). The DataParallel's buckets must then be built with GradBucketOptions::align
+// = 2048 for such parameters (braid train does: launch/train/train_run.cpp), so that each
+// parameter starts at a multiple of 2048 in its bucket and each shard is a multiple of 2048
+// long: every block lies in one rank's shard. A rank holds the codes and absmax of its whole
+// blocks and runs the same adamw8bit_update over them as AdamW does over the whole parameter,
+// so the result equals the unsharded optimizer bit for bit. Smaller parameters keep f32
+// moments, as in AdamW. The padding costs at most 2047 elements per parameter and bucket.
 #pragma once
 
 #include <functional>
@@ -70,13 +80,17 @@ class ZeroAdamW final : public Optimizer {
 
   // The whole moments as "<param>.exp_avg" / "<param>.exp_avg_sq" (AdamW's checkpoint names
   // and shapes, so a checkpoint loads into any DP size with or without ZeRO). Collective.
+  // adamw only (8-bit moments are saved as pieces, shard_state).
   std::vector<std::pair<std::string, Tensor>> gather_state();
   // This rank's part of the moments, for a checkpoint each rank writes itself: for every
   // parameter with elements in this rank's shard, "<param>.exp_avg" / ".exp_avg_sq" as a 1-D
   // piece of the flattened moment, and in `records` (name -> {"flat_begin", "global_shape"})
-  // where the piece goes. No communication.
+  // where the piece goes. 8-bit moments: AdamW's names "<param>.exp_avg_codes" (a piece of the
+  // flattened u8 codes) and "<param>.exp_avg_absmax" (a piece of the per-block absmax, from
+  // block param_begin / 2048), the same for exp_avg_sq. No communication.
   std::vector<std::pair<std::string, Tensor>> shard_state(nlohmann::json& records) const;
-  // Takes this rank's shard of each whole moment get(name) returns.
+  // Takes this rank's shard of each whole moment get(name) returns (8-bit: of the whole codes
+  // and absmax; throws UserError when the absmax does not have this parameter's block count).
   void load_state(const std::function<Tensor(const std::string&)>& get,
                   int64_t steps_taken) override;
   // Mixed precision: the whole f32 masters by parameter name (what checkpoints save; replicas
@@ -90,16 +104,21 @@ class ZeroAdamW final : public Optimizer {
  private:
   // The part of one parameter inside this rank's shard of its bucket.
   struct Segment {
-    Parameter* p;
-    size_t bucket;
-    int64_t param_begin;  // first element within the parameter
-    int64_t shard_begin;  // first element within the shard
-    int64_t numel;
-    bool decay;
+    Parameter* p = nullptr;
+    size_t bucket = 0;
+    int64_t param_begin = 0;  // first element within the parameter
+    int64_t shard_begin = 0;  // first element within the shard
+    int64_t numel = 0;
+    bool decay = false;
+    // The segment's moments (MemCategory::OptimizerState): f32 m and v (views of the shard's
+    // under adamw, its own under adamw8bit), or 8-bit codes (numel, u8) and absmax (one f32
+    // per block of 2048).
+    Tensor m, v, m_codes, m_absmax, v_codes, v_absmax;
+    bool eight_bit() const { return m_codes.defined(); }
   };
   struct Shard {
     Tensor master;  // (shard numel,) f32 masters, MasterWeights; mixed precision only
-    Tensor m, v;    // (shard numel,) MemCategory::OptimizerState
+    Tensor m, v;    // (shard numel,) MemCategory::OptimizerState; adamw only
   };
   // What the update writes for segment s: the f32 master, or (f32) the values themselves.
   Tensor update_target(const Segment& s);

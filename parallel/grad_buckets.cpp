@@ -16,6 +16,9 @@ GradBuckets::GradBuckets(ExecContext& ctx, const std::vector<Parameter*>& params
               "bucket sizes {} / {} bytes", options.bucket_bytes, options.first_bucket_bytes);
   BRAID_CHECK(options.comm_dtype != DType::I32, "gradients cannot be reduced in i32");
   // Grouping: reverse order of use; a bucket closes before a parameter that would overflow it.
+  BRAID_CHECK(options.align >= 1, "bucket alignment {} elements", options.align);
+  const int64_t align = options.reduce_scatter ? options.align : 1;
+  auto round_up = [](int64_t n, int64_t m) { return (n + m - 1) / m * m; };
   std::vector<Bucket> groups(1);
   int64_t bytes = 0;
   for (auto it = params.rbegin(); it != params.rend(); ++it) {
@@ -28,8 +31,10 @@ GradBuckets::GradBuckets(ExecContext& ctx, const std::vector<Parameter*>& params
       groups.emplace_back();
       bytes = 0;
     }
-    groups.back().slots.push_back({p, groups.back().numel, n});
-    groups.back().numel += n;
+    Bucket& g = groups.back();
+    if (n >= options.align_min_numel) g.numel = round_up(g.numel, align);
+    g.slots.push_back({p, g.numel, n});
+    g.numel += n;
     bytes += 4 * n;
     member_[p] = Member{groups.size() - 1};
   }
@@ -38,7 +43,7 @@ GradBuckets::GradBuckets(ExecContext& ctx, const std::vector<Parameter*>& params
 
   const int64_t parts = options.reduce_scatter ? comm.size() : 1;
   for (Bucket& b : buckets_) {
-    b.numel = (b.numel + parts - 1) / parts * parts;  // padding stays zero forever
+    b.numel = round_up(b.numel, parts * align);  // padding stays zero forever
     b.flat = ctx.zeros({b.numel}, DType::F32, MemCategory::Grads);
     for (const Slot& s : b.slots)
       s.param->bind_grad(b.flat.slice0(s.offset, s.offset + s.numel).view(s.param->value.shape()));

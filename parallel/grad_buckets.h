@@ -42,6 +42,14 @@ struct GradBucketOptions {
   // ZeRO-1: reduce-scatter instead of all-reduce; each rank then holds only its shard of each
   // bucket's reduced gradient (shard()). Buckets are zero-padded to a multiple of the group size.
   bool reduce_scatter = false;
+  // Reduce-scatter only: every parameter of at least align_min_numel elements starts at a
+  // multiple of `align` elements in its bucket, and every shard is a multiple of `align`
+  // elements, so no block of `align` elements of such a parameter (counted from its first
+  // element) is split between two ranks' shards. adamw8bit under ZeRO-1 sets 2048, its
+  // quantisation block, so a rank's 8-bit moments are whole blocks, as the unsharded optimizer's
+  // are. The gaps are zero padding, as at a bucket's end.
+  int64_t align = 1;
+  int64_t align_min_numel = 0;
 };
 
 class GradBuckets {

@@ -90,11 +90,17 @@ void LoraLinear::init(uint64_t seed) {
   lora_B.value.zero_();
 }
 
+namespace {
+QuantCode quant_code_of(BaseQuant kind) {
+  return kind == BaseQuant::Nf4 ? QuantCode::Nf4 : QuantCode::Int8;
+}
+}  // namespace
+
 void LoraLinear::quantize_base(ExecContext& ctx, BaseQuant kind, int64_t block, bool double_quant) {
   if (kind == BaseQuant::None) return;
   auto* linear = dynamic_cast<Linear*>(base_);
   BRAID_CHECK(linear, "{}: the base is already quantised", path());
-  const QuantCode code = kind == BaseQuant::Nf4 ? QuantCode::Nf4 : QuantCode::Int8;
+  const QuantCode code = quant_code_of(kind);
   Module* quantized = nullptr;
   replace([&](const Module& m) { return &m == base_; },
           [&](std::unique_ptr<Module> old) -> std::unique_ptr<Module> {
@@ -245,6 +251,15 @@ int quantize_lora_bases(ExecContext& ctx, Transformer& model, const LoraConfig& 
   });
   model.refresh_parameters();
   return n;
+}
+
+Tensor quantized_base_readback(ExecContext& ctx, const Tensor& w, const LoraConfig& cfg) {
+  BRAID_CHECK(cfg.base_quant != BaseQuant::None, "quantized_base_readback: lora.base_quant none");
+  const QuantizedWeight qw = quantize_weight(ctx, w, quant_code_of(cfg.base_quant),
+                                             cfg.quant_block_size, cfg.double_quant);
+  Tensor out = ctx.zeros(w.shape(), DType::F32, MemCategory::Weights);
+  dequantize_weight(ctx, out, qw);
+  return out;
 }
 
 }  // namespace braid

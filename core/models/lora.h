@@ -93,4 +93,9 @@ int apply_lora(Transformer& model, const LoraConfig& cfg, uint64_t seed);
 // cfg.base_quant says (nothing for none). Returns how many bases it quantised.
 int quantize_lora_bases(ExecContext& ctx, Transformer& model, const LoraConfig& cfg);
 
+// The f32 weight a base `w` (f32 or bf16) computes as once quantize_lora_bases has quantised it
+// as cfg says (codes, block size, double quantisation), read back whole: what merging adapters
+// into a quantised base folds them into. cfg.base_quant must not be none.
+Tensor quantized_base_readback(ExecContext& ctx, const Tensor& w, const LoraConfig& cfg);
+
 }  // namespace braid

@@ -1,6 +1,9 @@
 // `braid merge-lora RUN_DIR --out DIR`: folds a run's LoRA adapters (RUN_DIR/adapter, PEFT
 // layout) into its base weights and writes a plain HF model (safetensors weights, sharded above
-// --max-shard-size, config.json, generation_config.json), loadable without PEFT.
+// --max-shard-size, config.json, generation_config.json), loadable without PEFT. A QLoRA run
+// (lora.base_quant) merges into its dequantised base (read from lora.init_from and quantised
+// as training did, launch/io/model_io.h), so the merged model computes what training did.
+// --dtype bf16 writes bf16 tensors (half the bytes), f32 by default.
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -19,7 +22,7 @@ namespace fs = std::filesystem;
 
 void add_merge_lora_command(CLI::App& app) {
   struct Opts {
-    std::string run, adapter, out, max_shard_size = kDefaultMaxShardSize;
+    std::string run, adapter, out, max_shard_size = kDefaultMaxShardSize, dtype = "f32";
     bool force = false;
   };
   auto o = std::make_shared<Opts>();
@@ -34,10 +37,15 @@ void add_merge_lora_command(CLI::App& app) {
   c->add_option("--max-shard-size", o->max_shard_size,
                 "Largest weight file; above it the weights are sharded with an index")
       ->capture_default_str();
+  c->add_option("--dtype", o->dtype, "Element type of the exported weights: f32 or bf16")
+      ->capture_default_str();
   c->add_flag("--force", o->force, "Replace a non-empty output directory");
   c->callback([o] {
     HfExport how;
     how.max_shard_bytes = parse_byte_size(o->max_shard_size, "--max-shard-size");
+    BRAID_USER_CHECK(o->dtype == "f32" || o->dtype == "bf16",
+                     "--dtype is '{}'; expected f32 or bf16", o->dtype);
+    how.dtype = o->dtype == "bf16" ? DType::BF16 : DType::F32;
     const fs::path out = o->out;
     if (fs::exists(out) && !fs::is_empty(out) && !o->force)
       user_error("{} exists and is not empty; choose another --out or pass --force", o->out);

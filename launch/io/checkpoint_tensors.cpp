@@ -22,6 +22,37 @@ nlohmann::json shard_record(const Parameter& p, int tp_rank) {
           {"part", part},       {"global_shape", p.global_shape}, {"logical", p.shard.logical}};
 }
 
+nlohmann::json absmax_shard_record(const Parameter& p, int tp_rank, int64_t local_blocks) {
+  if (!p.shard.sharded()) return nullptr;
+  const int parts = p.shard.parts;
+  return {{"dim", 0},
+          {"parts", parts},
+          {"blocks", std::vector<int64_t>{}},
+          {"part", p.shard.part_of(tp_rank)},
+          {"global_shape", Shape{parts * local_blocks}},
+          {"logical", -1}};
+}
+
+nlohmann::json state_shard_record(const std::string& name, const Parameter& p, int tp_rank,
+                                  int64_t local_blocks) {
+  return name.ends_with("_absmax") ? absmax_shard_record(p, tp_rank, local_blocks)
+                                   : shard_record(p, tp_rank);
+}
+
+Tensor absmax_local_part(const std::string& name, const Tensor& whole, const Parameter& p,
+                         int tp_rank, int64_t local_blocks) {
+  const int parts = p.shard.sharded() ? p.shard.parts : 1;
+  BRAID_USER_CHECK(whole.ndim() == 1 && whole.numel() == parts * local_blocks,
+                   "optimizer state {} holds {} block scales, but {} 8-bit block(s) of {} here "
+                   "need {}: the checkpoint's 8-bit moments were written under another "
+                   "tensor-parallel size (they are quantised per rank's part); resume with the "
+                   "parallel.tp that wrote it",
+                   name, whole.numel(), parts, p.name, parts * local_blocks);
+  if (parts == 1) return whole;
+  const int64_t k = p.shard.part_of(tp_rank);
+  return whole.slice0(k * local_blocks, (k + 1) * local_blocks);
+}
+
 namespace {
 
 ShardSpec spec_of(const nlohmann::json& r) {

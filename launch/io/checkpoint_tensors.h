@@ -33,6 +33,20 @@ std::string checkpoint_file_name(const std::string& kind, int tp, int pp, int tp
 // p.shard.part_of(tp_rank)): {"dim", "parts", "blocks", "part", "global_shape", "logical"}.
 // Null for a tensor that is not split.
 nlohmann::json shard_record(const Parameter& p, int tp_rank);
+// The record of an 8-bit optimizer absmax ("<param>.exp_avg_absmax", one f32 per block of 2048
+// of the rank's own part, so it is not a slice of a whole tensor's absmax) of a split parameter:
+// the parts' absmax put end to end, `local_blocks` each, part p.shard.part_of(tp_rank) in place.
+// Null for a parameter that is not split. A checkpoint's 8-bit moments therefore load only into
+// the tensor-parallel size that wrote them (absmax_local_part).
+nlohmann::json absmax_shard_record(const Parameter& p, int tp_rank, int64_t local_blocks);
+// The record a checkpoint stores for state tensor `name` of p: absmax_shard_record for an
+// "_absmax" name, else shard_record.
+nlohmann::json state_shard_record(const std::string& name, const Parameter& p, int tp_rank,
+                                  int64_t local_blocks);
+// Rank `tp_rank`'s absmax of p out of the whole (end-to-end) one a checkpoint holds; throws
+// UserError naming `name` when its size says another tensor-parallel layout wrote it.
+Tensor absmax_local_part(const std::string& name, const Tensor& whole, const Parameter& p,
+                         int tp_rank, int64_t local_blocks);
 
 class CheckpointTensors {
  public:

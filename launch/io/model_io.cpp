@@ -6,7 +6,10 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 
+#include "core/checksum.h"
+#include "core/models/lora.h"
 #include "data/file_util.h"
 #include "data/tokenizer.h"
 #include "launch/config/config.h"
@@ -192,6 +195,49 @@ PeftAdapter checkpoint_adapter(const LoadedCheckpoint& ck, int* rank) {
   return a;
 }
 
+// A QLoRA run's checkpoint holds no base weight of its quantised linears (lora.base_quant):
+// they are read from the run's lora.init_from and quantised and read back as training
+// quantised them (the same codes, block size and double quantisation), so `params` hold the
+// dequantised base the adapters were trained on. Anything else missing is the usual error.
+void load_quantised_bases(Transformer& model, const std::vector<Parameter*>& params,
+                          const LoadedCheckpoint& ck) {
+  std::optional<RunConfig> rc;
+  if (ck.state.is_object() && ck.state.contains("config_yaml") &&
+      ck.state["config_yaml"].is_string())
+    rc = parse_run_config(ck.state["config_yaml"].get<std::string>(),
+                          ck.path + "/manifest.json (config_yaml)");
+  const bool qlora = rc && rc->lora.enabled() && rc->lora.base_quant != BaseQuant::None;
+  if (!qlora) return load_weights(params, ck.model);  // names the first missing tensor
+  const LoraConfig& l = rc->lora;
+  BRAID_USER_CHECK(!l.init_from.empty(),
+                   "{} was trained with lora.base_quant {} but names no lora.init_from: its "
+                   "quantised base weights are not in the checkpoint",
+                   ck.path, enum_name(l.base_quant));
+  for (const Parameter* p : params) {
+    const std::string path = p->name.substr(0, p->name.rfind('.'));
+    BRAID_USER_CHECK(p->name.ends_with(".weight") && lora_targets(path, l.targets),
+                     "{}: has no tensor {} (not a quantised LoRA base of lora.targets)", ck.path,
+                     p->name);
+  }
+  if (ck.state.contains("quantised_base"))
+    check_quantised_base(ck.state["quantised_base"], ck.path);
+  ExecContext ctx;  // on the host, whatever device `model` is on
+  Transformer base(ctx, model.config());
+  BRAID_USER_CHECK(std::filesystem::exists(l.init_from),
+                   "{} keeps its quantised base by reference to lora.init_from {}, which does "
+                   "not exist (run merge-lora/eval from the directory the run was started in, "
+                   "or restore it)",
+                   ck.path, l.init_from);
+  init_weights_from(base, l.init_from);
+  for (Parameter* p : params) {
+    const Parameter* b = base.find_parameter(p->name);
+    BRAID_USER_CHECK(b && b->value.shape() == p->value.shape(),
+                     "lora.init_from {} has no {} of shape {}", l.init_from, p->name,
+                     shape_str(p->value.shape()));
+    p->value.copy_from(quantized_base_readback(ctx, b->value, l));
+  }
+}
+
 // Loads weights into model (and, when asked, folds the checkpoint's LoRA adapters in).
 void load_source_weights(Transformer& model, const ModelSource& src, bool apply_adapter,
                          LoadedModel* out) {
@@ -200,7 +246,11 @@ void load_source_weights(Transformer& model, const ModelSource& src, bool apply_
     return;
   }
   LoadedCheckpoint ck = CheckpointManager::load(src.dir.string());
-  load_weights(model, ck.model);
+  std::vector<Parameter*> stored, quantised;
+  for (Parameter* p : model.parameters())
+    (ck.model.contains(p->name) ? stored : quantised).push_back(p);
+  load_weights(stored, ck.model);
+  if (!quantised.empty()) load_quantised_bases(model, quantised, ck);
   if (!out) return;
   out->step = ck.step;
   int rank = 0;
@@ -239,6 +289,52 @@ LoadedModel load_model(const std::string& path, Device device, bool apply_adapte
   out.run_dir = src.run_dir;
   out.tokenizer = find_tokenizer(src);
   return out;
+}
+
+nlohmann::json quantised_base_record(const LoraConfig& lora) {
+  if (!lora.enabled() || lora.base_quant == BaseQuant::None || lora.init_from.empty())
+    return nullptr;
+  const fs::path dir = fs::absolute(lora.init_from).lexically_normal();
+  std::vector<std::string> names;
+  std::error_code ec;
+  if (fs::is_directory(dir, ec))
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      const std::string n = e.path().filename().string();
+      if (e.is_regular_file() && n.starts_with("model") && n.ends_with(".safetensors"))
+        names.push_back(n);
+    }
+  std::sort(names.begin(), names.end());
+  nlohmann::json files = nlohmann::json::array();
+  for (const std::string& n : names) {
+    const FileChecksum c = checksum_file((dir / n).string());
+    files.push_back({{"name", n},
+                     {"bytes", c.bytes},
+                     {"checksum", fmt::format("{}:{:016x}", kChecksumMix64, c.checksum)}});
+  }
+  return {{"init_from", dir.string()}, {"files", files}};
+}
+
+void check_quantised_base(const nlohmann::json& recorded, const std::string& what) {
+  try {
+    const fs::path dir = recorded.at("init_from").get<std::string>();
+    for (const nlohmann::json& f : recorded.at("files")) {
+      const fs::path p = dir / f.at("name").get<std::string>();
+      std::error_code ec;
+      BRAID_USER_CHECK(fs::is_regular_file(p, ec),
+                       "{} keeps its quantised base by reference to {}, which is missing; "
+                       "restore the base model it was trained from (lora.init_from)",
+                       what, p.string());
+      const FileChecksum c = checksum_file(p.string());
+      const std::string now = fmt::format("{}:{:016x}", kChecksumMix64, c.checksum);
+      BRAID_USER_CHECK(now == f.at("checksum").get<std::string>(),
+                       "{} keeps its quantised base by reference to {}, which has changed "
+                       "since (checksum {}, recorded {}); its adapters were trained on the old "
+                       "base: restore that file (lora.init_from)",
+                       what, p.string(), now, f.at("checksum").get<std::string>());
+    }
+  } catch (const nlohmann::json::exception& e) {
+    user_error("{}: malformed quantised_base record in its manifest ({})", what, e.what());
+  }
 }
 
 std::string model_tokenizer_file(const std::string& path) { return find_tokenizer(resolve(path)); }

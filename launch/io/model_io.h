@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/models/lora_config.h"
 #include "core/models/transformer.h"
 #include "core/safetensors.h"
 #include "launch/io/checkpoint_tensors.h"
@@ -54,6 +55,15 @@ struct LoadedModel {
 // otherwise only the base is read.
 LoadedModel load_model(const std::string& path, Device device = Device::cpu(),
                        bool apply_adapter = false);
+
+// QLoRA (lora.base_quant with lora.init_from): checkpoints keep the quantised base by
+// reference, not as tensors. The record a checkpoint manifest stores ("quantised_base"):
+// {"init_from": the directory, "files": [{"name", "bytes", "checksum"}]} for its model*.safetensors
+// files (checksum braid-mix64-v1, core/checksum.h); null for any other run.
+nlohmann::json quantised_base_record(const LoraConfig& lora);
+// Throws UserError naming `what` (the checkpoint) and the file when a recorded base file is
+// missing or its bytes changed: the run's adapters were trained on that base.
+void check_quantised_base(const nlohmann::json& recorded, const std::string& what);
 
 // The model config stored at `path` (same kinds of path as load_model), without reading
 // weights: what `run.init_from` takes the model shape from.

@@ -46,6 +46,8 @@ struct PlanArgs {
               *opt_schedule = nullptr, *opt_zero = nullptr;
   std::string currency = "USD", price_source;
   std::string lora_targets = "q,v";
+  bool lora = false;                // --lora: rank 16 unless --lora-rank says
+  std::string base_quant = "none";  // --base-quant: none, int8 or nf4 (lora.base_quant's names)
   std::string gpu = "h100-sxm", device_profile;
   int gpus_per_node = 0, nodes = 1;
   double intra_bw = 0, inter_bw = 0, price = 0;
@@ -172,6 +174,16 @@ plan::TrainOptions resolve_train(const PlanArgs& a, const plan::ConfigPlanInput*
   t.param_gather_overlap = on_off(a.param_gather_overlap, "--param-gather-overlap");
   t.lora_targets = split_commas(a.lora_targets);
   if (t.lora_rank < 0) user_error("--lora-rank is {}; expected >= 0", t.lora_rank);
+  if (a.lora && t.lora_rank == 0) t.lora_rank = 16;
+  if (a.base_quant != "none") {
+    BRAID_USER_CHECK(a.base_quant == "int8" || a.base_quant == "nf4",
+                     "--base-quant is '{}'; expected none, int8 or nf4", a.base_quant);
+    BRAID_USER_CHECK(t.lora_rank > 0,
+                     "--base-quant {} quantises a LoRA run's frozen base; add --lora (or "
+                     "--lora-rank N)",
+                     a.base_quant);
+    t.lora_base = a.base_quant;  // nf4: 4 bits + 0.127 bits of double-quantised constants
+  }
   if (t.global_batch < 1) user_error("--global-batch is {}; expected >= 1", t.global_batch);
   return t;
 }
@@ -466,6 +478,11 @@ void add_plan_command(CLI::App& app, plan::Calibrator calibrate) {
   c->add_option("--lora-rank", a.train.lora_rank, "LoRA rank (0: full training)");
   c->add_option("--lora-targets", a.lora_targets, "LoRA targets: q,k,v,o,gate,up,down or all");
   c->add_option("--lora-base", a.train.lora_base, "Frozen base weights: bf16, int8, 4bit");
+  c->add_flag("--lora", a.lora, "LoRA fine-tuning at rank 16 (unless --lora-rank says)");
+  c->add_option("--base-quant", a.base_quant,
+                "LoRA base quantised as lora.base_quant: none, int8 or nf4 (QLoRA: 4 bits plus\n"
+                "0.127 bits of double-quantised block constants); sets --lora-base")
+      ->capture_default_str();
   c->add_option("--train-tokens", a.train.train_tokens, "Tokens to train for time and cost");
   c->add_option("--gpu", a.gpu,
                 "GPU kind (v100, a100-40gb, a100-80gb, h100-sxm, ...) or profile.json");

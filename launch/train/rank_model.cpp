@@ -176,7 +176,7 @@ std::vector<CheckpointFile> RankModel::checkpoint_files(
       if (p->replica) continue;  // the tied head's copy: the first stage saves the original
       if (p->shard.sharded()) {
         if (tp_rank() % p->shard.replicas != 0) continue;  // a shared part: its first holder
-        f.shards[name] = shard_record(*p, tp_rank());
+        f.shards[name] = state_shard_record(name, *p, tp_rank(), t.numel());
       } else if (tp_rank() != 0) {
         continue;  // replicated: written once, by tensor-parallel rank 0
       }

@@ -80,7 +80,8 @@ std::string write_checkpoint(CheckpointManager& ckpt, int64_t step, const RankMo
       nlohmann::json rec = pieces.at(name);
       if (p->shard.sharded()) {
         if (tp_rank % p->shard.replicas != 0) continue;  // a shared part: its first holder
-        rec["tp"] = shard_record(*p, tp_rank);
+        rec["tp"] =
+            state_shard_record(name, *p, tp_rank, shape_numel(rec.at("global_shape").get<Shape>()));
       } else if (tp_rank != 0) {
         continue;  // replicated: written once, by tensor-parallel rank 0
       }
@@ -142,7 +143,8 @@ void CheckpointHook::on_step_end(StepInfo& s) {
   if (due) {
     maybe_fail(run_.dist, done, /*saving=*/true);
     const auto t_save = std::chrono::steady_clock::now();
-    const nlohmann::json manifest_state = checkpoint_state(run_.cfg, done, *run_.opt, run_.layout);
+    nlohmann::json manifest_state = checkpoint_state(run_.cfg, done, *run_.opt, run_.layout);
+    if (!run_.quantised_base.is_null()) manifest_state["quantised_base"] = run_.quantised_base;
     last_ = write_checkpoint(run_.ckpt, done, *run_.model, *run_.opt, manifest_state,
                              run_.dims.world(), run_.dims.lead(), run_.dims.coord().dp);
     if (run_.dims.lead() && run_.cfg.lora.enabled())  // the adapters alone, PEFT layout

@@ -13,9 +13,11 @@
 #include "data/shard.h"
 #include "data/tokenizer.h"
 #include "launch/config/config.h"
+#include "launch/io/checkpoint_tensors.h"
 #include "launch/io/model_io.h"
 #include "launch/train/exec_setup.h"
 #include "launch/train/model_passes.h"
+#include "optim/adamw.h"
 #include "parallel/scalar_reduce.h"
 
 namespace braid {
@@ -33,7 +35,7 @@ constexpr double kPeakProbeSeconds = 2.0;
 // The data-parallel side over the DP group: gradient buckets that all-reduce (sum, since every
 // rank scales its loss by 1 / global tokens), or reduce-scatter for ZeRO-1. GPT-2's tied
 // embedding across pipeline stages is final only after the step's sum over its two stages (a
-// late contribution).
+// late contribution). adamw8bit: buckets aligned to its blocks of 2048 (optim/zero_adamw.h).
 std::unique_ptr<DataParallel> make_data_parallel(ExecContext& ctx, const RankModel& model,
                                                  Communicator& dp, const RunConfig& cfg) {
   DataParallelOptions o;
@@ -42,6 +44,10 @@ std::unique_ptr<DataParallel> make_data_parallel(ExecContext& ctx, const RankMod
   o.buckets.comm_dtype = cfg.parallel.allreduce_dtype_value();
   o.buckets.op = ReduceOp::Sum;
   o.shard_optimizer = cfg.optim.zero == 1;
+  if (cfg.optim.name == "adamw8bit") {  // ZeRO-1 shards hold whole 8-bit blocks
+    o.buckets.align = kAdam8bitBlock;
+    o.buckets.align_min_numel = kAdam8bitMinNumel;
+  }
   return std::make_unique<DataParallel>(ctx, model.parameters(), model.late_parameters(), dp, o);
 }
 
@@ -69,6 +75,8 @@ TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
   fs::create_directories(run_dir);
   if (lead) run_lock.emplace(run_dir.string());
   log.open_rank_log(run_dir, dims.world_size() > 1 ? dims.rank() : -1);
+  // QLoRA: the base stays by reference; the manifests record its files' checksums.
+  quantised_base = quantised_base_record(cfg.lora);
   std::optional<LoadedCheckpoint> ck = load_resume_checkpoint();
 
   // One rank's execution context: allocator, profiler and GEMM plan (launch/train/exec_setup.h).
@@ -202,6 +210,8 @@ std::optional<LoadedCheckpoint> TrainRun::load_resume_checkpoint() {
   std::optional<LoadedCheckpoint> ck;
   if (!resume_from) return ck;
   ck.emplace(CheckpointManager::load(*resume_from));
+  if (ck->state.contains("quantised_base"))  // the adapters were trained on that base
+    check_quantised_base(ck->state.at("quantised_base"), *resume_from);
   if (ck->state.contains("model")) {
     const std::string diff = model_difference(ck->state.at("model"), cfg.model);
     BRAID_USER_CHECK(diff.empty(),
@@ -215,10 +225,26 @@ std::optional<LoadedCheckpoint> TrainRun::load_resume_checkpoint() {
 void TrainRun::resume(LoadedCheckpoint& ck) {
   if (ck.state.contains("loss_scaler")) opt->restore_loss_scaler(ck.state.at("loss_scaler"));
   if (!ck.optimizer.names().empty()) {
+    // 8-bit moments are quantised in blocks of each tensor-parallel rank's own part: they
+    // continue only under the tensor-parallel size that wrote them (any dp, ZeRO or not).
+    const int ck_tp = ck.state.contains("layout") ? ck.state.at("layout").value("tp", 1) : 1;
+    const auto names = ck.optimizer.names();
+    const bool eight_bit = std::any_of(names.begin(), names.end(),
+                                       [](const std::string& n) { return n.ends_with("_codes"); });
+    BRAID_USER_CHECK(!eight_bit || ck_tp == dims.tp_size(),
+                     "cannot resume from {}: its 8-bit optimizer moments (optim.name adamw8bit) "
+                     "were quantised per part of parallel.tp = {}, and this run has parallel.tp "
+                     "= {}; resume with parallel.tp={}",
+                     *resume_from, ck_tp, dims.tp_size(), ck_tp);
     auto get = [&](const std::string& n) {
-      // adamw8bit: u8 codes shaped like the parameter, and one f32 absmax per block of it
-      // (checked against the optimizer's own when copied in).
-      if (n.ends_with("_absmax")) return ck.optimizer.get(n);
+      // adamw8bit: u8 codes shaped like the parameter, and one f32 absmax per block of this
+      // rank's part of it (a split parameter's parts' end to end).
+      if (n.ends_with("_absmax")) {
+        const Parameter* p = model->owner(n);
+        BRAID_CHECK(p, "{} belongs to no parameter of this rank", n);
+        return absmax_local_part(n, ck.optimizer.get(n), *p, model->tp_rank(),
+                                 adamw8bit_blocks(p->value.numel()));
+      }
       check_tensor_matches(ck.optimizer, n, model->whole_shape(n),
                            n.ends_with("_codes") ? DType::U8 : DType::F32);
       return model->local_part(n, ck.optimizer.get(n));

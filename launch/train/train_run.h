@@ -62,6 +62,8 @@ class TrainRun {
   RunLog log;                       // rank log from the lock on, metrics from the header on
   CheckpointManager ckpt;
   std::optional<std::string> resume_from;  // the checkpoint this run continues
+  // QLoRA: what the manifests record of the quantised base (quantised_base_record), else null.
+  nlohmann::json quantised_base;
   DeviceDecision device_choice;  // where this rank computes, and why
   std::shared_ptr<ExecContext> ctx;  // shared with DistRun when run_train made it
   std::unique_ptr<RankModel> model;

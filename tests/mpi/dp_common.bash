@@ -40,3 +40,15 @@ same_losses() {
     END { printf "%s vs %s: %d steps, worst relative difference %.3g (limit %g)\n", a, b, n, worst, r
           exit bad || n == 0 }' || fail "$1 and $2 differ"
 }
+exact() {  # exact A B: every step loss equal to the last digit
+  diff <(losses "$1") <(losses "$2") > /dev/null || { paste <(losses "$1") <(losses "$2") | head; fail "$1 and $2 are not bit-identical"; }
+  echo "$1 vs $2: bit-identical"
+}
+# expect_fail WANT CMD...: CMD fails promptly (not the 124 of a timeout) saying WANT.
+expect_fail() {
+  local want=$1; shift
+  set +e; out=$("$@" 2>&1); rc=$?; set -e
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "expected a prompt failure (exit $rc) of: $*"
+  echo "$out" | grep -qF -- "$want" || fail "expected '$want' from: $*; got: $out"
+  echo "ok (exit $rc): $want"
+}

@@ -19,17 +19,6 @@ checkpoint: {interval: 5, keep_last: 3, resume: auto}
 parallel: {bucket_mb: 0.02, first_bucket_mb: 0.005, timeout_s: 60, vocab_align: 3}
 YAML
 TOL=1e-6
-exact() {  # exact A B: every step loss equal to the last digit
-  diff <(losses "$1") <(losses "$2") > /dev/null || { paste <(losses "$1") <(losses "$2") | head; fail "$1 and $2 are not bit-identical"; }
-  echo "$1 vs $2: bit-identical"
-}
 val_losses() { grep '"val_loss"' "runs/$1/metrics.jsonl" | sed 's/.*"val_loss":\([^,}]*\).*/\1/'; }
-# Bad layouts: a clear error from every rank's job, non-zero, nothing hangs.
+# Bad layouts: a clear error from every rank's job (expect_fail), non-zero, nothing hangs.
 mpi_t() { timeout 120 "$MPIRUN" --oversubscribe -np "$1" "$BRAID" train c.yaml "${@:2}"; }
-expect_fail() {
-  local want=$1; shift
-  set +e; out=$("$@" 2>&1); rc=$?; set -e
-  [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "expected a prompt failure (exit $rc) of: $*"
-  echo "$out" | grep -qF -- "$want" || fail "expected '$want' from: $*; got: $out"
-  echo "ok (exit $rc): $want"
-}

@@ -1,6 +1,7 @@
 // QLoRA (lora.base_quant): a LoRA model whose base linears hold only NF4/int8 weights computes
 // what the same model with those weights dequantised into full precision computes, its adapters
-// get the same gradients, it trains, and its base takes ~0.5 bytes per weight.
+// get the same gradients, it trains, its base takes ~0.5 bytes per weight, and merging its
+// adapters into the read-back base (merge-lora) gives a plain model with the same logits.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "core/models/lora.h"
 #include "core/models/quantized_linear.h"
 #include "kernel_test_util.h"
+#include "launch/io/lora_adapter.h"
 #include "model_test_util.h"
 #include "optim/adamw.h"
 
@@ -145,6 +147,45 @@ TEST(QloraMemory, Nf4BaseTakesHalfAByteAWeight) {
     }
   });
   EXPECT_EQ(bytes, expected);
+}
+
+// merge-lora from a quantised base: the plain model whose targeted weights are the quantised
+// base read back (quantized_base_readback) with W += s B A folded in computes the QLoRA model's
+// logits up to f32 rounding; folding into the original full-precision base does not.
+TEST_P(Qlora, MergedIntoTheReadBackBaseGivesTheSameLogits) {
+  const ModelConfig cfg = tiny("llama", 2);
+  ExecContext& ctx = test_ctx();
+  const LoraConfig lc = qlora_cfg(GetParam());
+  Transformer q(ctx, cfg), merged(ctx, cfg), unquantised(ctx, cfg);
+  for (Transformer* t : {&q, &merged, &unquantised}) t->init_weights();
+  apply_lora(q, lc, 3);
+  std::vector<std::string> bases;  // the targeted weights, before quantisation takes them
+  for (Parameter* p : q.parameters())
+    if (!p->trainable && p->name.ends_with("_proj.weight")) bases.push_back(p->name);
+  quantize_lora_bases(ctx, q, lc);
+  set_b(q);
+  ASSERT_EQ(bases.size(), 7u * cfg.n_layer);
+  for (const std::string& n : bases) {
+    Parameter* p = merged.find_parameter(n);
+    p->value.copy_from(quantized_base_readback(ctx, p->value, lc));
+  }
+  PeftAdapter a;
+  a.scale = lc.alpha / static_cast<float>(lc.rank);
+  for (Parameter* p : q.parameters())
+    if (p->trainable) a.tensors.emplace_back(p->name, p->value);
+  merge_peft_adapter(merged, a);
+  merge_peft_adapter(unquantised, a);
+  const Tensor tok = tokens_of(2, 6, cfg.vocab_size, 1);
+  const Tensor hq = q.forward_eval(ctx, tok), hm = merged.forward_eval(ctx, tok),
+               hu = unquantised.forward_eval(ctx, tok);
+  double worst = 0, off = 0, scale = 0;
+  for (int64_t i = 0; i < hq.numel(); ++i) {
+    worst = std::max(worst, std::fabs(double(hq.f32()[i]) - hm.f32()[i]));
+    off = std::max(off, std::fabs(double(hq.f32()[i]) - hu.f32()[i]));
+    scale = std::max(scale, std::fabs(double(hq.f32()[i])));
+  }
+  EXPECT_LT(worst, 2e-5 * scale) << "scale " << scale;
+  EXPECT_GT(off, 100 * 2e-5 * scale) << "the quantisation error should show without read-back";
 }
 
 }  // namespace
