@@ -273,9 +273,9 @@ std::vector<TextPiece> ChatTemplate::render(const std::vector<ChatMessage>& mess
             turn == 0 && sys ? "<<SYS>>\n" + messages[0].content + "\n<</SYS>>\n\n" + m.content
                              : m.content;
         if (m.role == "user")
-          out.add(bos_ + "[INST] " + py_strip(content) + " [/INST]", false);
+          out.add(fmt::format("{}[INST] {} [/INST]", bos_, py_strip(content)), false);
         else
-          out.add(" " + py_strip(content) + " " + eos_, true);
+          out.add(fmt::format(" {} {}", py_strip(content), eos_), true);
       }
       break;
     }
