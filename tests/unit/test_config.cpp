@@ -46,6 +46,15 @@ class ConfigLoad : public ::testing::Test {
 // A valid body; tests append or replace lines.
 const std::string kData = "data:\n  dir: shards\n";
 
+TEST_F(ConfigLoad, OneNameIsAListOfOne) {
+  // PEFT configs write target_modules: all-linear; braid takes the same for any list.
+  const RunConfig c = load_run_config(
+      write(kData + "lora:\n  rank: 4\n  targets: all-linear\n"), {"optim.no_decay=bias"});
+  EXPECT_EQ(c.lora.targets, std::vector<std::string>{"all-linear"});
+  EXPECT_EQ(c.optim.no_decay, std::vector<std::string>{"bias"});
+  EXPECT_TRUE(load_run_config(write(kData), {}).lora.targets.empty());  // default by family
+}
+
 TEST_F(ConfigLoad, GoodFileLoadsValuesAndKeepsDefaults) {
   const std::string path = write(
       "# comment\n"
@@ -159,7 +168,7 @@ TEST_F(ConfigLoad, WrongTypesAreLocated) {
       {"model:\n  seed: -1\n", "run.yaml:4: model.seed",
        "expected a non-negative integer, got '-1'"},
       {"model:\n  family: [gpt2]\n", "run.yaml:4: model.family", "expected a string, got a list"},
-      {"optim:\n  no_decay: bias\n", "run.yaml:4: optim.no_decay", "expected a list of strings"},
+      {"optim:\n  no_decay: {bias: 1}\n", "run.yaml:4: optim.no_decay", "expected a list of strings"},
       {"optim:\n  lr:\n", "run.yaml:4: optim.lr", "expected a number, got nothing"},
       {"optim:\n  beta1: 1e999\n", "run.yaml:4: optim.beta1", "range of a 32-bit float"},
   };
