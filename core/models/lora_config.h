@@ -46,7 +46,7 @@ struct LoraConfig {
     v("init_from", init_from,
       "Base model to start from: an HF directory (config.json + model.safetensors), a braid "
       "checkpoint or a run directory. Its shape replaces the model section. Empty: the model "
-      "section's seeded init.");
+      "section's seeded init. Relative paths are relative to the config file.");
     v("base_quant", base_quant,
       "How the targeted linears' frozen base weights are stored: none (the training precision), "
       "int8 (absmax, 8 bits) or nf4 (QLoRA's 4-bit NormalFloat). Only the quantised weight is "

@@ -354,6 +354,24 @@ TEST_F(ConfigLoad, ApplyOverrideAlone) {
   EXPECT_EQ(c.checkpoint.keep_last, 9);  // a rejected value leaves the field alone
 }
 
+// run.init_from and lora.init_from resolve alike: in the file relative to the file, with --set
+// relative to the working directory.
+TEST_F(ConfigLoad, InitFromPathsResolveLikeDataDir) {
+  fs::create_directories(dir_ / "hf");
+  std::ofstream(dir_ / "hf" / "config.json")
+      << R"({"model_type": "gpt2", "vocab_size": 256, "n_positions": 64, "n_embd": 32,
+             "n_layer": 2, "n_head": 2})";
+  const std::string want = (dir_ / "hf").lexically_normal().string();
+  const std::string data = kData + "  seq_len: 32\n";
+  const RunConfig r = load_run_config(write(data + "run:\n  init_from: ../hf\n"), {});
+  EXPECT_EQ(r.run.init_from, want);
+  const RunConfig l =
+      load_run_config(write(data + "lora:\n  rank: 2\n  init_from: ../hf\n"), {});
+  EXPECT_EQ(l.lora.init_from, want);
+  const RunConfig set = load_run_config(write(data), {"lora.init_from=some/model"});
+  EXPECT_EQ(set.lora.init_from, (fs::current_path() / "some" / "model").string());
+}
+
 TEST_F(ConfigLoad, OverriddenRelativeDataDirIsRelativeToWorkingDirectory) {
   const RunConfig c = load_run_config(write(kData), {"data.dir=some/where"});
   EXPECT_EQ(c.data.dir, (fs::current_path() / "some" / "where").string());
