@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <queue>
 
 #include "core/checksum.h"
@@ -362,6 +364,22 @@ void HfBpeTokenizer::apply_config(const json& cfg, const std::string& path) {
   config_ = json::object();
   for (const char* k : {"bos_token", "eos_token", "pad_token", "add_bos_token", "add_eos_token"})
     if (cfg.contains(k)) config_[k] = cfg[k];
+  // The chat template travels with the tokenizer (data/chat_template.h renders it). HF also
+  // writes a list of named templates; the one named "default" is the chat template.
+  if (cfg.contains("chat_template") && !cfg["chat_template"].is_null()) {
+    const json& t = cfg["chat_template"];
+    if (t.is_string()) {
+      config_["chat_template"] = t;
+    } else if (t.is_array()) {
+      for (const json& named : t)
+        if (named.is_object() && named.value("name", std::string()) == "default" &&
+            named.contains("template") && named["template"].is_string())
+          config_["chat_template"] = named["template"];
+    } else {
+      user_error("tokenizer config '{}': chat_template is {}; expected a string", path,
+                 short_dump(t));
+    }
+  }
 }
 
 std::string HfBpeTokenizer::normalize(std::string_view s) const {
@@ -652,8 +670,16 @@ std::unique_ptr<Tokenizer> load_tokenizer_path(const std::string& path) {
   }
   std::unique_ptr<Tokenizer> tok = Tokenizer::load(file.string());
   const fs::path cfg = file.parent_path() / "tokenizer_config.json";
-  if (auto* hf = dynamic_cast<HfBpeTokenizer*>(tok.get()); hf && fs::exists(cfg, ec))
-    hf->apply_config(read_json_file(cfg.string(), "tokenizer config"), cfg.string());
+  auto* hf = dynamic_cast<HfBpeTokenizer*>(tok.get());
+  if (!hf || !fs::exists(cfg, ec)) return tok;
+  json c = read_json_file(cfg.string(), "tokenizer config");
+  // Newer transformers save the chat template beside the config, in chat_template.jinja.
+  const fs::path jinja = file.parent_path() / "chat_template.jinja";
+  if (c.is_object() && !c.contains("chat_template") && fs::exists(jinja, ec)) {
+    std::ifstream in(jinja, std::ios::binary);
+    c["chat_template"] = std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  hf->apply_config(c, cfg.string());
   return tok;
 }
 

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "data/chat_template.h"
 
 namespace braid {
 
@@ -22,7 +23,8 @@ const std::string& string_field(const nlohmann::json& obj, const char* key,
 }  // namespace
 
 std::vector<JsonlSample> read_jsonl_samples(const std::string& path, std::string_view bytes,
-                                            const std::string& text_field) {
+                                            const std::string& text_field,
+                                            const ChatTemplateSource& chat) {
   std::vector<JsonlSample> out;
   int64_t line_no = 0;
   size_t at = 0;
@@ -52,11 +54,24 @@ std::vector<JsonlSample> read_jsonl_samples(const std::string& path, std::string
     } else if (obj.contains(text_field)) {
       s.pieces.push_back({string_field(obj, text_field.c_str(), path, line_no), true});
     } else if (obj.contains("messages")) {
-      user_error("{}:{}: chat data ('messages') is not supported by braid prepare yet; write "
-                 "each conversation as a prompt/completion pair", path, line_no);
+      const std::string where = fmt::format("{}:{}", path, line_no);
+      const std::vector<ChatMessage> messages = parse_chat_messages(obj["messages"], where);
+      if (messages.back().role != "assistant")
+        user_error("{}: the last message is from the {}; a conversation to train on ends with "
+                   "an assistant message",
+                   where, messages.back().role);
+      const ChatTemplate* tmpl = nullptr;
+      try {
+        tmpl = &chat();
+      } catch (const UserError& e) {
+        user_error("{}: {}", where, e.what());
+      }
+      s.pieces = tmpl->render(messages, /*add_generation_prompt=*/false, where);
+      s.chat = true;
     } else {
-      user_error("{}:{}: no '{}' field and no 'prompt'/'completion' pair; expected one of them "
-                 "(choose the text field with --text-field)", path, line_no, text_field);
+      user_error("{}:{}: no '{}' field, no 'prompt'/'completion' pair and no 'messages'; "
+                 "expected one of them (choose the text field with --text-field)",
+                 path, line_no, text_field);
     }
     out.push_back(std::move(s));
   }

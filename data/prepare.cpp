@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "data/bpe_tokenizer.h"
 #include "data/byte_tokenizer.h"
+#include "data/chat_template.h"
 #include "data/chunk_stream.h"
 #include "data/file_util.h"
 #include "data/hf_bpe.h"
@@ -69,12 +70,13 @@ std::string read_document(const std::string& path) {
 // their bytes to s.
 template <typename DocFn, typename SampleFn>
 void for_each_input(const std::vector<std::string>& files, const PrepareOptions& o,
-                    PrepareSummary& s, DocFn&& doc_fn, SampleFn&& sample_fn) {
+                    const ChatTemplateSource& chat, PrepareSummary& s, DocFn&& doc_fn,
+                    SampleFn&& sample_fn) {
   for (const std::string& f : files) {
     std::string doc = read_document(f);
     if (is_jsonl_path(f)) {
       s.input_bytes += static_cast<int64_t>(doc.size());
-      const std::vector<JsonlSample> samples = read_jsonl_samples(f, doc, o.text_field);
+      const std::vector<JsonlSample> samples = read_jsonl_samples(f, doc, o.text_field, chat);
       doc = std::string();
       const size_t n_val = static_cast<size_t>(
           std::floor(static_cast<double>(samples.size()) * o.val_fraction));
@@ -220,9 +222,20 @@ PrepareSummary prepare(const PrepareOptions& o) {
     user_error("the inputs ({} files) hold no text; expected non-empty text files", files.size());
   };
 
+  // Chat lines are rendered by the given tokenizer's chat template, read at the first one.
+  std::unique_ptr<Tokenizer> tok;
+  std::optional<ChatTemplate> chat_template;
+  const ChatTemplateSource chat = [&]() -> const ChatTemplate& {
+    if (!given)
+      user_error("chat data ('messages') is rendered by the model's chat template; pass "
+                 "--tokenizer with the model's Hugging Face folder (its tokenizer_config.json "
+                 "holds the template), not '{}'", o.tokenizer);
+    if (!chat_template) chat_template = ChatTemplate::of_tokenizer(*tok, o.tokenizer);
+    return *chat_template;
+  };
+
   // Pass 1 (bpe only): count the chunks of the training text, one document at a time. The
   // training parts of all documents form one text, as the encoder of pass 2 sees it.
-  std::unique_ptr<Tokenizer> tok;
   if (given) {
     tok = load_tokenizer_path(o.tokenizer);
   } else if (bpe) {
@@ -231,7 +244,7 @@ PrepareSummary prepare(const PrepareOptions& o) {
     ChunkStream stream([&](std::string_view span) { counts.add(span); }, PreSplit::gpt2());
     // Each document is its own text: with an end-of-text token between them, no chunk spans two.
     for_each_input(
-        files, o, s,
+        files, o, chat, s,
         [&](std::string_view train, std::string_view) {
           feed(stream, train);
           if (!eot.empty()) stream.finish();
@@ -295,7 +308,7 @@ PrepareSummary prepare(const PrepareOptions& o) {
       append(std::span<const int32_t>(ids));
     };
     for_each_input(
-        files, o, pass2,
+        files, o, chat, pass2,
         [&](std::string_view train, std::string_view val) {
           if (flags) {  // sample starts fall on the document's first tokens
             train_stream.finish();
@@ -327,6 +340,16 @@ PrepareSummary prepare(const PrepareOptions& o) {
               encode_train(ids, trained);
           };
           sink.begin_sample();
+          if (sample.chat) {  // the template placed bos and the end-of-turn tokens
+            const EncodedChat e = encode_chat(*tok, sample.pieces);
+            for (size_t a = 0; a < e.ids.size();) {
+              size_t b = a;
+              while (b < e.ids.size() && e.trained[b] == e.trained[a]) ++b;
+              add(std::span(e.ids).subspan(a, b - a), e.trained[a] != 0);
+              a = b;
+            }
+            return;
+          }
           // A given tokenizer's bos leads the sample; nothing predicts it.
           if (given && bos_id) add(std::span(&*bos_id, 1), false);
           for (const TextPiece& p : sample.pieces) add(tok->encode(p.text), p.trained);

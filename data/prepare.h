@@ -56,7 +56,9 @@ struct PrepareSummary {
 // by its end-of-text (eos) token; opts.eot and vocab_size do not apply.
 // Each input file is one document, except .jsonl files (data/jsonl_input.h): each of their
 // lines is one sample (counted as a document), its pieces encoded one by one, followed by the
-// end-of-text token (trained). The last val_fraction of a JSONL file's samples (rounded down)
+// end-of-text token (trained); a chat line (`messages`) is rendered by the given tokenizer's
+// chat template (data/chat_template.h) and encoded whole, nothing added, only the assistant
+// turns trained. The last val_fraction of a JSONL file's samples (rounded down)
 // goes to val.bin. With any JSONL input, train.flags.bin and val.flags.bin hold each token's
 // loss mask and sample starts (text documents: all trained, one sample each). A document gets
 // a trailing '\n' if it lacks one; with an

@@ -59,6 +59,7 @@ std::vector<int32_t> generate(ExecContext& ctx, Transformer& model,
     out.push_back(next);
     if (on_token) on_token(next);
     if (i + 1 == opt.max_new_tokens || cache.len >= max_len) break;  // done, or context full
+    if (opt.stop_token && next == *opt.stop_token) break;
     logits =
         model.decode(ctx, ctx.to_device(Tensor::from_vector_i32({next}, {1, 1})), cache).to_host();
   }

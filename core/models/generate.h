@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "core/models/transformer.h"
@@ -14,6 +15,8 @@ struct SampleOptions {
   float temperature = 1.0f;  // 0: greedy
   int top_k = 0;             // 0: whole vocabulary
   uint64_t seed = 0;
+  // Sampling stops after this token (it is returned and passed to on_token like any other).
+  std::optional<int32_t> stop_token;
 };
 
 // Samples up to max_new_tokens after the prompt (stops early at the context length).

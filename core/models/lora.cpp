@@ -225,15 +225,20 @@ bool lora_targets(const std::string& path, const std::vector<std::string>& targe
 
 int apply_lora(Transformer& model, const LoraConfig& cfg, uint64_t seed) {
   std::vector<LoraLinear*> wrapped;
+  const std::vector<std::string> targets = cfg.effective_targets(model.config().is_llama());
   const int n = model.replace(
-      [&](const Module& m) { return is_linear(m) && lora_targets(m.path(), cfg.targets); },
+      [&](const Module& m) { return is_linear(m) && lora_targets(m.path(), targets); },
       [&](std::unique_ptr<Module> m) {
         auto l = std::make_unique<LoraLinear>(std::move(m), cfg);
         wrapped.push_back(l.get());
         return l;
       });
-  BRAID_USER_CHECK(n > 0, "lora.targets [{}] match no Linear of this {} model",
-                   fmt::join(cfg.targets, ", "), model.config().family);
+  BRAID_USER_CHECK(n > 0,
+                   "lora.targets [{}] match no Linear of this {} model; expected {} or all-linear",
+                   fmt::join(targets, ", "), model.config().family,
+                   model.config().is_llama()
+                       ? "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj"
+                       : "c_attn, c_proj, c_fc");
   for (Parameter* p : model.parameters()) p->freeze();  // the base, before the adapters exist
   model.refresh_parameters();
   for (LoraLinear* l : wrapped) l->init(seed);

@@ -19,7 +19,7 @@ struct LoraConfig {
   int rank = 0;
   float alpha = 16.0f;
   float dropout = 0.0f;
-  std::vector<std::string> targets = {"q", "v"};
+  std::vector<std::string> targets = {};
   bool rslora = false;
   std::string init_from = "";
   BaseQuant base_quant = BaseQuant::None;
@@ -38,13 +38,15 @@ struct LoraConfig {
       "Dropout on the adapter's input during training (0 <= p < 1); masks are counter-based, so "
       "resumed and recomputed steps draw the same ones.");
     v("targets", targets,
-      "Linears that get adapters, by module name: q, k, v, o, up, down, gate (llama), c_attn, "
-      "c_proj, c_fc (gpt2; c_proj means both attn.c_proj and mlp.c_proj), or all-linear.");
+      "Linears that get adapters, by module name: q_proj, k_proj, v_proj, o_proj, gate_proj, "
+      "up_proj, down_proj (llama; also q, k, v, o, gate, up, down), c_attn, c_proj, c_fc "
+      "(gpt2; c_proj means both attn.c_proj and mlp.c_proj), or all-linear (every Linear of "
+      "the blocks, as PEFT), as a list or one name. Empty: llama all-linear, gpt2 c_attn.");
     v("rslora", rslora, "Rank-stabilised scaling alpha / sqrt(r) instead of alpha / r.");
     v("init_from", init_from,
       "Base model to start from: an HF directory (config.json + model.safetensors), a braid "
       "checkpoint or a run directory. Its shape replaces the model section. Empty: the model "
-      "section's seeded init.");
+      "section's seeded init. Relative paths are relative to the config file.");
     v("base_quant", base_quant,
       "How the targeted linears' frozen base weights are stored: none (the training precision), "
       "int8 (absmax, 8 bits) or nf4 (QLoRA's 4-bit NormalFloat). Only the quantised weight is "
@@ -64,20 +66,31 @@ struct LoraConfig {
       config_error("quant_block_size",
                    "quant_block_size is {}; expected an even number from 2 to 4096 (e.g. 64)",
                    quant_block_size);
-    static const char* known[] = {"q",    "k",      "v",      "o",    "up",        "down",
-                                  "gate", "c_attn", "c_proj", "c_fc", "all-linear"};
-    if (rank > 0 && targets.empty())
-      config_error("targets",
-                   "targets is empty; name at least one module (e.g. [q, v] or [all-linear])");
-    for (const std::string& t : targets) {
-      bool ok = false;
-      for (const char* k : known) ok = ok || t == k;
-      if (!ok)
+    for (const std::string& t : targets)
+      if (!is_lora_target_name(t))
         config_error("targets",
-                     "target '{}' is not a module name; expected q, k, v, o, up, down, gate, "
-                     "c_attn, c_proj, c_fc or all-linear",
+                     "target '{}' is not a module name; expected q_proj, k_proj, v_proj, "
+                     "o_proj, gate_proj, up_proj, down_proj (or q, k, v, o, gate, up, down) for "
+                     "llama, c_attn, c_proj, c_fc for gpt2, or all-linear",
                      t);
-    }
+  }
+
+  // Whether name is one targets accepts.
+  static bool is_lora_target_name(const std::string& name) {
+    static const char* known[] = {"q",      "k",       "v",         "o",       "up",
+                                  "down",   "gate",    "q_proj",    "k_proj",  "v_proj",
+                                  "o_proj", "up_proj", "down_proj", "gate_proj", "c_attn",
+                                  "c_proj", "c_fc",    "all-linear"};
+    for (const char* k : known)
+      if (name == k) return true;
+    return false;
+  }
+
+  // The targets in effect: as given, or the family's default when none are (llama: every
+  // Linear of the blocks, as PEFT's all-linear; gpt2: c_attn, as PEFT's GPT-2 default).
+  std::vector<std::string> effective_targets(bool is_llama) const {
+    if (!targets.empty()) return targets;
+    return {is_llama ? "all-linear" : "c_attn"};
   }
 };
 

@@ -1,10 +1,14 @@
 // `braid generate MODEL --prompt TEXT`: sample from a trained model with a KV cache; past the
 // context length the window slides (decoding restarts from the last half of the context).
+// With --chat the prompt is a user message rendered by the model's chat template, and
+// sampling stops at the template's end-of-turn token.
 #include <cstdio>
 #include <memory>
 
 #include "core/models/generate.h"
 #include "core/random.h"
+#include "data/chat_template.h"
+#include "data/hf_bpe.h"
 #include "data/tokenizer.h"
 #include "launch/cli/commands.h"
 #include "launch/io/model_io.h"
@@ -24,11 +28,11 @@ void print_ids(const std::vector<int32_t>& ids) {
 void add_generate_command(CLI::App& app) {
   struct Opts {
     std::string device = "auto";
-    std::string model, prompt = "\n", tokenizer;
+    std::string model, prompt = "\n", tokenizer, system;
     int tokens = 200, top_k = 40;
     float temperature = 0.8f;
     uint64_t seed = 0;
-    bool ids = false, no_adapter = false;
+    bool ids = false, no_adapter = false, chat = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = app.add_subcommand("generate", "Sample text from a checkpoint (KV-cache decoding)");
@@ -43,6 +47,11 @@ void add_generate_command(CLI::App& app) {
       ->check(CLI::Range(0.0, 100.0));
   c->add_option("--top-k", o->top_k, "Sample among the k most likely tokens (0: all)");
   c->add_option("--seed", o->seed, "Sampling seed (a non-negative integer)");
+  c->add_flag("--chat", o->chat,
+              "The prompt is a user message: render it with the model's chat template "
+              "(tokenizer_config.json chat_template) and its generation prompt, print only the "
+              "reply, and stop at the template's end-of-turn token");
+  c->add_option("--system", o->system, "With --chat: a system message before the prompt");
   c->add_option("--tokenizer", o->tokenizer,
                 "Tokenizer file (default: the one saved with the model)");
   c->add_flag("--ids", o->ids, "Print the token ids (prompt, then generated) instead of text");
@@ -62,14 +71,30 @@ void add_generate_command(CLI::App& app) {
     const std::string tok_path = o->tokenizer.empty() ? lm.tokenizer : o->tokenizer;
     BRAID_USER_CHECK(!tok_path.empty(), "no tokenizer file found near {}; pass --tokenizer",
                      lm.source);
-    std::unique_ptr<Tokenizer> tok = Tokenizer::load(tok_path);
+    BRAID_USER_CHECK(o->chat || o->system.empty(), "--system needs --chat");
+    std::unique_ptr<Tokenizer> tok = load_tokenizer_path(tok_path);
     const ModelConfig& mc = lm.model->config();
     BRAID_USER_CHECK(tok->vocab_size() <= mc.vocab_size,
                      "{} has {} tokens but the model's vocabulary is {}", tok_path,
                      tok->vocab_size(), mc.vocab_size);
     BRAID_USER_CHECK(o->top_k <= mc.vocab_size, "--top-k {} exceeds the vocabulary ({} tokens)",
                      o->top_k, mc.vocab_size);
-    std::vector<int32_t> all = tok->encode(o->prompt);
+    std::optional<int32_t> stop;
+    std::string prompt_text = o->prompt;
+    if (o->chat) {
+      const ChatTemplate tmpl = ChatTemplate::of_tokenizer(*tok, tok_path);
+      std::vector<ChatMessage> messages;
+      if (!o->system.empty()) messages.push_back({"system", o->system});
+      messages.push_back({"user", o->prompt});
+      prompt_text.clear();
+      for (const TextPiece& p : tmpl.render(messages, /*add_generation_prompt=*/true, "--chat"))
+        prompt_text += p.text;
+      const std::vector<int32_t> eot = tok->encode(tmpl.end_of_turn());
+      BRAID_USER_CHECK(eot.size() == 1, "{}: the chat template's end-of-turn token '{}' is not one "
+                       "token of the tokenizer", tok_path, tmpl.end_of_turn());
+      stop = eot[0];
+    }
+    std::vector<int32_t> all = tok->encode(prompt_text);
     BRAID_USER_CHECK(!all.empty(), "--prompt encodes to no tokens; give a non-empty prompt");
     const size_t keep = static_cast<size_t>(std::max(1, mc.context_length / 2));
     if (all.size() >= static_cast<size_t>(mc.context_length))
@@ -78,7 +103,7 @@ void add_generate_command(CLI::App& app) {
                    all.size(), keep, mc.context_length);
     if (o->ids) {
       print_ids(all);
-    } else {
+    } else if (!o->chat) {  // a chat prints the reply alone
       std::fputs(o->prompt.c_str(), stdout);
     }
     // Stream the text as it is produced; decode incrementally over the whole output so
@@ -95,7 +120,9 @@ void add_generate_command(CLI::App& app) {
       so.temperature = o->temperature;
       so.top_k = o->top_k;
       so.seed = round == 0 ? o->seed : mix64(o->seed ^ (round * 0x9E3779B97F4A7C15ull));
+      so.stop_token = stop;
       const std::vector<int32_t> got = generate(*lm.ctx, *lm.model, window, so, [&](int32_t t) {
+        if (stop && t == *stop && !o->ids) return;  // the end of the turn is not printed
         out.push_back(t);
         if (o->ids) return;
         const std::string text = tok->decode(out);
@@ -106,6 +133,7 @@ void add_generate_command(CLI::App& app) {
       BRAID_CHECK(!got.empty(), "generate produced no token");
       all.insert(all.end(), got.begin(), got.end());
       left -= static_cast<int>(got.size());
+      if (stop && got.back() == *stop) break;
     }
     if (o->ids)
       print_ids(out);

@@ -12,8 +12,10 @@ void add_prepare_command(CLI::App& app) {
   c->add_option("--input,-i", opts->inputs,
                 "Text file or folder (recursed; files read in sorted order); repeatable. "
                 "Each file is one document, except .jsonl files: one sample per line, "
-                "{\"text\": ...} or {\"prompt\": ..., \"completion\": ...} (the prompt is "
-                "not trained on).")
+                "{\"text\": ...}, {\"prompt\": ..., \"completion\": ...} (the prompt is "
+                "not trained on) or {\"messages\": [{\"role\": ..., \"content\": ...}, ...]} "
+                "(rendered by the --tokenizer model's chat template; only the assistant turns "
+                "are trained on).")
       ->required();
   c->add_option("--out,-o", opts->out_dir,
                 "Output folder for braid_tokenizer.json, train.bin, val.bin and meta.json")

@@ -282,14 +282,17 @@ RunConfig load_run_config(const std::string& path, const std::vector<std::string
   // A data directory named in the file is relative to the file, so configs work from any cwd.
   if (!cfg.data.dir.empty() && fs::path(cfg.data.dir).is_relative())
     cfg.data.dir = (fs::absolute(path).parent_path() / cfg.data.dir).lexically_normal().string();
-  if (!cfg.run.init_from.empty() && fs::path(cfg.run.init_from).is_relative() &&
-      origins.count("run.init_from"))
-    cfg.run.init_from =
-        (fs::absolute(path).parent_path() / cfg.run.init_from).lexically_normal().string();
+  // So are the models named there (run.init_from and lora.init_from alike).
+  for (auto [key, value] : {std::pair{"run.init_from", &cfg.run.init_from},
+                            std::pair{"lora.init_from", &cfg.lora.init_from}})
+    if (!value->empty() && fs::path(*value).is_relative() && origins.count(key))
+      *value = (fs::absolute(path).parent_path() / *value).lexically_normal().string();
   for (const auto& o : overrides) apply_override_at(cfg, o, origins);
   // One typed on the command line is relative to where the command runs.
   if (!cfg.data.dir.empty() && fs::path(cfg.data.dir).is_relative())
     cfg.data.dir = fs::absolute(cfg.data.dir).lexically_normal().string();
+  if (!cfg.lora.init_from.empty())
+    cfg.lora.init_from = fs::absolute(cfg.lora.init_from).lexically_normal().string();
   if (!cfg.run.init_from.empty()) {
     cfg.run.init_from = fs::absolute(cfg.run.init_from).lexically_normal().string();
     take_model_from_init(cfg, origins);

@@ -161,6 +161,10 @@ std::optional<std::string> read_one(const YAML::Node& n, std::string& out) {
   return std::nullopt;
 }
 std::optional<std::string> read_one(const YAML::Node& n, std::vector<std::string>& out) {
+  if (is_plain_scalar(n) && !n.Scalar().empty()) {  // one name stands for a list of one
+    out = {n.Scalar()};
+    return std::nullopt;
+  }
   if (!n.IsSequence())
     return fmt::format("expected a list of strings such as [\"a\", \"b\"], got {}{}", describe(n),
                        n.IsNull() ? " (write [] for an empty list)" : "");

@@ -21,7 +21,8 @@ constexpr double kMiB = 1048576.0;
 // braid's LoRA target names in the planner's vocabulary (q, k, v, o, gate, up, down, all).
 std::vector<std::string> planner_targets(const std::vector<std::string>& targets) {
   std::vector<std::string> out;
-  for (const std::string& t : targets) {
+  for (std::string t : targets) {
+    if (t.ends_with("_proj") && t != "c_proj") t.resize(t.size() - 5);  // q_proj -> q
     if (t == "all-linear") return {"all"};
     if (t == "c_attn") {
       out.insert(out.end(), {"q", "k", "v"});
@@ -40,7 +41,7 @@ plan::MemoryBreakdown planned(const RunConfig& cfg) {
   plan::ConfigPlanInput in = plan::plan_input_from_run_config(cfg);
   in.train.checkpointing = cfg.train.checkpointing;
   in.train.lora_rank = cfg.lora.rank;
-  in.train.lora_targets = planner_targets(cfg.lora.targets);
+  in.train.lora_targets = planner_targets(cfg.lora.effective_targets(cfg.model.is_llama()));
   plan::GpuSpec rank;  // one CPU process: no runtime context to add
   rank.overhead_gib = 0;
   plan::MemoryBreakdown mem = plan::stage_memory(in.model, in.train, plan::Layout{}, rank, 0);

@@ -46,6 +46,15 @@ class ConfigLoad : public ::testing::Test {
 // A valid body; tests append or replace lines.
 const std::string kData = "data:\n  dir: shards\n";
 
+TEST_F(ConfigLoad, OneNameIsAListOfOne) {
+  // PEFT configs write target_modules: all-linear; braid takes the same for any list.
+  const RunConfig c = load_run_config(
+      write(kData + "lora:\n  rank: 4\n  targets: all-linear\n"), {"optim.no_decay=bias"});
+  EXPECT_EQ(c.lora.targets, std::vector<std::string>{"all-linear"});
+  EXPECT_EQ(c.optim.no_decay, std::vector<std::string>{"bias"});
+  EXPECT_TRUE(load_run_config(write(kData), {}).lora.targets.empty());  // default by family
+}
+
 TEST_F(ConfigLoad, GoodFileLoadsValuesAndKeepsDefaults) {
   const std::string path = write(
       "# comment\n"
@@ -159,7 +168,7 @@ TEST_F(ConfigLoad, WrongTypesAreLocated) {
       {"model:\n  seed: -1\n", "run.yaml:4: model.seed",
        "expected a non-negative integer, got '-1'"},
       {"model:\n  family: [gpt2]\n", "run.yaml:4: model.family", "expected a string, got a list"},
-      {"optim:\n  no_decay: bias\n", "run.yaml:4: optim.no_decay", "expected a list of strings"},
+      {"optim:\n  no_decay: {bias: 1}\n", "run.yaml:4: optim.no_decay", "expected a list of strings"},
       {"optim:\n  lr:\n", "run.yaml:4: optim.lr", "expected a number, got nothing"},
       {"optim:\n  beta1: 1e999\n", "run.yaml:4: optim.beta1", "range of a 32-bit float"},
   };
@@ -343,6 +352,24 @@ TEST_F(ConfigLoad, ApplyOverrideAlone) {
   EXPECT_EQ(c.checkpoint.keep_last, 9);
   EXPECT_THROW(apply_override(c, "checkpoint.keep_last=many"), ConfigError);
   EXPECT_EQ(c.checkpoint.keep_last, 9);  // a rejected value leaves the field alone
+}
+
+// run.init_from and lora.init_from resolve alike: in the file relative to the file, with --set
+// relative to the working directory.
+TEST_F(ConfigLoad, InitFromPathsResolveLikeDataDir) {
+  fs::create_directories(dir_ / "hf");
+  std::ofstream(dir_ / "hf" / "config.json")
+      << R"({"model_type": "gpt2", "vocab_size": 256, "n_positions": 64, "n_embd": 32,
+             "n_layer": 2, "n_head": 2})";
+  const std::string want = (dir_ / "hf").lexically_normal().string();
+  const std::string data = kData + "  seq_len: 32\n";
+  const RunConfig r = load_run_config(write(data + "run:\n  init_from: ../hf\n"), {});
+  EXPECT_EQ(r.run.init_from, want);
+  const RunConfig l =
+      load_run_config(write(data + "lora:\n  rank: 2\n  init_from: ../hf\n"), {});
+  EXPECT_EQ(l.lora.init_from, want);
+  const RunConfig set = load_run_config(write(data), {"lora.init_from=some/model"});
+  EXPECT_EQ(set.lora.init_from, (fs::current_path() / "some" / "model").string());
 }
 
 TEST_F(ConfigLoad, OverriddenRelativeDataDirIsRelativeToWorkingDirectory) {

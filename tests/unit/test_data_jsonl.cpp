@@ -110,7 +110,11 @@ TEST(DataJsonl, BadLinesNameFileAndLineAndWriteNothing) {
       {"{\"content\": \"hi\"}\n", "x.jsonl:1: no 'text' field"},
       {"{\"text\": 5}\n", "x.jsonl:1: field 'text' is number; expected a string"},
       {"{\"prompt\": \"p\"}\n", "x.jsonl:1: has 'prompt' without 'completion'"},
-      {"{\"messages\": []}\n", "x.jsonl:1: chat data ('messages') is not supported"},
+      {"{\"messages\": []}\n", "x.jsonl:1: 'messages' is an empty list"},
+      {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", "
+       "\"content\": \"yo\"}]}\n",
+       "x.jsonl:1: chat data ('messages') is rendered by the model's chat template; pass "
+       "--tokenizer"},
   };
   for (const Case& c : cases) {
     TempDir d("jsonl_bad");

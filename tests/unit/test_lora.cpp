@@ -8,6 +8,8 @@
 #include <cstring>
 #include <map>
 
+#include <fmt/ranges.h>
+
 #include "core/models/checkpointing.h"
 #include "core/models/lora.h"
 #include "kernel_test_util.h"
@@ -36,6 +38,42 @@ TEST(Lora, TargetsByModuleName) {
   EXPECT_TRUE(lora_targets("transformer.h.0.attn.c_proj", {"c_proj"}));
   EXPECT_FALSE(lora_targets("transformer.h.0.attn.c_attn", {"c_fc"}));
   EXPECT_TRUE(lora_targets("transformer.h.0.attn.c_attn", {"all-linear"}));
+  EXPECT_TRUE(lora_targets("model.layers.0.self_attn.q_proj", {"q_proj"}));  // HF names
+  EXPECT_FALSE(lora_targets("model.layers.0.self_attn.k_proj", {"q_proj", "v_proj"}));
+  EXPECT_TRUE(lora_targets("model.layers.0.mlp.down_proj", {"down_proj"}));
+}
+
+TEST(Lora, TargetNamesAreCheckedAndDefaultByFamily) {
+  LoraConfig c = lora_cfg({"q_proj", "v", "gate_proj", "c_fc", "all-linear"});
+  c.validate();
+  c.targets = {"q", "qproj"};
+  try {
+    c.validate();
+    ADD_FAILURE() << "qproj accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key(), "targets");
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("target 'qproj' is not a module name; expected q_proj, k_proj"),
+              std::string::npos) << msg;
+    EXPECT_NE(msg.find("c_attn, c_proj, c_fc for gpt2, or all-linear"), std::string::npos) << msg;
+  }
+  c.targets = {};
+  c.validate();
+  EXPECT_EQ(c.effective_targets(true), std::vector<std::string>{"all-linear"});
+  EXPECT_EQ(c.effective_targets(false), std::vector<std::string>{"c_attn"});
+  c.targets = {"k_proj"};
+  EXPECT_EQ(c.effective_targets(false), std::vector<std::string>{"k_proj"});
+  // A name of the other family matches nothing: refused naming this family's names.
+  ExecContext& ctx = test_ctx();
+  Transformer m(ctx, tiny("gpt2", 1));
+  m.init_weights();
+  try {
+    apply_lora(m, lora_cfg({"q_proj"}), 1);
+    ADD_FAILURE() << "q_proj applied to gpt2";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("match no Linear of this gpt2 model; expected c_attn"),
+              std::string::npos) << e.what();
+  }
 }
 
 class LoraFamily : public ::testing::TestWithParam<std::string> {};
@@ -52,10 +90,15 @@ TEST_P(LoraFamily, TrainableParameterCountEqualsTheFormula) {
   };
   std::vector<Case> cases;
   if (cfg.is_llama()) {
+    const int64_t all = (C + C) + 2 * (C + kv) + (C + C) + 2 * (C + F) + (F + C);
     cases = {{{"q", "v"}, (C + C) + (C + kv)},
-             {{"all-linear"}, (C + C) + 2 * (C + kv) + (C + C) + 2 * (C + F) + (F + C)}};
+             {{"q_proj", "v_proj"}, (C + C) + (C + kv)},
+             {{"all-linear"}, all},
+             {{}, all}};  // the llama default: every Linear of the blocks
   } else {
-    cases = {{{"c_attn"}, C + 3 * C}, {{"all-linear"}, (C + 3 * C) + (C + C) + (C + F) + (F + C)}};
+    cases = {{{"c_attn"}, C + 3 * C},
+             {{"all-linear"}, (C + 3 * C) + (C + C) + (C + F) + (F + C)},
+             {{}, C + 3 * C}};  // the gpt2 default: c_attn
   }
   for (const Case& c : cases) {
     Transformer m(ctx, cfg);
@@ -64,7 +107,7 @@ TEST_P(LoraFamily, TrainableParameterCountEqualsTheFormula) {
     int64_t trainable = 0;
     for (Parameter* p : m.parameters())
       if (p->trainable) trainable += p->value.numel();
-    EXPECT_EQ(trainable, cfg.n_layer * r * c.per_layer) << fmt::format("{}", c.targets[0]);
+    EXPECT_EQ(trainable, cfg.n_layer * r * c.per_layer) << fmt::format("{}", fmt::join(c.targets, ","));
     AdamW opt(ctx, m.parameters(), OptimConfig{});
     int64_t state = 0;
     for (const auto& [name, t] : opt.state_tensors()) state += t.numel();
