@@ -40,12 +40,12 @@ BlockRange pipeline_block_range(int n_layer, int num_virtual, int vs,
 struct PipelineStepInput {
   std::vector<Tensor> tokens;
   std::vector<Tensor> targets;
-  // Per micro-batch (B, T) i32 host sample starts of packed rows (MicroBatch::sample_starts);
-  // empty, or undefined entries: unpacked.
-  std::vector<Tensor> sample_starts;
   int64_t batch = 0;
   int64_t seq = 0;
   float grad_scale = 1.0f;  // multiplies d(sum of token losses), e.g. 1 / tokens per step
+  // Per micro-batch (B, T) i32 host sample starts of packed rows (MicroBatch::sample_starts);
+  // empty, or undefined entries: unpacked.
+  std::vector<Tensor> sample_starts;
 };
 
 struct PipelineStepResult {
