@@ -16,7 +16,7 @@ struct Batch {
   Tensor targets;  // (B, T) i32
   // Packed rows (several samples per row): (B, T) i32, where the sample holding each position
   // begins (MicroBatch::sample_starts); undefined when every row is one window.
-  Tensor sample_starts;
+  Tensor sample_starts = Tensor();
 };
 
 // Counter-based RNG: a well-mixed 64-bit hash of (seed, a, b, c) (splitmix64 finalizer

@@ -45,7 +45,7 @@ struct PipelineStepInput {
   float grad_scale = 1.0f;  // multiplies d(sum of token losses), e.g. 1 / tokens per step
   // Per micro-batch (B, T) i32 host sample starts of packed rows (MicroBatch::sample_starts);
   // empty, or undefined entries: unpacked.
-  std::vector<Tensor> sample_starts;
+  std::vector<Tensor> sample_starts = {};
 };
 
 struct PipelineStepResult {

@@ -101,7 +101,7 @@ void bench_pipeline(World& w, int steps, const TraceRequest& tr) {
       PipelineExecutorOptions eo;
       eo.trace = tr.path && tr.kind == k && tr.m == m;
       PipelineExecutor ex(ctx, ps, mc.coord.pp, ptrs, mc.pp, mc.embedding, eo);
-      PipelineStepInput in{{}, {}, B, T, 1.0f / static_cast<float>(m * B * T), {}};
+      PipelineStepInput in{{}, {}, B, T, 1.0f / static_cast<float>(m * B * T)};
       for (int i = 0; i < m; ++i) {
         in.tokens.push_back(tokens(cfg, B, T, 2 * i + 1));
         in.targets.push_back(tokens(cfg, B, T, 2 * i + 2));
