@@ -42,4 +42,35 @@ void MicroBatch::run_deferred() {
   }
 }
 
+std::vector<SampleSpan> sample_spans(const Tensor& sample_starts) {
+  BRAID_CHECK(sample_starts.ndim() == 2 && sample_starts.dtype() == DType::I32 &&
+                  sample_starts.device().is_cpu(),
+              "sample_starts must be a (B, T) i32 host tensor, got {}", sample_starts.str());
+  const int64_t B = sample_starts.dim(0), T = sample_starts.dim(1);
+  const int32_t* p = sample_starts.i32();
+  std::vector<SampleSpan> out;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      if (p[b * T + t] == t) {
+        if (t > 0) out.back().end = t;
+        out.push_back({b, t, T});
+      } else {
+        BRAID_CHECK(t > 0 && p[b * T + t] == p[b * T + t - 1],
+                    "sample_starts[{}, {}] is {}; expected {} or the previous position's start",
+                    b, t, p[b * T + t], t);
+      }
+  return out;
+}
+
+Tensor span_view(const Tensor& x, const SampleSpan& s) {
+  Shape rows = x.shape();
+  const int64_t T = rows.at(1);
+  rows.erase(rows.begin());
+  rows[0] = x.dim(0) * T;
+  Shape one = x.shape();
+  one[0] = 1;
+  one[1] = s.end - s.begin;
+  return x.view(rows).slice0(s.row * T + s.begin, s.row * T + s.end).view(one);
+}
+
 }  // namespace braid

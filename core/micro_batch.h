@@ -12,6 +12,7 @@
 // - dropout_seed: the micro-batch's random stream for dropout, a pure function of the run's
 //   seed, step and micro-batch index (set by the trainer), so a recomputed forward draws the
 //   same masks and a resumed run the same as an uninterrupted one. 0: no dropout (evaluation).
+// - sample_starts: packed sequences (several samples per row, data.packing); see below.
 // Several micro-batches may be in flight at once (a pipeline keeps one per micro-batch); all
 // run on the same ExecContext.
 #pragma once
@@ -60,6 +61,12 @@ class MicroBatch {
 
   uint64_t dropout_seed = 0;
 
+  // Packed sequences: (B, T) i32 on the host, the position where the sample holding each
+  // position begins (data/sampler.h); undefined: every row is one sequence. Attention hides
+  // the keys of other samples, and positions (RoPE and learned) restart at 0 at every sample
+  // start, so a packed sample computes what it would alone.
+  Tensor sample_starts;
+
   // Grad-ready reporting.
   std::function<void(Parameter&)> on_grad_ready;
   void grad_ready(Parameter& p) {
@@ -83,6 +90,15 @@ class MicroBatch {
   std::vector<Deferred> queue_;
   std::vector<Recomputable> recomputable_;  // entries die with their tensor
 };
+
+// One sample of a packed micro-batch: positions [begin, end) of batch row `row`.
+struct SampleSpan {
+  int64_t row, begin, end;
+};
+// The samples described by sample_starts (B, T) i32, row by row.
+std::vector<SampleSpan> sample_spans(const Tensor& sample_starts);
+// Positions [s.begin, s.end) of row s.row of x: (B, T, ...) as a (1, end - begin, ...) view.
+Tensor span_view(const Tensor& x, const SampleSpan& s);
 
 // What incremental decoding (Module::infer) needs besides the input: the context, the KV cache
 // of the sequence and the absolute position of the input's first column.

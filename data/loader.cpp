@@ -16,6 +16,7 @@ Loader::Loader(const std::string& shard_path, const DataConfig& cfg, int rank, i
                int64_t start_step, int micro_offset, int micro_stride)
     : shard_(shard_path),
       flags_(open_loss_flags(shard_, cfg)),
+      sample_flags_(open_sample_flags(shard_)),
       cfg_(cfg),
       rank_(rank),
       world_(world),
@@ -26,6 +27,9 @@ Loader::Loader(const std::string& shard_path, const DataConfig& cfg, int rank, i
   BRAID_CHECK(micro_stride >= 1 && micro_offset >= 0 && micro_offset < micro_stride,
               "micro offset {} of stride {}", micro_offset, micro_stride);
   check_loader_config(cfg_);
+  if (cfg_.epochs > 0 || (cfg_.packing && sample_flags_))
+    stream_ = std::make_unique<EpochStream>(
+        index_epoch_units(shard_, sample_flags_ ? &*sample_flags_ : nullptr, cfg_), cfg_);
   BRAID_CHECK(start_step >= 0, "start_step {}", start_step);
   // Fail here, on the caller's thread, for a shard too short or a bad rank.
   (void)sample(step_, 0);
@@ -34,7 +38,26 @@ Loader::Loader(const std::string& shard_path, const DataConfig& cfg, int rank, i
 
 Loader::~Loader() { stop_producer(); }
 
+int64_t Loader::global_batch() const {
+  return static_cast<int64_t>(cfg_.micro_batch) * world_ * cfg_.grad_accum * micro_stride_;
+}
+
 Batch Loader::sample(int64_t step, int micro) const {
+  if (stream_) {
+    const int B = cfg_.micro_batch, T = cfg_.seq_len;
+    Batch b{Tensor::empty({B, T}, DType::I32), Tensor::empty({B, T}, DType::I32), Tensor()};
+    if (stream_->packed()) b.sample_starts = Tensor::empty({B, T}, DType::I32);
+    const int64_t global_micro = micro_offset_ + static_cast<int64_t>(micro) * micro_stride_;
+    std::lock_guard<std::mutex> lock(stream_mu_);
+    for (int r = 0; r < B; ++r) {
+      const int64_t g = step * global_batch() + (global_micro * world_ + rank_) * B + r;
+      const int64_t at = static_cast<int64_t>(r) * T;
+      stream_->fill_row(shard_, flags_ ? &*flags_ : nullptr, g, b.tokens.i32() + at,
+                        b.targets.i32() + at,
+                        b.sample_starts.defined() ? b.sample_starts.i32() + at : nullptr);
+    }
+    return b;
+  }
   return sample_train_batch(shard_, cfg_, step, micro_offset_ + micro * micro_stride_, rank_,
                             world_, flags_ ? &*flags_ : nullptr);
 }

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "data/data_config.h"
+#include "data/epochs.h"
 #include "data/sampler.h"
 #include "data/shard.h"
 
@@ -27,6 +28,12 @@ namespace braid {
 // micro_offset = the DP rank, this loader's m-th micro-batch of a step is the step's global
 // micro-batch m * dp + rank (of a loader with rank 0 of world 1), so the union over the ranks is
 // exactly the one-rank run with dp times the grad_accum, whatever the layout.
+//
+// Epoch mode (cfg.epochs > 0, or packed samples: cfg.packing with sample-structured data):
+// batches come from an EpochStream (data/epochs.h) instead of random windows. Row b of this
+// loader's micro-batch m of step s is the run's global sequence
+// s * G + ((micro_offset + m * micro_stride) * world + rank) * B + b, G the sequences of a
+// step over every rank, so the data-parallel ranks take disjoint parts of each epoch.
 class Loader {
  public:
   Loader(const std::string& shard_path, const DataConfig& cfg, int rank = 0, int world = 1,
@@ -43,8 +50,18 @@ class Loader {
   int64_t step() const { return step_; }
   int micro() const { return micro_; }
   const TokenShard& shard() const { return shard_; }
-  // Whether batches carry a loss mask (targets of untrained tokens are -1).
-  bool masked() const { return flags_.has_value(); }
+  // Whether targets can be -1 (a loss mask, or padding of epoch mode).
+  bool masked() const { return flags_.has_value() || stream_ != nullptr; }
+  // Epoch mode's stream, or null. Its methods are not thread-safe: call them through
+  // with_epochs, which holds the producer off.
+  bool epoch_mode() const { return stream_ != nullptr; }
+  template <class F>
+  auto with_epochs(F&& f) const {
+    std::lock_guard<std::mutex> lock(stream_mu_);
+    return f(*stream_);
+  }
+  // Sequences per optimizer step over every rank (B x world x grad_accum x micro_stride).
+  int64_t global_batch() const;
 
  private:
   struct Ready {
@@ -59,6 +76,9 @@ class Loader {
 
   TokenShard shard_;
   std::optional<TokenShard> flags_;  // per-token loss mask, when prepared and trained on
+  std::optional<TokenShard> sample_flags_;  // sample starts, when prepared from JSONL
+  std::unique_ptr<EpochStream> stream_;     // epoch mode
+  mutable std::mutex stream_mu_;
   DataConfig cfg_;
   int rank_;
   int world_;

@@ -43,7 +43,7 @@ void fill_row(const TokenShard& shard, int64_t start, int T, int32_t* tokens, in
 
 Batch empty_batch(const DataConfig& cfg) {
   return {Tensor::empty({cfg.micro_batch, cfg.seq_len}, DType::I32),
-          Tensor::empty({cfg.micro_batch, cfg.seq_len}, DType::I32)};
+          Tensor::empty({cfg.micro_batch, cfg.seq_len}, DType::I32), Tensor()};
 }
 
 int64_t validation_windows(const TokenShard& shard, const DataConfig& cfg) {
@@ -113,6 +113,10 @@ void apply_loss_mask(const TokenShard& flags, int64_t start, int T, int32_t* tar
 
 std::optional<TokenShard> open_loss_flags(const TokenShard& shard, const DataConfig& cfg) {
   if (cfg.train_on != TrainOn::Completions) return std::nullopt;
+  return open_sample_flags(shard);
+}
+
+std::optional<TokenShard> open_sample_flags(const TokenShard& shard) {
   std::string path = shard.path();
   if (!path.ends_with(".bin")) return std::nullopt;
   path = path.substr(0, path.size() - 4) + ".flags.bin";
@@ -122,7 +126,7 @@ std::optional<TokenShard> open_loss_flags(const TokenShard& shard, const DataCon
   if (flags.size() != shard.size() || flags.vocab_size() != 4)
     user_error("loss-mask file '{}' holds {} values (vocabulary {}) but '{}' holds {} tokens; "
                "expected one flag per token (vocabulary 4). Prepare the data again with `braid "
-               "prepare`, or set data.train_on = all to ignore it",
+               "prepare`",
                path, flags.size(), flags.vocab_size(), shard.path(), shard.size());
   return flags;
 }

@@ -14,6 +14,9 @@ namespace braid {
 struct Batch {
   Tensor tokens;   // (B, T) i32
   Tensor targets;  // (B, T) i32
+  // Packed rows (several samples per row): (B, T) i32, where the sample holding each position
+  // begins (MicroBatch::sample_starts); undefined when every row is one window.
+  Tensor sample_starts = Tensor();
 };
 
 // Counter-based RNG: a well-mixed 64-bit hash of (seed, a, b, c) (splitmix64 finalizer
@@ -50,6 +53,9 @@ void apply_loss_mask(const TokenShard& flags, int64_t start, int T, int32_t* tar
 // The flags shard beside a token shard ("train.bin" -> "train.flags.bin"), opened when it exists
 // and cfg.train_on is "completions"; its length must match the shard's (braid::UserError).
 std::optional<TokenShard> open_loss_flags(const TokenShard& shard, const DataConfig& cfg);
+// The same file whatever cfg.train_on (its sample starts drive packing and epochs); nullopt
+// when the shard has none (plain text data).
+std::optional<TokenShard> open_sample_flags(const TokenShard& shard);
 // Batches in one pass over every validation window (at least 1).
 int64_t validation_pass_batches(const TokenShard& shard, const DataConfig& cfg, int world);
 

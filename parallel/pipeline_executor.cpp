@@ -155,6 +155,8 @@ void PipelineExecutor::run_action(const Action& a, const PipelineStepInput& in,
       mb = std::make_unique<MicroBatch>(ctx_, schedule_.spec.kind == ScheduleKind::ZbH1);
       mb->on_grad_ready = options_.on_grad_ready;
       if (options_.prepare_micro_batch) options_.prepare_micro_batch(*mb, a.mb);
+      if (a.mb < static_cast<int>(in.sample_starts.size()))
+        mb->sample_starts = in.sample_starts[static_cast<size_t>(a.mb)];
       Tensor x;
       if (is_first(a.chunk)) {
         BRAID_CHECK(a.mb < static_cast<int>(in.tokens.size()),

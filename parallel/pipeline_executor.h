@@ -43,6 +43,9 @@ struct PipelineStepInput {
   int64_t batch = 0;
   int64_t seq = 0;
   float grad_scale = 1.0f;  // multiplies d(sum of token losses), e.g. 1 / tokens per step
+  // Per micro-batch (B, T) i32 host sample starts of packed rows (MicroBatch::sample_starts);
+  // empty, or undefined entries: unpacked.
+  std::vector<Tensor> sample_starts = {};
 };
 
 struct PipelineStepResult {

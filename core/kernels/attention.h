@@ -14,12 +14,18 @@ namespace braid {
 // against a KV cache). Scale 1/sqrt(D). A window > 0 (sliding-window attention, Mistral's)
 // also hides keys more than window - 1 positions before the query: row i sees keys
 // max(0, p - window + 1) ..= p, p its absolute position; 0 hides none.
+// Document masking (packed sequences): sample_starts, when defined, is (B, Tk) i32 on the host,
+// the position where the sample holding each position begins (s[p] == p or s[p] == s[p - 1]);
+// the query at absolute position p also hides the keys before s[p], so no attention crosses a
+// sample boundary. Key blocks that no query of a block can see are skipped. CPU only: a
+// defined sample_starts on another device is an error.
 // out: (B, Tq, Hq, D); lse: (B, Hq, Tq) f32 log-sum-exp of the scaled scores (for backward).
 void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
-                       const Tensor& v, int64_t window = 0);
+                       const Tensor& v, int64_t window = 0, const Tensor& sample_starts = Tensor());
 // dq (B, Tq, Hq, D), dk, dv (B, Tk, Hkv, D): overwritten.
 void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                        const Tensor& lse, int64_t window = 0);
+                        const Tensor& lse, int64_t window = 0,
+                        const Tensor& sample_starts = Tensor());
 
 }  // namespace braid

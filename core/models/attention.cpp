@@ -50,8 +50,17 @@ void SelfAttention::project(ExecContext& ctx, const Tensor& x, MicroBatch* mb, I
     k = k.view({B, T, k.dim(2) / D, D});
     v = run(2);
     v = v.view({B, T, v.dim(2) / D, D});
-    rope_forward(ctx, q, pos, rope_);
-    rope_forward(ctx, k, pos, rope_);
+    if (mb && mb->sample_starts.defined()) {
+      // Packed samples: each one's positions start at 0.
+      for (const SampleSpan& s : sample_spans(mb->sample_starts)) {
+        Tensor qs = span_view(q, s), ks = span_view(k, s);
+        rope_forward(ctx, qs, 0, rope_);
+        rope_forward(ctx, ks, 0, rope_);
+      }
+    } else {
+      rope_forward(ctx, q, pos, rope_);
+      rope_forward(ctx, k, pos, rope_);
+    }
   } else {
     // The fused projection's rows are its q, k and v heads, in that order.
     Tensor qkv = run(0);
@@ -73,7 +82,7 @@ Tensor SelfAttention::forward(const Tensor& x_in, MicroBatch& mb) {
   const int64_t H = q.dim(2);
   Tensor out = x.new_empty({B, T, H, head_dim_}, x.dtype());
   Tensor lse = x.new_empty({B, H, T}, DType::F32);
-  attention_forward(ctx, out, lse, q, k, v, window_);
+  attention_forward(ctx, out, lse, q, k, v, window_, mb.sample_starts);
   mb.push(q);
   mb.push(k);
   mb.push(v);
@@ -90,11 +99,19 @@ Tensor SelfAttention::backward(const Tensor& dy, MicroBatch& mb) {
   const int64_t B = q.dim(0), T = q.dim(1), Cq = q.dim(2) * head_dim_;
   dout = dout.view(q.shape());
   Tensor dq = empty_like(q), dk = empty_like(k), dv = empty_like(v);
-  attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse, window_);
+  attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse, window_, mb.sample_starts);
   Tensor dx;
   if (llama_) {
-    rope_backward(ctx, dq, 0, rope_);
-    rope_backward(ctx, dk, 0, rope_);
+    if (mb.sample_starts.defined()) {
+      for (const SampleSpan& s : sample_spans(mb.sample_starts)) {
+        Tensor dqs = span_view(dq, s), dks = span_view(dk, s);
+        rope_backward(ctx, dqs, 0, rope_);
+        rope_backward(ctx, dks, 0, rope_);
+      }
+    } else {
+      rope_backward(ctx, dq, 0, rope_);
+      rope_backward(ctx, dk, 0, rope_);
+    }
     const int64_t kv = k.dim(2) * head_dim_;
     dx = child(2).backward(dv.view({B, T, kv}), mb);
     add_inplace(ctx, dx, child(1).backward(dk.view({B, T, kv}), mb));

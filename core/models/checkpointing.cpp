@@ -16,6 +16,7 @@ Recompute::Recompute(std::unique_ptr<Module> inner) : Module(inner->path()) {
 Tensor Recompute::forward(const Tensor& x, MicroBatch& mb) {
   MicroBatch scratch(mb.ctx());  // its stash dies here: only x stays on mb
   scratch.dropout_seed = mb.dropout_seed;
+  scratch.sample_starts = mb.sample_starts;
   Tensor y = inner().forward(x, scratch);
   mb.push(x);
   return y;
@@ -25,6 +26,7 @@ Tensor Recompute::backward(const Tensor& dy, MicroBatch& mb) {
   Tensor x = mb.pop();
   MicroBatch rec(mb.ctx(), mb.defer_weight_grads());
   rec.dropout_seed = mb.dropout_seed;
+  rec.sample_starts = mb.sample_starts;
   rec.on_grad_ready = mb.on_grad_ready;  // DP buckets hear of each gradient as usual
   inner().forward(x, rec);
   Tensor dx = inner().backward(dy, rec);

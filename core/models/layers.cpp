@@ -224,7 +224,19 @@ void Embedding::shard_rows(int64_t row_begin, int64_t vocab, bool add_positions,
   add_positions_ = add_positions;
 }
 
-Tensor Embedding::lookup(ExecContext& ctx, const Tensor& tokens, int64_t pos) const {
+Tensor Embedding::lookup(ExecContext& ctx, const Tensor& tokens, int64_t pos,
+                         const Tensor& sample_starts) const {
+  if (sample_starts.defined() && wpe) {
+    // Packed samples: each one's learned positions start at 0.
+    Tensor out;
+    for (const SampleSpan& s : sample_spans(sample_starts)) {
+      const Tensor part = lookup(ctx, span_view(tokens, s), 0, Tensor());
+      if (!out.defined())
+        out = ctx.empty({tokens.dim(0), tokens.dim(1), part.dim(2)}, part.dtype());
+      span_view(out, s).copy_from(part);
+    }
+    return out;
+  }
   if (region_) {
     // This rank's rows (and the positions, once over the group) as an f32 partial sum.
     Tensor part = ctx.empty({tokens.dim(0), tokens.dim(1), wte.value.dim(1)});
@@ -239,14 +251,14 @@ Tensor Embedding::lookup(ExecContext& ctx, const Tensor& tokens, int64_t pos) co
 }
 
 Tensor Embedding::infer(const Tensor& tokens, InferState& st) {
-  Tensor y = lookup(st.ctx, tokens, st.pos);
+  Tensor y = lookup(st.ctx, tokens, st.pos, Tensor());
   if (!region_) return y;
   return rounded(st.ctx, region_->infer(y, st), wte.value.dtype());
 }
 
 Tensor Embedding::forward(const Tensor& tokens, MicroBatch& mb) {
   mb.push(tokens);
-  Tensor y = lookup(mb.ctx(), tokens, 0);
+  Tensor y = lookup(mb.ctx(), tokens, 0, mb.sample_starts);
   if (!region_) return y;
   // The partial sum completed by the region, rounded once to the table's dtype.
   return rounded(mb.ctx(), region_->forward(y, mb), wte.value.dtype());
@@ -261,6 +273,18 @@ Tensor Embedding::backward(const Tensor& dx_in, MicroBatch& mb) {
   Tensor tokens = mb.pop();
   Tensor dwte = wte.trainable ? wte.grad() : Tensor();
   Tensor dwpe = wpe && wpe->trainable ? wpe->grad() : Tensor();
+  if (mb.sample_starts.defined() && dwpe.defined()) {
+    // Packed samples: the position table's gradient sample by sample (positions from 0).
+    Tensor none;
+    for (const SampleSpan& s : sample_spans(mb.sample_starts)) {
+      const Tensor dxs = span_view(dx, s), ts = span_view(tokens, s);
+      if (region_)
+        embedding_rows_backward(mb.ctx(), none, dwpe, dxs, ts, row_begin_);
+      else
+        embedding_backward(mb.ctx(), none, dwpe, dxs, ts, 0);
+    }
+    dwpe = Tensor();
+  }
   if (region_)
     embedding_rows_backward(mb.ctx(), dwte, dwpe, dx, tokens, row_begin_);
   else if (dwte.defined() || dwpe.defined())  // frozen tables: no scatter at all

@@ -112,7 +112,10 @@ class Embedding : public Module {
 
  private:
   // The lookup at positions [pos, pos + T): the table's dtype, or the f32 partial when sharded.
-  Tensor lookup(ExecContext& ctx, const Tensor& tokens, int64_t pos) const;
+  // With sample_starts (packed samples, MicroBatch::sample_starts) each sample's positions
+  // start at 0 instead.
+  Tensor lookup(ExecContext& ctx, const Tensor& tokens, int64_t pos,
+                const Tensor& sample_starts) const;
   Module* region_ = nullptr;  // set by shard_rows
   int64_t row_begin_ = 0, vocab_ = 0;
   bool add_positions_ = true;

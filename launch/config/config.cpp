@@ -298,6 +298,9 @@ RunConfig load_run_config(const std::string& path, const std::vector<std::string
     take_model_from_init(cfg, origins);
   }
   validate_located(cfg, origins, path);
+  // data.epochs without train.steps: the run is that many passes (0: counted by `braid train`
+  // from the data, launch/train/train_run.cpp).
+  if (cfg.data.epochs > 0 && !origins.count("train.steps")) cfg.train.steps = 0;
   try {
     check_run_config_environment(cfg);
   } catch (const ConfigError& e) {

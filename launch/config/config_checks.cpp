@@ -69,6 +69,7 @@ std::vector<std::string> config_warnings(const RunConfig& cfg) {
   std::vector<std::string> w;
   const OptimConfig& o = cfg.optim;
   const int steps = cfg.train.steps;
+  if (steps == 0) return w;  // data.epochs decides the length once the data is read
   if (o.warmup_steps >= steps)
     w.push_back(
         fmt::format("optim.warmup_steps ({}) >= train.steps ({}): the run ends during "

@@ -136,6 +136,7 @@ PipelineStepResult RankModel::step(const std::vector<Batch>& micro, float grad_s
   for (const Batch& b : micro) {
     in.tokens.push_back(ctx_.to_device(b.tokens));
     in.targets.push_back(ctx_.to_device(b.targets));
+    in.sample_starts.push_back(b.sample_starts);  // read on the host by the attention kernel
   }
   in.batch = micro[0].tokens.dim(0);
   in.seq = micro[0].tokens.dim(1);

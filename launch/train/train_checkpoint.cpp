@@ -25,7 +25,12 @@ nlohmann::json checkpoint_state(const RunConfig& cfg, int64_t done, const Optimi
       // (dp, tp, pp), with or without ZeRO-1, can load it.
       {"layout", {{"dp", layout.dp}, {"tp", layout.tp}, {"pp", layout.pp}, {"zero", layout.zero}}},
       {"optimizer_steps", opt.steps_taken()},
-      {"data", {{"seed", cfg.data.seed}, {"next_step", done}}},
+      {"data",
+       {{"seed", cfg.data.seed},
+        {"next_step", done},
+        // Step s reads global sequences [s * global_batch, (s + 1) * global_batch): a resume
+        // must keep it (data/epochs.h), so it is checked against the resuming layout's.
+        {"global_batch", cfg.data.micro_batch * cfg.data.grad_accum * layout.dp}}},
       // Training draws randomness only from counter-based streams (data windows from
       // (seed, step, micro), init from (seed, name)), so the seeds and the step are the
       // whole RNG state.
@@ -145,6 +150,12 @@ void CheckpointHook::on_step_end(StepInfo& s) {
     const auto t_save = std::chrono::steady_clock::now();
     nlohmann::json manifest_state = checkpoint_state(run_.cfg, done, *run_.opt, run_.layout);
     if (!run_.quantised_base.is_null()) manifest_state["quantised_base"] = run_.quantised_base;
+    if (run_.loader->epoch_mode()) {  // where the next step starts: (epoch, sequence in it)
+      const auto [epoch, seq] = run_.loader->with_epochs(
+          [&](EpochStream& e) { return e.locate(done * run_.loader->global_batch()); });
+      manifest_state["data"]["epoch"] = epoch;
+      manifest_state["data"]["epoch_sequence"] = seq;
+    }
     last_ = write_checkpoint(run_.ckpt, done, *run_.model, *run_.opt, manifest_state,
                              run_.dims.world(), run_.dims.lead(), run_.dims.coord().dp);
     if (run_.dims.lead() && run_.cfg.lora.enabled())  // the adapters alone, PEFT layout

@@ -23,6 +23,7 @@ struct StepInfo {
   double loss = 0;       // the global batch's mean loss (an fp16 overflow's may be inf/NaN)
   double grad_norm = 0;  // after unscaling, before clipping
   float lr = 0;
+  int64_t epoch = 0;            // epoch mode: 1-based epoch of the step's first sequence; else 0
   bool skipped = false;         // fp16 overflow: no update
   double seconds = 0;           // wall time of the step
   KernelTimes kernels;          // kernel-group times within it

@@ -169,9 +169,9 @@ void MetricsHook::end_window(const StepInfo& s) {
     bubble.push_back(v[2 * i + 1] > 0 ? 1.0 - v[2 * i] / v[2 * i + 1] : 0.0);
   const bool pipeline = stages > 1;
   run_.log.say(fmt::format(
-      "step {:>6}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} tok/s | {} | MFU {} | "
+      "step {:>6}/{}{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} tok/s | {} | MFU {} | "
       "mem {:.0f} MiB (act {:.0f}){} | ETA {}",
-      done, total, mean_loss, s.lr, s.grad_norm, tok_s, format_si(flops, "FLOP/s"),
+      done, total, s.epoch > 0 ? fmt::format(" | epoch {}", s.epoch) : std::string(), mean_loss, s.lr, s.grad_norm, tok_s, format_si(flops, "FLOP/s"),
       run_.dims.lead() ? fmt::format("{:.1f}%", 100.0 * flops / peak) : std::string("n/a"), mem_mib,
       act_mib, pipeline ? " | bubble " + bubble_str(bubble) : std::string(), format_duration(eta)));
   nlohmann::json fields = {
@@ -190,6 +190,7 @@ void MetricsHook::end_window(const StepInfo& s) {
       {"step_loss", s.loss},
       {"kernel_s", kernel_seconds_json(window_kernels_, window_time_, window_steps_)}};
   if (pipeline) fields["bubble"] = bubble;
+  if (s.epoch > 0) fields["epoch"] = s.epoch;
   run_.log.record("train", std::move(fields));
   if (run_.opt->scales_loss())
     run_.log.record(

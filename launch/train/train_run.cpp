@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "core/kernels/gemm.h"
+#include "data/epochs.h"
 #include "data/file_util.h"
 #include "data/hf_bpe.h"
 #include "data/shard.h"
@@ -51,11 +53,45 @@ std::unique_ptr<DataParallel> make_data_parallel(ExecContext& ctx, const RankMod
   return std::make_unique<DataParallel>(ctx, model.parameters(), model.late_parameters(), dp, o);
 }
 
+// data.global_batch and data.epochs applied to the layout: grad_accum derived from the global
+// batch over `dp` data-parallel ranks, and train.steps 0 (not set, with data.epochs) replaced
+// by the steps of data.epochs passes over the training data.
+RunConfig resolve_data_layout(RunConfig cfg, int dp) {
+  DataConfig& d = cfg.data;
+  if (d.global_batch > 0) {
+    const int64_t per_micro = static_cast<int64_t>(d.micro_batch) * dp;
+    BRAID_USER_CHECK(d.global_batch % per_micro == 0,
+                     "data.global_batch {} is not a multiple of data.micro_batch {} x {} "
+                     "data-parallel ranks = {}; use a multiple of {} (such as {}) or another "
+                     "micro_batch",
+                     d.global_batch, d.micro_batch, dp, per_micro, per_micro,
+                     std::max<int64_t>(per_micro, d.global_batch / per_micro * per_micro));
+    const int accum = static_cast<int>(d.global_batch / per_micro);
+    BRAID_USER_CHECK(d.grad_accum == 1 || d.grad_accum == accum,
+                     "data.grad_accum is {} but data.global_batch {} over {} data-parallel ranks "
+                     "of data.micro_batch {} needs {}; leave grad_accum unset (it is derived)",
+                     d.grad_accum, d.global_batch, dp, d.micro_batch, accum);
+    d.grad_accum = accum;
+  }
+  if (cfg.train.steps == 0) {
+    BRAID_CHECK(d.epochs > 0, "train.steps 0 without data.epochs");
+    const TokenShard shard((fs::path(d.dir) / "train.bin").string());
+    const std::optional<TokenShard> flags = open_sample_flags(shard);
+    EpochStream stream(index_epoch_units(shard, flags ? &*flags : nullptr, d), d);
+    const int64_t per_step = static_cast<int64_t>(d.micro_batch) * d.grad_accum * dp;
+    const int64_t steps = (stream.total_sequences() + per_step - 1) / per_step;
+    BRAID_USER_CHECK(steps <= std::numeric_limits<int>::max(),
+                     "data.epochs {} takes {} steps; set train.steps", d.epochs, steps);
+    cfg.train.steps = static_cast<int>(steps);
+  }
+  return cfg;
+}
+
 }  // namespace
 
 TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
                    const DistRun& dist_in)
-    : cfg(resolve_init_from(cfg_in, init_base)),
+    : cfg(resolve_data_layout(resolve_init_from(cfg_in, init_base), dist_in.dims.dp_size())),
       config_path(config_path_in),
       dist(dist_in),
       dims(dist_in.dims),
@@ -89,6 +125,12 @@ TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
   } else {
     device_choice = choose_train_device(cfg);
   }
+  BRAID_USER_CHECK(device_choice.device.is_cpu() || !cfg.data.packing ||
+                       !fs::exists(data_dir / "train.flags.bin"),
+                   "data.packing: true packs several samples per sequence, and its "
+                   "document-masked attention runs on the CPU only; this run is on {}. Set "
+                   "data.packing: false (one sample per sequence) or train.device: cpu",
+                   device_choice.reason);
   if (!ctx) ctx = make_context(device_choice.device, cfg.data.seed, cfg.train.tf32);
   // Weights in every layout come from whole tensors: run.init_from's before the split, a
   // resumed checkpoint's cut to each rank's part.
@@ -159,6 +201,7 @@ TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
   // every rank of a DP replica (its tp x pp ranks) reads the same ones.
   loader = std::make_unique<Loader>(train_path, cfg.data, 0, 1, start_step, dims.coord().dp, dp);
   micro.resize(static_cast<size_t>(cfg.data.grad_accum));
+  if (loader->epoch_mode()) report_epochs();
 }
 
 void TrainRun::check_data() {
@@ -223,6 +266,20 @@ std::optional<LoadedCheckpoint> TrainRun::load_resume_checkpoint() {
 }
 
 void TrainRun::resume(LoadedCheckpoint& ck) {
+  // Step s reads the run's sequences [s * G, (s + 1) * G): another global batch G would read
+  // other data (and change the optimizer's batch).
+  if (ck.state.contains("data") && ck.state.at("data").contains("global_batch")) {
+    const int64_t was = ck.state.at("data").at("global_batch").get<int64_t>();
+    const int64_t now = static_cast<int64_t>(cfg.data.micro_batch) * cfg.data.grad_accum *
+                        dims.dp_size();
+    BRAID_USER_CHECK(was == now,
+                     "cannot resume from {}: it was trained with {} sequences per step, and this "
+                     "layout gives {} (data.micro_batch {} x data.grad_accum {} x {} "
+                     "data-parallel ranks); set data.global_batch: {} to keep the batch on any "
+                     "rank count",
+                     *resume_from, was, now, cfg.data.micro_batch, cfg.data.grad_accum,
+                     dims.dp_size(), was);
+  }
   if (ck.state.contains("loss_scaler")) opt->restore_loss_scaler(ck.state.at("loss_scaler"));
   if (!ck.optimizer.names().empty()) {
     // 8-bit moments are quantised in blocks of each tensor-parallel rank's own part: they
@@ -292,6 +349,37 @@ void TrainRun::print_header(const PeakChoice& peak) const {
               peak.source.c_str());
   if (const std::string d = opt->describe(*ctx); !d.empty()) std::printf("%s\n", d.c_str());
   std::fflush(stdout);
+}
+
+void TrainRun::report_epochs() {
+  loader->with_epochs([&](EpochStream& e) {
+    const EpochUnits& u = e.units();
+    const int64_t n = static_cast<int64_t>(u.units.size()), seqs = e.sequences_in_epoch(0);
+    std::string line = fmt::format(
+        "data: {} {} per epoch in {} sequences of {} tokens{}", n, u.samples ? "samples" : "windows",
+        seqs, cfg.data.seq_len,
+        e.packed() ? fmt::format(" (packed, {:.1f} samples per sequence)",
+                                 static_cast<double>(n) / static_cast<double>(seqs))
+                   : std::string());
+    if (cfg.data.epochs > 0)
+      line += fmt::format("; {} epochs = {} steps of {} sequences", cfg.data.epochs,
+                          cfg.train.steps, loader->global_batch());
+    if (u.samples)
+      line += fmt::format("; longer than seq_len + 1 = {} tokens: {} truncated, {} dropped",
+                          cfg.data.seq_len + 1, u.truncated, u.dropped);
+    log.say(line);
+    log.record("data", {{"units", n},
+                        {"samples", u.samples},
+                        {"packed", e.packed()},
+                        {"sequences_per_epoch", seqs},
+                        {"epochs", cfg.data.epochs},
+                        {"global_batch", loader->global_batch()},
+                        {"truncated", u.truncated},
+                        {"dropped", u.dropped},
+                        {"too_short", u.too_short},
+                        {"longest_sample", u.longest}});
+    return 0;
+  });
 }
 
 LossSum TrainRun::global_loss(LossSum mine) const {

@@ -88,6 +88,8 @@ class TrainRun {
   std::optional<LoadedCheckpoint> load_resume_checkpoint();
   void resume(LoadedCheckpoint& ck);
   void print_header(const PeakChoice& peak) const;
+  // Epoch mode: the data line (units, sequences, truncated and dropped samples) and its record.
+  void report_epochs();
 };
 
 }  // namespace braid

@@ -31,6 +31,10 @@ StepInfo train_step(TrainRun& run, int64_t step, const std::string& last_checkpo
   StepInfo s;
   s.step = step + 1;
   run.model->zero_grad();
+  if (run.loader->epoch_mode())
+    s.epoch = run.loader->with_epochs([&](EpochStream& e) {
+      return e.locate(step * run.loader->global_batch()).first + 1;
+    });
   for (Batch& b : run.micro) b = run.loader->next();
   dp.begin_step(cfg.data.grad_accum);
   s.pipeline =

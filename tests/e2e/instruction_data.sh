@@ -17,8 +17,8 @@ grep -q "loss mask   200 JSONL samples" prepare.log || fail "no loss-mask summar
 for on in completions all; do
   cat > $on.yaml <<YAML
 run: {name: $on, dir: $WORK/runs}
-model: {family: gpt2, vocab_size: 256, context_length: 32, n_layer: 1, n_embd: 16, n_head: 2}
-data: {dir: $WORK/data, micro_batch: 4, seq_len: 32, seed: 3, train_on: $on}
+model: {family: gpt2, vocab_size: 256, context_length: 64, n_layer: 1, n_embd: 16, n_head: 2}
+data: {dir: $WORK/data, micro_batch: 4, seq_len: 64, seed: 3, train_on: $on}
 optim: {lr: 0.003, warmup_steps: 1}
 train: {steps: 3, log_interval: 1, eval_interval: 3, sample_tokens: 0, peak_tflops: 1.0}
 YAML

@@ -18,7 +18,22 @@ using kernel_test::expect_close;
 struct Dims {
   int64_t B, Tq, Tk, Hq, Hkv, D;
   int64_t window = 0;  // sliding window; 0: none
+  // Packed samples: (B, Tk) start of the sample holding each position; empty: none.
+  std::vector<int32_t> starts = {};
 };
+
+// The sample starts of rows packed with samples of these lengths (each row's lengths sum to T).
+std::vector<int32_t> packed_starts(const std::vector<std::vector<int>>& rows) {
+  std::vector<int32_t> out;
+  for (const auto& lengths : rows) {
+    int32_t pos = 0;
+    for (int len : lengths) {
+      for (int i = 0; i < len; ++i) out.push_back(pos);
+      pos += len;
+    }
+  }
+  return out;
+}
 
 std::vector<float> random_values(int64_t n, uint32_t seed, float amp = 1.0f) {
   std::mt19937 gen(seed);
@@ -65,7 +80,10 @@ RefResult reference(const Dims& d, const Inputs& in) {
       for (int64_t i = 0; i < d.Tq; ++i) {
         const int64_t n = d.Tk - d.Tq + i + 1;
         // Keys outside the window get probability 0: exp(-inf).
-        const int64_t first = d.window > 0 ? std::max<int64_t>(0, n - d.window) : 0;
+        int64_t first = d.window > 0 ? std::max<int64_t>(0, n - d.window) : 0;
+        // Keys of earlier samples too.
+        if (!d.starts.empty())
+          first = std::max<int64_t>(first, d.starts[static_cast<size_t>(b * d.Tk + n - 1)]);
         std::vector<double> p(static_cast<size_t>(n)), dp(static_cast<size_t>(n));
         double m = -1e300;
         for (int64_t j = 0; j < n; ++j) {
@@ -119,8 +137,10 @@ Outputs run_kernels(const Dims& d, const Inputs& in, ExecContext& ctx = test_ctx
   o.dq.fill_(NAN);
   o.dk.fill_(NAN);
   o.dv.fill_(NAN);
-  attention_forward(ctx, o.out, o.lse, q, k, v, d.window);
-  attention_backward(ctx, o.dq, o.dk, o.dv, dout, q, k, v, o.out, o.lse, d.window);
+  const Tensor starts =
+      d.starts.empty() ? Tensor() : Tensor::from_vector_i32(d.starts, {d.B, d.Tk});
+  attention_forward(ctx, o.out, o.lse, q, k, v, d.window, starts);
+  attention_backward(ctx, o.dq, o.dk, o.dv, dout, q, k, v, o.out, o.lse, d.window, starts);
   return o;
 }
 
@@ -162,6 +182,19 @@ TEST_P(KernelsAttentionAt, MatchesReferenceOnAwkwardShapes) {
       {1, 9, 9, 2, 1, 4, 100},
   };
   uint32_t seed = 11;
+  for (const Dims& d : shapes) check_against_reference(ctx(), d, seed += 10);
+}
+
+TEST_P(KernelsAttentionAt, DocumentMaskMatchesReference) {
+  // Packed samples: short ones inside a block, one spanning blocks, a sample of one token,
+  // with GQA and with a sliding window on top.
+  const Dims shapes[] = {
+      {2, 7, 7, 4, 2, 3, 0, packed_starts({{3, 4}, {1, 1, 5}})},
+      {1, 130, 130, 2, 1, 16, 0, packed_starts({{10, 100, 1, 19}})},
+      {2, 150, 150, 4, 2, 8, 0, packed_starts({{70, 80}, {150}})},
+      {1, 130, 130, 2, 2, 8, 30, packed_starts({{64, 66}})},
+  };
+  uint32_t seed = 501;
   for (const Dims& d : shapes) check_against_reference(ctx(), d, seed += 10);
 }
 

@@ -29,9 +29,12 @@ struct AttnDims {
   int64_t q_stride() const { return Hq * D; }  // between consecutive rows of one q head
   int64_t kv_stride() const { return Hkv * D; }
   int64_t window = 0;  // 0: every earlier key; else the last `window` keys up to the query
-  // The first key visible to the query at absolute position pos.
-  int64_t first_key(int64_t pos) const {
-    return window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
+  const int32_t* starts = nullptr;  // (B, Tk): where each position's sample begins, or null
+  // The first key visible to the query of batch row b at absolute position pos. Never
+  // decreases with pos, so a block's first row has the block's smallest first key.
+  int64_t first_key(int64_t b, int64_t pos) const {
+    const int64_t w = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
+    return starts ? std::max<int64_t>(w, starts[b * Tk + pos]) : w;
   }
 };
 
@@ -42,8 +45,27 @@ void check_input(const Tensor& t, const char* op, const char* name) {
   check_dtype(t, DType::F32, name);
 }
 
+// sample_starts (B, Tk) i32 must describe contiguous samples: s[p] == p or s[p] == s[p - 1].
+const int32_t* check_sample_starts(const char* op, const Tensor& s, int64_t B, int64_t Tk) {
+  if (!s.defined()) return nullptr;
+  BRAID_CHECK(s.device().is_cpu(), "{}: sample_starts is on {}; expected the host", op,
+              s.device().str());
+  check_dtype(s, DType::I32, "sample_starts");
+  check_shape(s, {B, Tk}, "sample_starts");
+  const int32_t* p = s.i32();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < Tk; ++t) {
+      const int32_t v = p[b * Tk + t];
+      BRAID_CHECK(v == t || (t > 0 && v == p[b * Tk + t - 1]),
+                  "{}: sample_starts[{}, {}] is {}; expected {} (a new sample) or the previous "
+                  "position's start",
+                  op, b, t, v, t);
+    }
+  return p;
+}
+
 AttnDims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
-                   int64_t window) {
+                   int64_t window, const Tensor& sample_starts) {
   check_input(q, op, "q");
   check_input(k, op, "k");
   check_input(v, op, "v");
@@ -58,6 +80,7 @@ AttnDims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tenso
   BRAID_CHECK(d.Tq <= d.Tk, "{}: {} query rows but only {} keys", op, d.Tq, d.Tk);
   BRAID_CHECK(window >= 0, "{}: window is {}; expected >= 0", op, window);
   d.window = window;
+  d.starts = check_sample_starts(op, sample_starts, d.B, d.Tk);
   return d;
 }
 
@@ -116,16 +139,17 @@ void causal_keys_accumulate(CpuIsa isa, int64_t rows, int64_t base, int64_t D, c
 namespace cpu {
 
 void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
-                       const Tensor& v, int64_t window) {
+                       const Tensor& v, int64_t window, const Tensor& sample_starts) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Attention);
   if (any_low_precision({&out, &q, &k, &v})) {  // bf16/f16 storage: f32 arithmetic on staged copies
     F32Staging s(ctx, "attention_forward");
     Tensor out32 = s.out(out, "out");
-    cpu::attention_forward(ctx, out32, lse, s.in(q, "q"), s.in(k, "k"), s.in(v, "v"), window);
+    cpu::attention_forward(ctx, out32, lse, s.in(q, "q"), s.in(k, "k"), s.in(v, "v"), window,
+                           sample_starts);
     return s.finish();
   }
   const char* op = "attention_forward";
-  const AttnDims d = check_qkv(op, q, k, v, window);
+  const AttnDims d = check_qkv(op, q, k, v, window, sample_starts);
   check_input(out, op, "out");
   check_input(lse, op, "lse");
   check_shape(out, q.shape(), "out");
@@ -161,17 +185,22 @@ void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor&
         const int64_t rows = std::min(kQueryBlock, d.Tq - i0);
         const int64_t nk = d.offset() + i0 + rows;  // keys visible to the block's last row
         const int64_t base = d.offset() + i0;
-        causal_scores(isa, rows, base, d.D, scale, q_bh + i0 * ldq, ldq, kt, d.Tk, s, nk);
+        // Keys [lo, nk) are scored: none of the block's rows sees a key before lo (its first
+        // row's first key), so the products start there. Score column c is key lo + c.
+        const int64_t lo = d.first_key(b, base), nc = nk - lo;
+        causal_scores(isa, rows, base - lo, d.D, scale, q_bh + i0 * ldq, ldq, kt + lo, d.Tk, s,
+                      nc);
         for (int64_t r = 0; r < rows; ++r) {
-          float* row = s + r * nk;
+          float* row = s + r * nc;
           const int64_t visible = d.offset() + i0 + r + 1;
-          // Keys before the window are scored but given probability zero.
-          const int64_t first = d.first_key(visible - 1);
-          lse_bh[i0 + r] = cpu::softmax_row(isa, row + first, visible - first, 1.0f);
-          std::memset(row, 0, sizeof(float) * static_cast<size_t>(first));
-          std::memset(row + visible, 0, sizeof(float) * static_cast<size_t>(nk - visible));
+          // Keys before the window or the sample are scored but given probability zero.
+          const int64_t first = d.first_key(b, visible - 1);
+          lse_bh[i0 + r] = cpu::softmax_row(isa, row + first - lo, visible - first, 1.0f);
+          std::memset(row, 0, sizeof(float) * static_cast<size_t>(first - lo));
+          std::memset(row + visible - lo, 0, sizeof(float) * static_cast<size_t>(nk - visible));
         }
-        causal_rows_product(isa, rows, base, d.D, s, nk, v_bh, ldk, o_bh + i0 * ldq, ldq);
+        causal_rows_product(isa, rows, base - lo, d.D, s, nc, v_bh + lo * ldk, ldk,
+                            o_bh + i0 * ldq, ldq);
       }
     }
   }
@@ -179,18 +208,18 @@ void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor&
 
 void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                        const Tensor& lse, int64_t window) {
+                        const Tensor& lse, int64_t window, const Tensor& sample_starts) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Attention);
   if (any_low_precision({&dq, &dk, &dv, &dout, &q, &k, &v,
                          &out})) {  // bf16/f16 storage: f32 arithmetic on staged copies
     F32Staging s(ctx, "attention_backward");
     Tensor dq32 = s.out(dq, "dq"), dk32 = s.out(dk, "dk"), dv32 = s.out(dv, "dv");
     cpu::attention_backward(ctx, dq32, dk32, dv32, s.in(dout, "dout"), s.in(q, "q"), s.in(k, "k"),
-                            s.in(v, "v"), s.in(out, "out"), lse, window);
+                            s.in(v, "v"), s.in(out, "out"), lse, window, sample_starts);
     return s.finish();
   }
   const char* op = "attention_backward";
-  const AttnDims d = check_qkv(op, q, k, v, window);
+  const AttnDims d = check_qkv(op, q, k, v, window, sample_starts);
   check_input(dq, op, "dq");
   check_input(dk, op, "dk");
   check_input(dv, op, "dv");
@@ -260,27 +289,32 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
           const float* do_blk = doutp + q_base + i0 * ldq;
           float* dq_blk = dqp + q_base + i0 * ldq;
           const int64_t base = d.offset() + i0;
-          causal_scores(isa, rows, base, d.D, scale, q_blk, ldq, kt, d.Tk, p, nk);
-          causal_scores(isa, rows, base, d.D, 1.0f, do_blk, ldq, vt, d.Tk, ds, nk);
+          // As in the forward: only keys [lo, nk) can be seen; column c is key lo + c.
+          const int64_t lo = d.first_key(b, base), nc = nk - lo;
+          causal_scores(isa, rows, base - lo, d.D, scale, q_blk, ldq, kt + lo, d.Tk, p, nc);
+          causal_scores(isa, rows, base - lo, d.D, 1.0f, do_blk, ldq, vt + lo, d.Tk, ds, nc);
           for (int64_t r = 0; r < rows; ++r) {
             const int64_t visible = d.offset() + i0 + r + 1;
-            const int64_t first = d.first_key(visible - 1);
+            const int64_t first = d.first_key(b, visible - 1);
             const size_t masked = static_cast<size_t>(nk - visible);
-            const size_t before = static_cast<size_t>(first);
-            float* p_row = p + r * nk;
-            float* ds_row = ds + r * nk;
-            cpu::exp_shifted_row(isa, p_row + first, visible - first, lse_bh[i0 + r]);
+            const size_t before = static_cast<size_t>(first - lo);
+            float* p_row = p + r * nc;
+            float* ds_row = ds + r * nc;
+            const int64_t f = first - lo, e = visible - lo;  // columns of first and visible
+            cpu::exp_shifted_row(isa, p_row + f, visible - first, lse_bh[i0 + r]);
             std::memset(p_row, 0, sizeof(float) * before);
-            std::memset(p_row + visible, 0, sizeof(float) * masked);
+            std::memset(p_row + e, 0, sizeof(float) * masked);
             // sum_j p_j dp_j equals dout . out for the row, which is cheaper (D, not nk).
             const float dot = cpu::dot_row(isa, do_blk + r * ldq, o_blk + r * ldq, d.D);
-            cpu::softmax_grad_row(isa, ds_row + first, p_row + first, visible - first, dot, scale);
+            cpu::softmax_grad_row(isa, ds_row + f, p_row + f, visible - first, dot, scale);
             std::memset(ds_row, 0, sizeof(float) * before);
-            std::memset(ds_row + visible, 0, sizeof(float) * masked);
+            std::memset(ds_row + e, 0, sizeof(float) * masked);
           }
-          causal_keys_accumulate(isa, rows, base, d.D, p, nk, do_blk, ldq, dv_b, ldk);
-          causal_rows_product(isa, rows, base, d.D, ds, nk, k_b, ldk, dq_blk, ldq);
-          causal_keys_accumulate(isa, rows, base, d.D, ds, nk, q_blk, ldq, dk_b, ldk);
+          causal_keys_accumulate(isa, rows, base - lo, d.D, p, nc, do_blk, ldq, dv_b + lo * ldk,
+                                 ldk);
+          causal_rows_product(isa, rows, base - lo, d.D, ds, nc, k_b + lo * ldk, ldk, dq_blk, ldq);
+          causal_keys_accumulate(isa, rows, base - lo, d.D, ds, nc, q_blk, ldq, dk_b + lo * ldk,
+                                 ldk);
         }
       }
     }

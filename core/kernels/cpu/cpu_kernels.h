@@ -24,10 +24,10 @@ void swiglu_forward(ExecContext& ctx, Tensor& y, const Tensor& gate, const Tenso
 void swiglu_backward(ExecContext& ctx, Tensor& dgate, Tensor& dup, const Tensor& dy,
                      const Tensor& gate, const Tensor& up);
 void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
-                       const Tensor& v, int64_t window);
+                       const Tensor& v, int64_t window, const Tensor& sample_starts);
 void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                        const Tensor& lse, int64_t window);
+                        const Tensor& lse, int64_t window, const Tensor& sample_starts);
 void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw,
                            const Tensor& x, const Tensor& w, const Tensor& targets,
                            float grad_scale);
