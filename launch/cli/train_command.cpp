@@ -37,7 +37,7 @@ void add_train_command(CLI::App& app) {
       "checkpoints/. checkpoint.resume=auto continues from its latest checkpoint. SIGTERM or "
       "SIGINT finishes the step, writes a checkpoint and exits 0; a second one exits at "
       "once. One `braid train` per run directory (a lock refuses a second). Under mpirun -np N "
-      "it trains data-parallel over N ranks (parallel: section, docs/guide.md).");
+      "it trains data-parallel over N ranks (parallel: section, docs/multinode.md).");
   c->callback([o] {
     const FaultPoints faults = parse_test_faults(o->test_faults);
     RunConfig cfg = load_run_config(o->config, o->overrides);

@@ -78,7 +78,7 @@ void run_train(const RunConfig& cfg, const std::string& config_path, const Fault
     const int dp = pc.dp_degree();
     BRAID_USER_CHECK((dp == 0 || dp == 1) && pc.tp == 1 && pc.pp == 1,
                      "parallel.dp={} tp={} pp={} need {} ranks but braid train runs as one "
-                     "process; start it with mpirun -np N (see docs/guide.md), or set "
+                     "process; start it with mpirun -np N (see docs/multinode.md), or set "
                      "parallel.dp=auto",
                      dp == 0 ? std::string("auto") : std::to_string(dp), pc.tp, pc.pp,
                      (dp == 0 ? 1 : dp) * pc.tp * pc.pp);
