@@ -114,41 +114,14 @@ if [ $rc -ne 0 ]; then
   grep -q "train.device: cuda, but" sbatch_gpu.log || { cat sbatch_gpu.log; fail "no clear no-GPU error"; }
 fi
 
-echo "== Kubernetes MPIJob, GPU nodes, and the image"
-"$CHECK_MPIJOB" "$DEPLOY/mpijob_gpu.yaml" >mpijob_gpu.argv
-grep -qx "train.device=cuda" mpijob_gpu.argv || fail "the GPU MPIJob does not train on cuda"
-gpu_refused() {
-  local name=$1 want=$2 sed_expr=$3
-  sed "$sed_expr" "$DEPLOY/mpijob_gpu.yaml" >"bad_gpu_$name.yaml"
-  cmp -s "bad_gpu_$name.yaml" "$DEPLOY/mpijob_gpu.yaml" && fail "variant gpu_$name changed nothing"
-  if "$CHECK_MPIJOB" "bad_gpu_$name.yaml" >/dev/null 2>"bad_gpu_$name.err"; then fail "variant gpu_$name accepted"; fi
-  grep -qF -- "$want" "bad_gpu_$name.err" || { cat "bad_gpu_$name.err"; fail "variant gpu_$name: no '$want'"; }
-}
-gpu_refused count "limits.nvidia.com/gpu: 4 but slotsPerWorker is 8" 's#nvidia.com/gpu: 8#nvidia.com/gpu: 4#'
-gpu_refused none "missing, but the job trains with train.device=cuda" '\#nvidia.com/gpu#d'
-gpu_refused half "is not a whole number of GPUs" 's#nvidia.com/gpu: 8#nvidia.com/gpu: "0.5"#'
-# The Dockerfile builds the image both manifests name: braid where their commands run it, the
-# packaged tarball, sshd's config at the path the workers pass, and the user they run as.
-df=$DEPLOY/Dockerfile
-grep -q "tools/package.sh" "$df" || fail "the Dockerfile does not install tools/package.sh's tarball"
-grep -q "ln -s /opt/braid/bin/braid /usr/local/bin/braid" "$df" || fail "no /usr/local/bin/braid in the image"
-for m in mpijob.yaml mpijob_gpu.yaml; do
-  grep -q -- "- /usr/local/bin/braid" "$DEPLOY/$m" || fail "$m does not run /usr/local/bin/braid"
-  grep -q -- "- /home/mpiuser/.sshd_config" "$DEPLOY/$m" || fail "$m: sshd config path"
-  grep -q "runAsUser: 1000" "$DEPLOY/$m" || fail "$m: not user 1000"
-done
-grep -q "> /home/mpiuser/.sshd_config" "$df" || fail "the image has no /home/mpiuser/.sshd_config"
-grep -q "useradd -m -u 1000 .* mpiuser" "$df" || fail "the image has no mpiuser of uid 1000"
-grep -q "^FROM nvidia/cuda:.*-runtime-" "$df" || fail "the image is not on a CUDA runtime base"
-if command -v hadolint >/dev/null; then hadolint "$df"; fi
-
 echo "== Kubernetes MPIJob"
 "$CHECK_MPIJOB" "$DEPLOY/mpijob.yaml" >mpijob.argv
 # Each broken variant is refused, naming what is wrong.
+# (MANIFEST, default mpijob.yaml, names the file the variant is made from.)
 expect_refused() {
-  local name=$1 want=$2 sed_expr=$3
-  sed "$sed_expr" "$DEPLOY/mpijob.yaml" >"bad_$name.yaml"
-  cmp -s "bad_$name.yaml" "$DEPLOY/mpijob.yaml" && fail "variant $name changed nothing"
+  local name=$1 want=$2 sed_expr=$3 manifest=$DEPLOY/${4:-mpijob.yaml}
+  sed "$sed_expr" "$manifest" >"bad_$name.yaml"
+  cmp -s "bad_$name.yaml" "$manifest" && fail "variant $name changed nothing"
   if "$CHECK_MPIJOB" "bad_$name.yaml" >/dev/null 2>"bad_$name.err"; then fail "variant $name accepted"; fi
   grep -qF -- "$want" "bad_$name.err" || { cat "bad_$name.err"; fail "variant $name: no '$want'"; }
 }
@@ -171,6 +144,31 @@ expect_refused stopname "--stop-ranks brain but the ranks run 'braid'" '/- --sto
 expect_refused worker_sshd "Worker.template.spec.containers[0].command: must start with braid supervise" \
   '/- --stop-ranks$/,+2d; /- supervise$/{x;s/^/x/;/^xx$/{x;d};x}'
 grep -c -- "- supervise$" bad_worker_sshd.yaml | grep -qx 1 || fail "variant worker_sshd kept the worker's supervisor"
+
+echo "== Kubernetes MPIJob, GPU nodes, and the image"
+"$CHECK_MPIJOB" "$DEPLOY/mpijob_gpu.yaml" >mpijob_gpu.argv
+grep -qx "train.device=cuda" mpijob_gpu.argv || fail "the GPU MPIJob does not train on cuda"
+expect_refused gpu_count "limits.nvidia.com/gpu: 4 but slotsPerWorker is 8" \
+  's#nvidia.com/gpu: 8#nvidia.com/gpu: 4#' mpijob_gpu.yaml
+expect_refused gpu_none "missing, but the job trains with train.device=cuda" '\#nvidia.com/gpu#d' \
+  mpijob_gpu.yaml
+expect_refused gpu_half "is not a whole number of GPUs" 's#nvidia.com/gpu: 8#nvidia.com/gpu: "0.5"#' \
+  mpijob_gpu.yaml
+# The Dockerfile builds the image both manifests name: braid where their commands run it, the
+# packaged tarball, sshd's config at the path the workers pass, and the user they run as.
+df=$DEPLOY/Dockerfile
+grep -q "tools/package.sh" "$df" || fail "the Dockerfile does not install tools/package.sh's tarball"
+grep -q "ln -s /opt/braid/bin/braid /usr/local/bin/braid" "$df" || fail "no /usr/local/bin/braid in the image"
+for m in mpijob.yaml mpijob_gpu.yaml; do
+  grep -q -- "- /usr/local/bin/braid" "$DEPLOY/$m" || fail "$m does not run /usr/local/bin/braid"
+  grep -q -- "- /home/mpiuser/.sshd_config" "$DEPLOY/$m" || fail "$m: sshd config path"
+  grep -q "runAsUser: 1000" "$DEPLOY/$m" || fail "$m: not user 1000"
+done
+grep -q "> /home/mpiuser/.sshd_config" "$df" || fail "the image has no /home/mpiuser/.sshd_config"
+grep -q "useradd -m -u 1000 .* mpiuser" "$df" || fail "the image has no mpiuser of uid 1000"
+grep -q "^FROM nvidia/cuda:.*-runtime-" "$df" || fail "the image is not on a CUDA runtime base"
+if command -v hadolint >/dev/null; then hadolint "$df"; fi
+
 # The launcher's command here, supervisor included, as a real run: this braid, 4 ranks on this
 # machine's cores, the tiny config, run.dir in this directory.
 mapfile -t argv <mpijob.argv
