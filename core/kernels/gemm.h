@@ -25,6 +25,15 @@ void gemm_bf16(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t 
                float alpha, const bf16* A, int64_t lda, const bf16* B, int64_t ldb, float beta,
                float* C, int64_t ldc);
 
+// bf16 inputs and a bf16 output: C = round_bf16(op(A) @ op(B) + bias + (accumulate ? C : 0)),
+// summed in f32 and rounded once (round to nearest even); bias (N floats, added to every row)
+// may be null. On a native bf16 plan (oneDNN) the library writes C directly, bias fused, so no
+// f32 copy of C exists; otherwise C is computed in f32 workspace (bias first, then the GEMM
+// onto it) and narrowed, as a staged kernel would.
+void gemm_bf16_to_bf16(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N,
+                       int64_t K, const bf16* A, int64_t lda, const bf16* B, int64_t ldb,
+                       const float* bias, bool accumulate, bf16* C, int64_t ldc);
+
 // Same contract with f16 inputs: widened to f32 in front of the f32 GEMM (no CPU library
 // here has an f16 matmul that is faster than that without AVX512_FP16/AMX-FP16).
 void gemm_f16(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,

@@ -376,6 +376,63 @@ TEST_P(GemmAtLevel, DefaultPlanRunsBf16AndF16) {
     }
 }
 
+// gemm_bf16_to_bf16 at each level: native (oneDNN writes bf16 C, bias fused) where the plan is
+// native, staged otherwise. Either way C is the f32 sum rounded once: within half a bf16 unit
+// of the exact value plus the f32 summation error; padding columns untouched. On a staged plan
+// the bits equal gemm_bf16's f32 result (bias first, then the GEMM onto it) narrowed.
+TEST_P(GemmAtLevel, Bf16OutputBiasAndAccumulate) {
+  ExecContext& ctx = this->ctx();
+  const bool native = ctx.gemm().bf16_mode == Bf16Mode::Native &&
+                      ctx.gemm().backend == GemmBackend::OneDnn &&
+                      native_bf16_available(GemmBackend::OneDnn);
+  for (int t = 0; t < 4; ++t)
+    for (const Case& c : kCases)
+      for (int mode = 0; mode < 3; ++mode) {  // 0: plain, 1: bias, 2: accumulate
+        const bool with_bias = mode == 1, accumulate = mode == 2;
+        Problem p = make_problem(t & 1, t & 2, c, true);
+        std::vector<bf16> A(p.A.size()), B(p.B.size()), C(p.C0.size());
+        for (size_t i = 0; i < A.size(); ++i) A[i] = float_to_bf16(p.A[i]);
+        for (size_t i = 0; i < B.size(); ++i) B[i] = float_to_bf16(p.B[i]);
+        for (size_t i = 0; i < C.size(); ++i) {
+          C[i] = float_to_bf16(p.C0[i]);
+          p.C0[i] = bf16_to_float(C[i]);
+        }
+        const std::vector<bf16> C_init = C;
+        const std::vector<float> bias = values(static_cast<size_t>(p.N), 4);
+        gemm_bf16_to_bf16(ctx, p.ta, p.tb, p.M, p.N, p.K, A.data(), p.lda, B.data(), p.ldb,
+                          with_bias ? bias.data() : nullptr, accumulate, C.data(), p.ldc);
+        const std::vector<double> ref = expected(p, 1.0f, accumulate ? 1.0f : 0.0f);
+        // The staged plan's bits: f32 rows (bias or old C), gemm_bf16 onto them, narrowed.
+        std::vector<float> staged(static_cast<size_t>(p.M * p.N));
+        for (int64_t i = 0; i < p.M; ++i)
+          for (int64_t j = 0; j < p.N; ++j)
+            staged[i * p.N + j] = accumulate ? p.C0[i * p.ldc + j] : (with_bias ? bias[j] : 0.0f);
+        gemm_bf16(ctx, p.ta, p.tb, p.M, p.N, p.K, 1.0f, A.data(), p.lda, B.data(), p.ldb,
+                  with_bias || accumulate ? 1.0f : 0.0f, staged.data(), p.N);
+        const std::string what = describe(native ? "bf16-out native" : "bf16-out staged",
+                                          GemmBackend::OneDnn, p, 1.0f, accumulate) +
+                                 (with_bias ? " bias" : "");
+        int wrong = 0;
+        for (int64_t i = 0; i < p.M; ++i)
+          for (int64_t j = 0; j < p.ldc; ++j) {
+            const uint16_t got = C[i * p.ldc + j].bits;
+            if (j >= p.N) {
+              wrong += got != C_init[i * p.ldc + j].bits;
+              continue;
+            }
+            const double want = ref[i * p.N + j] + (with_bias ? bias[j] : 0.0);
+            const double g = bf16_to_float(C[i * p.ldc + j]);
+            const double tol = 1e-5 * static_cast<double>(p.K) + std::fabs(want) / 256.0 + 1e-6;
+            bool ok = std::fabs(g - want) <= tol;
+            if (!native) ok = ok && got == float_to_bf16(staged[i * p.N + j]).bits;
+            if (!ok && ++wrong <= 3)
+              ADD_FAILURE() << what << " C(" << i << "," << j << ") = " << g << ", want " << want
+                            << ", staged " << staged[i * p.N + j];
+          }
+        EXPECT_EQ(wrong, 0) << what;
+      }
+}
+
 INSTANTIATE_TEST_SUITE_P(GemmAtLevel, GemmAtLevel, ::testing::ValuesIn(kAllCpuIsas),
                          kernel_test::cpu_isa_test_name);
 

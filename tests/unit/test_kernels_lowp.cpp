@@ -14,6 +14,7 @@
 
 #include "core/kernels/activation.h"
 #include "core/kernels/attention.h"
+#include "core/kernels/cpu/convert.h"
 #include "core/kernels/cpu/gemm_backends.h"
 #include "core/kernels/cross_entropy.h"
 #include "core/kernels/elementwise.h"
@@ -343,6 +344,108 @@ TEST_P(KernelsLowp, AddCopiesCastAndNorms) {
   }
   Tensor ids = Tensor::from_vector_i32({1, 2}, {2}), y = Tensor::empty({2}, DType::BF16);
   expect_error_with([&] { gelu_forward(ctx(), y, ids); }, {"gelu_forward", "i32"});
+}
+
+// The kernels that convert 16-bit tiles inside their own loops (element-wise spans, norm rows,
+// attention blocks, gathered embedding rows) give exactly the bits of the f32 kernel's result
+// narrowed on the context's conversion path: shapes span several tiles, query blocks and
+// grouped heads, so a wrong tile offset or stride shows as a changed bit.
+TEST_P(KernelsLowp, TileConvertedKernelsGiveNarrowedF32Bits) {
+  auto narrowed = [&](const Tensor& ref, DType t) {
+    Tensor out = Tensor::empty(ref.shape(), t);
+    cpu::narrow_from_f32(ctx(), t, ref.f32(), out.raw(), ref.numel());
+    return out;
+  };
+  auto same = [&](const Tensor& got, const Tensor& ref, DType t, const char* what) {
+    EXPECT_TRUE(bitwise_equal(got, narrowed(ref, t))) << what;
+  };
+  for (DType t : kLow) {
+    SCOPED_TRACE(dtype_name(t));
+    const int64_t n = 37 * 444;  // three spans of 8192, the last partial
+    Tensor x = rnd({n}, 70, t, -4, 4), u = rnd({n}, 71, t), dy = rnd({n}, 72, t);
+    Tensor y = Tensor::empty({n}), ylo = Tensor::empty({n}, t);
+    gelu_forward(ctx(), y, x);
+    gelu_forward(ctx(), ylo, as(x, t));
+    same(ylo, y, t, "gelu y");
+    gelu_backward(ctx(), y, dy, x);
+    gelu_backward(ctx(), ylo, as(dy, t), as(x, t));
+    same(ylo, y, t, "gelu dx");
+    add(ctx(), y, x, u);
+    add(ctx(), ylo, as(x, t), as(u, t));
+    same(ylo, y, t, "add");
+    Tensor acc = x.to(t).to(DType::F32), acclo = as(x, t);
+    add_inplace(ctx(), acc, u);
+    add_inplace(ctx(), acclo, as(u, t));
+    same(acclo, acc, t, "add_inplace");
+    const Shape s2 = {n / 37, 37};
+    Tensor g2 = x.view(s2), u2 = u.view(s2), d2 = dy.view(s2);
+    Tensor dg = Tensor::empty(s2), du = Tensor::empty(s2);
+    Tensor dglo = Tensor::empty(s2, t), dulo = Tensor::empty(s2, t);
+    swiglu_forward(ctx(), dg, g2, u2);
+    swiglu_forward(ctx(), dglo, as(g2, t), as(u2, t));
+    same(dglo, dg, t, "swiglu y");
+    swiglu_backward(ctx(), dg, du, d2, g2, u2);
+    swiglu_backward(ctx(), dglo, dulo, as(d2, t), as(g2, t), as(u2, t));
+    same(dglo, dg, t, "swiglu dgate");
+    same(dulo, du, t, "swiglu dup");
+
+    const int64_t N = 37, C = 300;
+    Tensor xn = rnd({N, C}, 73, t, -3, 3), w = rnd({C}, 74, t), b = rnd({C}, 75, t),
+           dyn = rnd({N, C}, 76, t);
+    Tensor yn = Tensor::empty({N, C}), ynlo = Tensor::empty({N, C}, t);
+    Tensor mean = Tensor::empty({N}), rstd = Tensor::empty({N}), mean2 = Tensor::empty({N}),
+           rstd2 = Tensor::empty({N});
+    layernorm_forward(ctx(), yn, mean, rstd, xn, w, b, 1e-5f);
+    layernorm_forward(ctx(), ynlo, mean2, rstd2, as(xn, t), as(w, t), as(b, t), 1e-5f);
+    same(ynlo, yn, t, "layernorm y");
+    expect_same_f32(rstd2, rstd, "layernorm rstd");
+    Tensor dw = Tensor::zeros({C}), db = Tensor::zeros({C}), dw2 = Tensor::zeros({C}),
+           db2 = Tensor::zeros({C});
+    layernorm_backward(ctx(), yn, dw, db, dyn, xn, w, mean, rstd);
+    layernorm_backward(ctx(), ynlo, dw2, db2, as(dyn, t), as(xn, t), as(w, t), mean2, rstd2);
+    same(ynlo, yn, t, "layernorm dx");
+    expect_same_f32(dw2, dw, "layernorm dw");
+    expect_same_f32(db2, db, "layernorm db");
+    rmsnorm_forward(ctx(), yn, rstd, xn, w, 1e-5f);
+    rmsnorm_forward(ctx(), ynlo, rstd2, as(xn, t), as(w, t), 1e-5f);
+    same(ynlo, yn, t, "rmsnorm y");
+    Tensor dw3 = Tensor::zeros({C}), dw4 = Tensor::zeros({C});
+    rmsnorm_backward(ctx(), yn, dw3, dyn, xn, w, rstd);
+    rmsnorm_backward(ctx(), ynlo, dw4, as(dyn, t), as(xn, t), as(w, t), rstd2);
+    same(ynlo, yn, t, "rmsnorm dx");
+    expect_same_f32(dw4, dw3, "rmsnorm dw");
+
+    // Two query blocks (64 rows each), two query heads per kv head.
+    const int64_t B = 2, T = 70, Hq = 4, Hkv = 2, D = 8;
+    Tensor q = rnd({B, T, Hq, D}, 77, t), k = rnd({B, T, Hkv, D}, 78, t),
+           v = rnd({B, T, Hkv, D}, 79, t), dout = rnd({B, T, Hq, D}, 80, t);
+    Tensor out = Tensor::empty(q.shape()), lse = Tensor::empty({B, Hq, T});
+    Tensor outlo = Tensor::empty(q.shape(), t), lse2 = Tensor::empty({B, Hq, T});
+    attention_forward(ctx(), out, lse, q, k, v);
+    attention_forward(ctx(), outlo, lse2, as(q, t), as(k, t), as(v, t));
+    same(outlo, out, t, "attention out");
+    expect_same_f32(lse2, lse, "attention lse");
+    Tensor out_r = outlo.to(DType::F32);
+    Tensor dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()),
+           dv = Tensor::empty(v.shape());
+    Tensor dqlo = Tensor::empty(q.shape(), t), dklo = Tensor::empty(k.shape(), t),
+           dvlo = Tensor::empty(v.shape(), t);
+    attention_backward(ctx(), dq, dk, dv, dout, q, k, v, out_r, lse);
+    attention_backward(ctx(), dqlo, dklo, dvlo, as(dout, t), as(q, t), as(k, t), as(v, t), outlo,
+                       lse2);
+    same(dqlo, dq, t, "attention dq");
+    same(dklo, dk, t, "attention dk");
+    same(dvlo, dv, t, "attention dv");
+
+    const int64_t V = 50, P = 80;
+    Tensor tokens = Tensor::empty({B, T}, DType::I32);
+    for (int64_t i = 0; i < B * T; ++i) tokens.i32()[i] = static_cast<int32_t>((i * 7) % V);
+    Tensor wte = rnd({V, C}, 81, t), wpe = rnd({P, C}, 82, t);
+    Tensor emb = Tensor::empty({B, T, C}), emblo = Tensor::empty({B, T, C}, t);
+    embedding_forward(ctx(), emb, tokens, wte, wpe, 5);
+    embedding_forward(ctx(), emblo, tokens, as(wte, t), as(wpe, t), 5);
+    same(emblo, emb, t, "embedding out");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(KernelsLowp, KernelsLowp, ::testing::ValuesIn(kAllCpuIsas),

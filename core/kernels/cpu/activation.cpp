@@ -8,6 +8,7 @@
 #include "core/kernels/math/activation.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/kernels/cpu/cpu_checks.h"
 #include "core/kernels/cpu/cpu_kernels.h"
@@ -52,97 +53,85 @@ namespace cpu {
 
 void gelu_forward(ExecContext& ctx, Tensor& y, const Tensor& x) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Activation);
-  if (any_low_precision({&y, &x})) {  // bf16/f16 storage: f32 arithmetic on staged copies
-    F32Staging s(ctx, "gelu_forward");
-    Tensor y32 = s.out(y, "y");
-    cpu::gelu_forward(ctx, y32, s.in(x, "x"));
-    return s.finish();
-  }
-  cpu::check_f32(x, "gelu_forward", "x");
-  cpu::check_f32(y, "gelu_forward", "y");
+  const char* op = "gelu_forward";
+  cpu::check_cpu(x, op, "x");
+  cpu::check_cpu(y, op, "y");
+  cpu::check_float_storage(x, op, "x");
+  cpu::check_float_storage(y, op, "y");
   check_shape(y, x.shape(), "gelu_forward y");
-  const int64_t n = x.numel();
-  const float* xp = x.f32();  // x: any shape, n elements
-  float* yp = y.f32();        // y: same shape as x; may be x itself
-#pragma omp parallel for schedule(static)
-  for (int64_t s = 0; s < n; s += kSpan) gelu_forward_span(yp + s, xp + s, std::min(kSpan, n - s));
+  // x: any shape; y: the same shape, and may be x itself. 16-bit spans are converted in place.
+  const TileIo io(ctx);
+  parallel_spans(ctx, x.numel(), kSpan, 2, any_low_precision({&y, &x}),
+                 [&](int64_t s, int64_t len, float* buf) {
+                   const float* xs = io.in(x, s, len, buf);
+                   float* ys = io.out(y, s, buf + kSpan);
+                   gelu_forward_span(ys, xs, len);
+                   io.store(y, s, len, ys);
+                 });
 }
 
 void gelu_backward(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor& x) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Activation);
-  if (any_low_precision({&dx, &dy, &x})) {  // bf16/f16 storage: f32 arithmetic on staged copies
-    F32Staging s(ctx, "gelu_backward");
-    Tensor dx32 = s.out(dx, "dx");
-    cpu::gelu_backward(ctx, dx32, s.in(dy, "dy"), s.in(x, "x"));
-    return s.finish();
-  }
-  cpu::check_f32(x, "gelu_backward", "x");
-  cpu::check_f32(dy, "gelu_backward", "dy");
-  cpu::check_f32(dx, "gelu_backward", "dx");
+  const char* op = "gelu_backward";
+  cpu::check_float_args(op, {{&x, "x"}, {&dy, "dy"}, {&dx, "dx"}});
   check_shape(dy, x.shape(), "gelu_backward dy");
   check_shape(dx, x.shape(), "gelu_backward dx");
-  const int64_t n = x.numel();
-  const float* xp = x.f32();
-  const float* dyp = dy.f32();  // may be dx itself
-  float* dxp = dx.f32();
-#pragma omp parallel for schedule(static)
-  for (int64_t s = 0; s < n; s += kSpan)
-    gelu_backward_span(dxp + s, dyp + s, xp + s, std::min(kSpan, n - s));
+  // dy may be dx itself.
+  const TileIo io(ctx);
+  parallel_spans(ctx, x.numel(), kSpan, 3, any_low_precision({&dx, &dy, &x}),
+                 [&](int64_t s, int64_t len, float* buf) {
+                   const float* xs = io.in(x, s, len, buf);
+                   const float* dys = io.in(dy, s, len, buf + kSpan);
+                   float* dxs = io.out(dx, s, buf + 2 * kSpan);
+                   gelu_backward_span(dxs, dys, xs, len);
+                   io.store(dx, s, len, dxs);
+                 });
 }
 
 void swiglu_forward(ExecContext& ctx, Tensor& y, const Tensor& gate, const Tensor& up) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Activation);
-  if (any_low_precision({&y, &gate, &up})) {  // bf16/f16 storage: f32 arithmetic on staged copies
-    F32Staging s(ctx, "swiglu_forward");
-    Tensor y32 = s.out(y, "y");
-    cpu::swiglu_forward(ctx, y32, s.in(gate, "gate"), s.in(up, "up"));
-    return s.finish();
-  }
-  cpu::check_f32(gate, "swiglu_forward", "gate");
-  cpu::check_f32(up, "swiglu_forward", "up");
-  cpu::check_f32(y, "swiglu_forward", "y");
+  const char* op = "swiglu_forward";
+  cpu::check_float_args(op, {{&gate, "gate"}, {&up, "up"}, {&y, "y"}});
   BRAID_CHECK(gate.ndim() == 2, "swiglu_forward: gate must be (N, F), got {}", gate.str());
   check_shape(up, gate.shape(), "swiglu_forward up");
   check_shape(y, gate.shape(), "swiglu_forward y");
-  const int64_t n = gate.numel();
-  const float* g = gate.f32();  // gate: (N, F)
-  const float* u = up.f32();    // up: (N, F)
-  float* yp = y.f32();          // y: (N, F)
-#pragma omp parallel for schedule(static)
-  for (int64_t s = 0; s < n; s += kSpan)
-    swiglu_forward_span(yp + s, g + s, u + s, std::min(kSpan, n - s));
+  // gate, up, y: (N, F)
+  const TileIo io(ctx);
+  parallel_spans(ctx, gate.numel(), kSpan, 3, any_low_precision({&y, &gate, &up}),
+                 [&](int64_t s, int64_t len, float* buf) {
+                   const float* g = io.in(gate, s, len, buf);
+                   const float* u = io.in(up, s, len, buf + kSpan);
+                   float* ys = io.out(y, s, buf + 2 * kSpan);
+                   swiglu_forward_span(ys, g, u, len);
+                   io.store(y, s, len, ys);
+                 });
 }
 
 void swiglu_backward(ExecContext& ctx, Tensor& dgate, Tensor& dup, const Tensor& dy,
                      const Tensor& gate, const Tensor& up) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Activation);
-  if (any_low_precision(
-          {&dgate, &dup, &dy, &gate, &up})) {  // bf16/f16 storage: f32 arithmetic on staged copies
-    F32Staging s(ctx, "swiglu_backward");
-    Tensor dg32 = s.out(dgate, "dgate"), du32 = s.out(dup, "dup");
-    cpu::swiglu_backward(ctx, dg32, du32, s.in(dy, "dy"), s.in(gate, "gate"), s.in(up, "up"));
-    return s.finish();
-  }
-  cpu::check_f32(gate, "swiglu_backward", "gate");
-  cpu::check_f32(up, "swiglu_backward", "up");
-  cpu::check_f32(dy, "swiglu_backward", "dy");
-  cpu::check_f32(dgate, "swiglu_backward", "dgate");
-  cpu::check_f32(dup, "swiglu_backward", "dup");
+  const char* op = "swiglu_backward";
+  cpu::check_float_args(
+      op, {{&gate, "gate"}, {&up, "up"}, {&dy, "dy"}, {&dgate, "dgate"}, {&dup, "dup"}});
   BRAID_CHECK(gate.ndim() == 2, "swiglu_backward: gate must be (N, F), got {}", gate.str());
   check_shape(up, gate.shape(), "swiglu_backward up");
   check_shape(dy, gate.shape(), "swiglu_backward dy");
   check_shape(dgate, gate.shape(), "swiglu_backward dgate");
   check_shape(dup, gate.shape(), "swiglu_backward dup");
   BRAID_CHECK(dgate.raw() != dup.raw(), "swiglu_backward: dgate and dup must be different tensors");
-  const int64_t n = gate.numel();
-  const float* g = gate.f32();  // gate: (N, F)
-  const float* u = up.f32();    // up: (N, F)
-  const float* d = dy.f32();    // dy: (N, F)
-  float* dg = dgate.f32();      // dgate: (N, F)
-  float* du = dup.f32();        // dup: (N, F)
-#pragma omp parallel for schedule(static)
-  for (int64_t s = 0; s < n; s += kSpan)
-    swiglu_backward_span(dg + s, du + s, d + s, g + s, u + s, std::min(kSpan, n - s));
+  // gate, up, dy, dgate, dup: (N, F); dy may be dgate or dup.
+  const TileIo io(ctx);
+  parallel_spans(ctx, gate.numel(), kSpan, 5, any_low_precision({&dgate, &dup, &dy, &gate, &up}),
+                 [&](int64_t s, int64_t len, float* buf) {
+                   const float* g = io.in(gate, s, len, buf);
+                   const float* u = io.in(up, s, len, buf + kSpan);
+                   const float* d = io.in(dy, s, len, buf + 2 * kSpan);
+                   float* dg = io.out(dgate, s, buf + 3 * kSpan);
+                   float* du = io.out(dup, s, buf + 4 * kSpan);
+                   swiglu_backward_span(dg, du, d, g, u, len);
+                   io.store(dgate, s, len, dg);
+                   io.store(dup, s, len, du);
+                 });
 }
 
 }  // namespace cpu

@@ -38,11 +38,43 @@ struct AttnDims {
   }
 };
 
+// q, k, v, out and their gradients: f32, bf16 or f16 (16-bit rows are widened per block
+// inside the loops, and results narrowed per block); lse is f32.
 void check_input(const Tensor& t, const char* op, const char* name) {
   BRAID_CHECK(t.defined(), "{}: {} is undefined", op, name);
   BRAID_CHECK(t.device().is_cpu(), "{}: {} is on {}, and {} has no CUDA kernel yet", op, name,
               t.device().str(), op);
-  check_dtype(t, DType::F32, name);
+  cpu::check_float_storage(t, op, name);
+}
+
+// An f32 matrix view: element (i, c) at p[i * ld + c].
+struct Rows {
+  const float* p;
+  int64_t ld;
+};
+
+// n rows of D values of t, row i starting at element off + i * ld: t's own memory when f32,
+// else widened into buf (n x D, packed).
+Rows load_rows(const cpu::TileIo& io, const Tensor& t, int64_t off, int64_t n, int64_t D,
+               int64_t ld, float* buf) {
+  if (t.dtype() == DType::F32) return {t.f32() + off, ld};
+  for (int64_t i = 0; i < n; ++i) io.in(t, off + i * ld, D, buf + i * D);
+  return {buf, D};
+}
+
+// Where n rows of f32 results for t go (as load_rows lays them out); store_rows narrows them.
+float* out_rows(Tensor& t, int64_t off, int64_t ld, float* buf, int64_t* out_ld, int64_t D) {
+  if (t.dtype() == DType::F32) {
+    *out_ld = ld;
+    return t.f32() + off;
+  }
+  *out_ld = D;
+  return buf;
+}
+void store_rows(const cpu::TileIo& io, Tensor& t, int64_t off, int64_t n, int64_t D, int64_t ld,
+                const float* res) {
+  if (t.dtype() == DType::F32) return;
+  for (int64_t i = 0; i < n; ++i) io.store(t, off + i * ld, D, res + i * D);
 }
 
 // sample_starts (B, Tk) i32 must describe contiguous samples: s[p] == p or s[p] == s[p - 1].
@@ -141,55 +173,58 @@ namespace cpu {
 void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
                        const Tensor& v, int64_t window, const Tensor& sample_starts) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Attention);
-  if (any_low_precision({&out, &q, &k, &v})) {  // bf16/f16 storage: f32 arithmetic on staged copies
-    F32Staging s(ctx, "attention_forward");
-    Tensor out32 = s.out(out, "out");
-    cpu::attention_forward(ctx, out32, lse, s.in(q, "q"), s.in(k, "k"), s.in(v, "v"), window,
-                           sample_starts);
-    return s.finish();
-  }
   const char* op = "attention_forward";
   const AttnDims d = check_qkv(op, q, k, v, window, sample_starts);
   check_input(out, op, "out");
-  check_input(lse, op, "lse");
+  BRAID_CHECK(lse.defined(), "{}: lse is undefined", op);
+  check_dtype(lse, DType::F32, "lse");
   check_shape(out, q.shape(), "out");
   check_shape(lse, {d.B, d.Hq, d.Tq}, "lse");
   if (out.numel() == 0) return;
 
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.D));
   const CpuIsa isa = ctx.cpu_isa();
-  const float* qp = q.f32();  // q: (B, Tq, Hq, D)
-  const float* kp = k.f32();  // k: (B, Tk, Hkv, D)
-  const float* vp = v.f32();  // v: (B, Tk, Hkv, D)
-  float* op_ = out.f32();     // out: (B, Tq, Hq, D)
-  float* lsep = lse.f32();    // lse: (B, Hq, Tq)
+  // q, out: (B, Tq, Hq, D); k, v: (B, Tk, Hkv, D); lse: (B, Hq, Tq)
+  float* lsep = lse.f32();
   const int64_t pairs = d.B * d.Hq;
   const int64_t ldq = d.q_stride(), ldk = d.kv_stride();
+  const cpu::TileIo io(ctx);
+  const bool low = cpu::any_low_precision({&out, &q, &k, &v});
+  const int64_t qb = kQueryBlock * d.D;  // one block of query (or output) rows, packed
 
 #pragma omp parallel
   {
-    // s: (kQueryBlock, Tk) scores, then probabilities, of one query block; kt: (D, Tk).
-    Tensor scratch = ctx.empty({(kQueryBlock + d.D) * d.Tk}, DType::F32, MemCategory::Workspace);
+    // s: (kQueryBlock, Tk) scores, then probabilities, of one query block; kt: (D, Tk); with
+    // 16-bit storage also the widened block of q, its output rows, and the head's k and v.
+    const int64_t low_size = low ? 2 * qb + 2 * d.Tk * d.D : 0;
+    Tensor scratch =
+        ctx.empty({(kQueryBlock + d.D) * d.Tk + low_size}, DType::F32, MemCategory::Workspace);
     float* s = scratch.f32();
     float* kt = s + kQueryBlock * d.Tk;
+    float* qbuf = kt + d.D * d.Tk;  // the rest only with 16-bit storage
+    float* obuf = qbuf + qb;
+    float* kbuf = obuf + qb;
+    float* vbuf = kbuf + d.Tk * d.D;
 #pragma omp for schedule(static)
     for (int64_t pair = 0; pair < pairs; ++pair) {
       const int64_t b = pair / d.Hq, h = pair % d.Hq, kvh = h / d.group();
-      const float* q_bh = qp + (b * d.Tq * d.Hq + h) * d.D;
-      const float* k_bh = kp + (b * d.Tk * d.Hkv + kvh) * d.D;
-      const float* v_bh = vp + (b * d.Tk * d.Hkv + kvh) * d.D;
-      float* o_bh = op_ + (b * d.Tq * d.Hq + h) * d.D;
+      const int64_t q_off = (b * d.Tq * d.Hq + h) * d.D;      // q and out
+      const int64_t kv_off = (b * d.Tk * d.Hkv + kvh) * d.D;  // k and v
       float* lse_bh = lsep + (b * d.Hq + h) * d.Tq;
-      transpose_head(kt, k_bh, d.Tk, d.D, ldk);
+      const Rows kr = load_rows(io, k, kv_off, d.Tk, d.D, ldk, kbuf);
+      const Rows vr = load_rows(io, v, kv_off, d.Tk, d.D, ldk, vbuf);
+      transpose_head(kt, kr.p, d.Tk, d.D, kr.ld);
       for (int64_t i0 = 0; i0 < d.Tq; i0 += kQueryBlock) {
         const int64_t rows = std::min(kQueryBlock, d.Tq - i0);
         const int64_t nk = d.offset() + i0 + rows;  // keys visible to the block's last row
         const int64_t base = d.offset() + i0;
+        const Rows qr = load_rows(io, q, q_off + i0 * ldq, rows, d.D, ldq, qbuf);
+        int64_t ldo = 0;
+        float* o_blk = out_rows(out, q_off + i0 * ldq, ldq, obuf, &ldo, d.D);
         // Keys [lo, nk) are scored: none of the block's rows sees a key before lo (its first
         // row's first key), so the products start there. Score column c is key lo + c.
         const int64_t lo = d.first_key(b, base), nc = nk - lo;
-        causal_scores(isa, rows, base - lo, d.D, scale, q_bh + i0 * ldq, ldq, kt + lo, d.Tk, s,
-                      nc);
+        causal_scores(isa, rows, base - lo, d.D, scale, qr.p, qr.ld, kt + lo, d.Tk, s, nc);
         for (int64_t r = 0; r < rows; ++r) {
           float* row = s + r * nc;
           const int64_t visible = d.offset() + i0 + r + 1;
@@ -199,8 +234,8 @@ void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor&
           std::memset(row, 0, sizeof(float) * static_cast<size_t>(first - lo));
           std::memset(row + visible - lo, 0, sizeof(float) * static_cast<size_t>(nk - visible));
         }
-        causal_rows_product(isa, rows, base - lo, d.D, s, nc, v_bh + lo * ldk, ldk,
-                            o_bh + i0 * ldq, ldq);
+        causal_rows_product(isa, rows, base - lo, d.D, s, nc, vr.p + lo * vr.ld, vr.ld, o_blk, ldo);
+        store_rows(io, out, q_off + i0 * ldq, rows, d.D, ldq, o_blk);
       }
     }
   }
@@ -210,14 +245,6 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                         const Tensor& lse, int64_t window, const Tensor& sample_starts) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Attention);
-  if (any_low_precision({&dq, &dk, &dv, &dout, &q, &k, &v,
-                         &out})) {  // bf16/f16 storage: f32 arithmetic on staged copies
-    F32Staging s(ctx, "attention_backward");
-    Tensor dq32 = s.out(dq, "dq"), dk32 = s.out(dk, "dk"), dv32 = s.out(dv, "dv");
-    cpu::attention_backward(ctx, dq32, dk32, dv32, s.in(dout, "dout"), s.in(q, "q"), s.in(k, "k"),
-                            s.in(v, "v"), s.in(out, "out"), lse, window, sample_starts);
-    return s.finish();
-  }
   const char* op = "attention_backward";
   const AttnDims d = check_qkv(op, q, k, v, window, sample_starts);
   check_input(dq, op, "dq");
@@ -225,7 +252,8 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
   check_input(dv, op, "dv");
   check_input(dout, op, "dout");
   check_input(out, op, "out");
-  check_input(lse, op, "lse");
+  BRAID_CHECK(lse.defined(), "{}: lse is undefined", op);
+  check_dtype(lse, DType::F32, "lse");
   check_shape(dq, q.shape(), "dq");
   check_shape(dout, q.shape(), "dout");
   check_shape(out, q.shape(), "out");
@@ -240,43 +268,50 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
 
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.D));
   const CpuIsa isa = ctx.cpu_isa();
-  const float* qp = q.f32();        // q: (B, Tq, Hq, D)
-  const float* kp = k.f32();        // k: (B, Tk, Hkv, D)
-  const float* vp = v.f32();        // v: (B, Tk, Hkv, D)
-  const float* outp = out.f32();    // out: (B, Tq, Hq, D)
-  const float* doutp = dout.f32();  // dout: (B, Tq, Hq, D)
-  const float* lsep = lse.f32();    // lse: (B, Hq, Tq)
-  float* dqp = dq.f32();            // dq: (B, Tq, Hq, D)
-  float* dkp = dk.f32();            // dk: (B, Tk, Hkv, D)
-  float* dvp = dv.f32();            // dv: (B, Tk, Hkv, D)
+  // q, out, dout, dq: (B, Tq, Hq, D); k, v, dk, dv: (B, Tk, Hkv, D); lse: (B, Hq, Tq)
+  const float* lsep = lse.f32();
   // One task per (batch, kv head): it owns that slice of dk and dv and loops over the query
   // heads sharing it in a fixed order, so the sums need no atomics and are deterministic.
   const int64_t pairs = d.B * d.Hkv;
   const int64_t ldq = d.q_stride(), ldk = d.kv_stride();
+  const cpu::TileIo io(ctx);
+  const bool low = cpu::any_low_precision({&dq, &dk, &dv, &dout, &q, &k, &v, &out});
+  const int64_t qb = kQueryBlock * d.D, kvb = d.Tk * d.D;
 
 #pragma omp parallel
   {
     // p, ds: (kQueryBlock, Tk) recomputed probabilities and score gradients of one block;
-    // kt, vt: (D, Tk) transposed keys and values of the kv head.
+    // kt, vt: (D, Tk) transposed keys and values of the kv head; with 16-bit storage also the
+    // widened q, out, dout blocks, the dq block, and the head's k, v, dk and dv.
+    const int64_t low_size = low ? 4 * qb + 4 * kvb : 0;
     Tensor scratch =
-        ctx.empty({2 * (kQueryBlock + d.D) * d.Tk}, DType::F32, MemCategory::Workspace);
+        ctx.empty({2 * (kQueryBlock + d.D) * d.Tk + low_size}, DType::F32, MemCategory::Workspace);
     float* p = scratch.f32();
     float* ds = p + kQueryBlock * d.Tk;
     float* kt = ds + kQueryBlock * d.Tk;
     float* vt = kt + d.D * d.Tk;
+    float* qbuf = vt + d.D * d.Tk;  // the rest only with 16-bit storage
+    float* obuf = qbuf + qb;
+    float* dobuf = obuf + qb;
+    float* dqbuf = dobuf + qb;
+    float* kbuf = dqbuf + qb;
+    float* vbuf = kbuf + kvb;
+    float* dkbuf = vbuf + kvb;
+    float* dvbuf = dkbuf + kvb;
 #pragma omp for schedule(static)
     for (int64_t pair = 0; pair < pairs; ++pair) {
       const int64_t b = pair / d.Hkv, kvh = pair % d.Hkv;
       const int64_t kv_base = (b * d.Tk * d.Hkv + kvh) * d.D;
-      const float* k_b = kp + kv_base;
-      const float* v_b = vp + kv_base;
-      float* dk_b = dkp + kv_base;
-      float* dv_b = dvp + kv_base;
-      transpose_head(kt, k_b, d.Tk, d.D, ldk);
-      transpose_head(vt, v_b, d.Tk, d.D, ldk);
+      const Rows kr = load_rows(io, k, kv_base, d.Tk, d.D, ldk, kbuf);
+      const Rows vr = load_rows(io, v, kv_base, d.Tk, d.D, ldk, vbuf);
+      int64_t lddk = 0, lddv = 0;
+      float* dk_b = out_rows(dk, kv_base, ldk, dkbuf, &lddk, d.D);
+      float* dv_b = out_rows(dv, kv_base, ldk, dvbuf, &lddv, d.D);
+      transpose_head(kt, kr.p, d.Tk, d.D, kr.ld);
+      transpose_head(vt, vr.p, d.Tk, d.D, vr.ld);
       for (int64_t t = 0; t < d.Tk; ++t) {
-        std::memset(dk_b + t * ldk, 0, sizeof(float) * static_cast<size_t>(d.D));
-        std::memset(dv_b + t * ldk, 0, sizeof(float) * static_cast<size_t>(d.D));
+        std::memset(dk_b + t * lddk, 0, sizeof(float) * static_cast<size_t>(d.D));
+        std::memset(dv_b + t * lddv, 0, sizeof(float) * static_cast<size_t>(d.D));
       }
       for (int64_t h = kvh * d.group(); h < (kvh + 1) * d.group(); ++h) {
         const int64_t q_base = (b * d.Tq * d.Hq + h) * d.D;
@@ -284,15 +319,17 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
         for (int64_t i0 = 0; i0 < d.Tq; i0 += kQueryBlock) {
           const int64_t rows = std::min(kQueryBlock, d.Tq - i0);
           const int64_t nk = d.offset() + i0 + rows;
-          const float* q_blk = qp + q_base + i0 * ldq;
-          const float* o_blk = outp + q_base + i0 * ldq;
-          const float* do_blk = doutp + q_base + i0 * ldq;
-          float* dq_blk = dqp + q_base + i0 * ldq;
+          const int64_t blk = q_base + i0 * ldq;
+          const Rows qr = load_rows(io, q, blk, rows, d.D, ldq, qbuf);
+          const Rows orr = load_rows(io, out, blk, rows, d.D, ldq, obuf);
+          const Rows dor = load_rows(io, dout, blk, rows, d.D, ldq, dobuf);
+          int64_t lddq = 0;
+          float* dq_blk = out_rows(dq, blk, ldq, dqbuf, &lddq, d.D);
           const int64_t base = d.offset() + i0;
           // As in the forward: only keys [lo, nk) can be seen; column c is key lo + c.
           const int64_t lo = d.first_key(b, base), nc = nk - lo;
-          causal_scores(isa, rows, base - lo, d.D, scale, q_blk, ldq, kt + lo, d.Tk, p, nc);
-          causal_scores(isa, rows, base - lo, d.D, 1.0f, do_blk, ldq, vt + lo, d.Tk, ds, nc);
+          causal_scores(isa, rows, base - lo, d.D, scale, qr.p, qr.ld, kt + lo, d.Tk, p, nc);
+          causal_scores(isa, rows, base - lo, d.D, 1.0f, dor.p, dor.ld, vt + lo, d.Tk, ds, nc);
           for (int64_t r = 0; r < rows; ++r) {
             const int64_t visible = d.offset() + i0 + r + 1;
             const int64_t first = d.first_key(b, visible - 1);
@@ -305,18 +342,22 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
             std::memset(p_row, 0, sizeof(float) * before);
             std::memset(p_row + e, 0, sizeof(float) * masked);
             // sum_j p_j dp_j equals dout . out for the row, which is cheaper (D, not nk).
-            const float dot = cpu::dot_row(isa, do_blk + r * ldq, o_blk + r * ldq, d.D);
+            const float dot = cpu::dot_row(isa, dor.p + r * dor.ld, orr.p + r * orr.ld, d.D);
             cpu::softmax_grad_row(isa, ds_row + f, p_row + f, visible - first, dot, scale);
             std::memset(ds_row, 0, sizeof(float) * before);
             std::memset(ds_row + e, 0, sizeof(float) * masked);
           }
-          causal_keys_accumulate(isa, rows, base - lo, d.D, p, nc, do_blk, ldq, dv_b + lo * ldk,
-                                 ldk);
-          causal_rows_product(isa, rows, base - lo, d.D, ds, nc, k_b + lo * ldk, ldk, dq_blk, ldq);
-          causal_keys_accumulate(isa, rows, base - lo, d.D, ds, nc, q_blk, ldq, dk_b + lo * ldk,
-                                 ldk);
+          causal_keys_accumulate(isa, rows, base - lo, d.D, p, nc, dor.p, dor.ld, dv_b + lo * lddv,
+                                 lddv);
+          causal_rows_product(isa, rows, base - lo, d.D, ds, nc, kr.p + lo * kr.ld, kr.ld, dq_blk,
+                              lddq);
+          store_rows(io, dq, blk, rows, d.D, ldq, dq_blk);
+          causal_keys_accumulate(isa, rows, base - lo, d.D, ds, nc, qr.p, qr.ld, dk_b + lo * lddk,
+                                 lddk);
         }
       }
+      store_rows(io, dk, kv_base, d.Tk, d.D, ldk, dk_b);
+      store_rows(io, dv, kv_base, d.Tk, d.D, ldk, dv_b);
     }
   }
 }

@@ -2,6 +2,7 @@
 // column splits and row copies.
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "core/kernels/cpu/convert.h"
@@ -23,43 +24,40 @@ void check_copyable(const Tensor& t, const char* op, const char* name) {
 }
 }  // namespace
 
+// Elements per task of the element-wise loops (and per-thread buffer size for 16-bit spans).
+constexpr int64_t kSpan = 8192;
+
 void add(ExecContext& ctx, Tensor& y, const Tensor& a, const Tensor& b) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
-  if (any_low_precision({&y, &a, &b})) {  // bf16/f16 storage: f32 arithmetic on staged copies
-    F32Staging s(ctx, "add");
-    Tensor y32 = s.out(y, "y");
-    cpu::add(ctx, y32, s.in(a, "a"), s.in(b, "b"));
-    return s.finish();
-  }
-  cpu::check_f32(y, "add", "y");
-  cpu::check_f32(a, "add", "a");
-  cpu::check_f32(b, "add", "b");
+  cpu::check_float_args("add", {{&a, "a"}, {&b, "b"}, {&y, "y"}});
   check_shape(b, a.shape(), "add b");
   check_shape(y, a.shape(), "add y");
-  const int64_t n = a.numel();
-  const float* ap = a.f32();
-  const float* bp = b.f32();
-  float* yp = y.f32();  // may be a or b
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; ++i) yp[i] = ap[i] + bp[i];
+  // y may be a or b; 16-bit spans are widened, added in f32 and narrowed.
+  const TileIo io(ctx);
+  parallel_spans(ctx, a.numel(), kSpan, 3, any_low_precision({&y, &a, &b}),
+                 [&](int64_t s, int64_t len, float* buf) {
+                   const float* as = io.in(a, s, len, buf);
+                   const float* bs = io.in(b, s, len, buf + kSpan);
+                   float* ys = io.out(y, s, buf + 2 * kSpan);
+#pragma omp simd
+                   for (int64_t i = 0; i < len; ++i) ys[i] = as[i] + bs[i];
+                   io.store(y, s, len, ys);
+                 });
 }
 
 void add_inplace(ExecContext& ctx, Tensor& y, const Tensor& x) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
-  if (any_low_precision({&y, &x})) {  // bf16/f16 storage: f32 arithmetic on staged copies
-    F32Staging s(ctx, "add_inplace");
-    Tensor y32 = s.out(y, "y", true);
-    cpu::add_inplace(ctx, y32, s.in(x, "x"));
-    return s.finish();
-  }
-  cpu::check_f32(y, "add_inplace", "y");
-  cpu::check_f32(x, "add_inplace", "x");
+  cpu::check_float_args("add_inplace", {{&x, "x"}, {&y, "y"}});
   check_shape(x, y.shape(), "add_inplace x");
-  const int64_t n = y.numel();
-  const float* xp = x.f32();
-  float* yp = y.f32();
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; ++i) yp[i] += xp[i];
+  const TileIo io(ctx);
+  parallel_spans(ctx, y.numel(), kSpan, 2, any_low_precision({&y, &x}),
+                 [&](int64_t s, int64_t len, float* buf) {
+                   const float* xs = io.in(x, s, len, buf);
+                   float* ys = io.inout(y, s, len, buf + kSpan);
+#pragma omp simd
+                   for (int64_t i = 0; i < len; ++i) ys[i] += xs[i];
+                   io.store(y, s, len, ys);
+                 });
 }
 
 void zero(ExecContext&, Tensor& x) { x.zero_(); }

@@ -1,5 +1,6 @@
 // CPU token + learned position embedding: gather forward, deterministic scatter-add backward.
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "core/kernels/cpu/cpu_checks.h"
@@ -14,23 +15,18 @@ namespace cpu {
 void embedding_forward(ExecContext& ctx, Tensor& out, const Tensor& tokens, const Tensor& wte,
                        const Tensor& wpe, int64_t pos_offset) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
-  if (any_low_precision({&out, &wte, &wpe})) {  // bf16/f16 storage: f32 arithmetic on staged copies
-    F32Staging s(ctx, "embedding_forward");
-    Tensor out32 = s.out(out, "out");
-    cpu::embedding_forward(ctx, out32, tokens, s.in(wte, "wte"), s.in(wpe, "wpe"), pos_offset);
-    return s.finish();
-  }
   const char* op = "embedding_forward";
-  cpu::check_f32(out, op, "out");
-  cpu::check_f32(wte, op, "wte");
-  if (wpe.defined()) cpu::check_f32(wpe, op, "wpe");
+  cpu::check_float_args(op, {{&wte, "wte"}, {&out, "out"}});
+  if (wpe.defined()) {
+    cpu::check_cpu(wpe, op, "wpe");
+    cpu::check_float_storage(wpe, op, "wpe");
+  }
   cpu::check_cpu(tokens, op, "tokens");
   check_dtype(tokens, DType::I32, "embedding_forward tokens");
   BRAID_CHECK(tokens.ndim() == 2, "{}: tokens must be (B, T), got {}", op, tokens.str());
   BRAID_CHECK(wte.ndim() == 2, "{}: wte must be (V, C), got {}", op, wte.str());
   const int64_t B = tokens.dim(0), T = tokens.dim(1), V = wte.dim(0), C = wte.dim(1);
   check_shape(out, {B, T, C}, "embedding_forward out");
-  const float* pe = nullptr;  // wpe: (P, C) or absent
   if (wpe.defined()) {
     BRAID_CHECK(wpe.ndim() == 2 && wpe.dim(1) == C, "{}: wpe must be (P, {}), got {}", op, C,
                 wpe.str());
@@ -38,7 +34,6 @@ void embedding_forward(ExecContext& ctx, Tensor& out, const Tensor& tokens, cons
     BRAID_CHECK(pos_offset >= 0 && (T == 0 || pos_offset + T <= P),
                 "{}: positions [{}, {}) are outside the position table [0, {})", op, pos_offset,
                 pos_offset + T, P);
-    pe = wpe.f32();
   }
   const int32_t* tok = tokens.i32();  // tokens: (B, T)
   // Checked before the parallel loop: an exception must not leave an OpenMP region.
@@ -47,18 +42,25 @@ void embedding_forward(ExecContext& ctx, Tensor& out, const Tensor& tokens, cons
                 "{}: token id {} at (b={}, t={}) is outside the vocabulary [0, V={})", op, tok[i],
                 i / T, i % T, V);
 
-  const float* te = wte.f32();  // wte: (V, C)
-  float* o = out.f32();         // out: (B, T, C)
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < B * T; ++i) {
-    const float* trow = te + static_cast<int64_t>(tok[i]) * C;
-    float* orow = o + i * C;
-    if (pe) {
-      const float* prow = pe + (pos_offset + i % T) * C;
+  // wte: (V, C); wpe: (P, C) or absent; out: (B, T, C). With 16-bit tables only the gathered
+  // rows are widened (never the whole table), one row at a time.
+  const cpu::TileIo io(ctx);
+  const bool low = any_low_precision({&out, &wte, &wpe});
+#pragma omp parallel
+  {
+    const cpu::TileBuffers buf(ctx, low, 3, C);  // token, position and output rows
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < B * T; ++i) {
+      const float* trow = io.in(wte, static_cast<int64_t>(tok[i]) * C, C, buf[0]);
+      float* orow = io.out(out, i * C, buf[2]);
+      if (wpe.defined()) {
+        const float* prow = io.in(wpe, (pos_offset + i % T) * C, C, buf[1]);
 #pragma omp simd
-      for (int64_t c = 0; c < C; ++c) orow[c] = trow[c] + prow[c];
-    } else {
-      std::copy(trow, trow + C, orow);
+        for (int64_t c = 0; c < C; ++c) orow[c] = trow[c] + prow[c];
+      } else {
+        std::copy(trow, trow + C, orow);
+      }
+      io.store(out, i * C, C, orow);
     }
   }
 }
@@ -212,8 +214,8 @@ void embedding_rows_backward(ExecContext& ctx, Tensor& dwte, Tensor& dwpe, const
   if (dwte.defined()) cpu::check_f32(dwte, op, "dwte");
   if (dwpe.defined()) cpu::check_f32(dwpe, op, "dwpe");
   check_dtype(tokens, DType::I32, "embedding_rows_backward tokens");
-  BRAID_CHECK(tokens.ndim() == 2 && dout.ndim() == 3, "{}: tokens (B, T) and dout (B, T, C), got {} and {}",
-              op, tokens.str(), dout.str());
+  BRAID_CHECK(tokens.ndim() == 2 && dout.ndim() == 3,
+              "{}: tokens (B, T) and dout (B, T, C), got {} and {}", op, tokens.str(), dout.str());
   const int64_t B = tokens.dim(0), T = tokens.dim(1), C = dout.dim(2);
   check_shape(dout, {B, T, C}, "embedding_rows_backward dout");
   const int32_t* tok = tokens.i32();

@@ -12,6 +12,7 @@
 #include "core/kernels/cpu/convert.h"
 #include "core/kernels/cpu/gemm_backends.h"
 #include "core/profile.h"
+#include "core/tensor.h"
 
 namespace braid {
 namespace {
@@ -201,6 +202,45 @@ void gemm_bf16(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t 
   const GemmPlan& plan = ctx.gemm();
   gemm_bf16_with(ctx, plan.backend, plan.bf16_mode, trans_a, trans_b, M, N, K, alpha, A, lda, B,
                  ldb, beta, C, ldc);
+}
+
+void gemm_bf16_to_bf16(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N,
+                       int64_t K, const bf16* A, int64_t lda, const bf16* B, int64_t ldb,
+                       const float* bias, bool accumulate, bf16* C, int64_t ldc) {
+  BRAID_CHECK(ctx.device().is_cpu(), "gemm_bf16_to_bf16 on {}: no CUDA GEMM yet",
+              ctx.device().str());
+  if (M <= 0 || N <= 0) return;
+  const GemmPlan& plan = ctx.gemm();
+  if (K > 0 && plan.backend == GemmBackend::OneDnn && plan.bf16_mode == Bf16Mode::Native &&
+      native_bf16_available(plan.backend)) {
+    KernelTimer timer(ctx.profiler(), KernelGroup::Gemm);
+    const GemmWorkspace::Lease scratch = ctx.gemm_workspace().lease();
+    return gemm_bf16_out_onednn(*scratch, trans_a, trans_b, M, N, K, A, lda, B, ldb, bias,
+                                accumulate, C, ldc);
+  }
+  // Staged: f32 rows of C (bias, or C's old values, or nothing), the f32 GEMM onto them, one
+  // narrowing pass. The f32 buffer is the whole (M, N) result.
+  Tensor c32 = ctx.empty({M, N}, DType::F32, MemCategory::Workspace);
+  float* cp = c32.f32();
+  const cpu::ConvertIsa path = cpu::convert_path(ctx.cpu_isa());
+  const bool threaded = !omp_in_parallel();
+#pragma omp parallel for schedule(static) if (threaded)
+  for (int64_t i = 0; i < M; ++i) {
+    float* row = cp + i * N;
+    if (accumulate) {
+      cpu::widen_to_f32(path, DType::BF16, C + i * ldc, row, N);
+      if (bias)
+        for (int64_t j = 0; j < N; ++j) row[j] += bias[j];
+    } else if (bias) {
+      std::copy(bias, bias + N, row);
+    }
+  }
+  gemm_bf16(ctx, trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, accumulate || bias ? 1.0f : 0.0f,
+            cp, N);
+  KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
+#pragma omp parallel for schedule(static) if (threaded)
+  for (int64_t i = 0; i < M; ++i)
+    cpu::narrow_from_f32(path, DType::BF16, cp + i * N, C + i * ldc, N);
 }
 
 void gemm_f16(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,

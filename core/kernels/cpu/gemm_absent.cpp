@@ -27,6 +27,10 @@ void gemm_bf16_onednn(GemmScratch&, bool, bool, int64_t, int64_t, int64_t, float
                       int64_t, const bf16*, int64_t, float, float*, int64_t) {
   no_onednn();
 }
+void gemm_bf16_out_onednn(GemmScratch&, bool, bool, int64_t, int64_t, int64_t, const bf16*, int64_t,
+                          const bf16*, int64_t, const float*, bool, bf16*, int64_t) {
+  no_onednn();
+}
 void gemm_f32_onednn_matmul(GemmScratch&, bool, bool, int64_t, int64_t, int64_t, float,
                             const float*, int64_t, const float*, int64_t, float, float*, int64_t) {
   no_onednn();

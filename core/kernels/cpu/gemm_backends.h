@@ -45,6 +45,11 @@ void gemm_f32_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float al
 void gemm_bf16_onednn(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
                       float alpha, const bf16* A, int64_t lda, const bf16* B, int64_t ldb,
                       float beta, float* C, int64_t ldc);
+// bf16 inputs, bf16 output: C = round(op(A) op(B) + bias + (accumulate ? C : 0)), the sum in
+// f32 and rounded once; bias (N floats) may be null.
+void gemm_bf16_out_onednn(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                          const bf16* A, int64_t lda, const bf16* B, int64_t ldb, const float* bias,
+                          bool accumulate, bf16* C, int64_t ldc);
 // f32 through the same cached matmul primitive as gemm_bf16_onednn (strides for transposes,
 // alpha as output scale, beta as sum post-op), so that plumbing is testable on CPUs whose
 // oneDNN has no bf16 matmul.

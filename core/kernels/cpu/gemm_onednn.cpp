@@ -17,18 +17,22 @@ namespace {
 struct MatmulKey {
   bool bf16_in;  // bf16 src/weights, else f32
   bool ta, tb;
+  bool bf16_out = false;  // bf16 dst (one rounding of the f32 result), else f32
+  bool bias = false;      // an f32 bias row (N) added to every row before the rounding
   int64_t M, N, K, lda, ldb, ldc;
   float alpha, beta;
   bool operator==(const MatmulKey& o) const {
-    return bf16_in == o.bf16_in && ta == o.ta && tb == o.tb && M == o.M && N == o.N && K == o.K &&
-           lda == o.lda && ldb == o.ldb && ldc == o.ldc && std::memcmp(&alpha, &o.alpha, 4) == 0 &&
+    return bf16_in == o.bf16_in && ta == o.ta && tb == o.tb && bf16_out == o.bf16_out &&
+           bias == o.bias && M == o.M && N == o.N && K == o.K && lda == o.lda && ldb == o.ldb &&
+           ldc == o.ldc && std::memcmp(&alpha, &o.alpha, 4) == 0 &&
            std::memcmp(&beta, &o.beta, 4) == 0;
   }
 };
 
 struct MatmulKeyHash {
   size_t operator()(const MatmulKey& k) const {
-    size_t h = (static_cast<size_t>(k.bf16_in) << 2) | (static_cast<size_t>(k.ta) << 1) |
+    size_t h = (static_cast<size_t>(k.bias) << 4) | (static_cast<size_t>(k.bf16_out) << 3) |
+               (static_cast<size_t>(k.bf16_in) << 2) | (static_cast<size_t>(k.ta) << 1) |
                static_cast<size_t>(k.tb);
     auto mix = [&h](uint64_t v) {
       h ^= std::hash<uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
@@ -45,7 +49,7 @@ struct MatmulKeyHash {
 // A ready primitive and memory objects whose data handles are swapped per call.
 struct CachedMatmul {
   dnnl::matmul prim;
-  dnnl::memory src, weights, dst;
+  dnnl::memory src, weights, dst, bias;  // bias: empty without one
 };
 
 CachedMatmul make_matmul(const dnnl::engine& eng, const MatmulKey& k) {
@@ -56,7 +60,12 @@ CachedMatmul make_matmul(const dnnl::engine& eng, const MatmulKey& k) {
                             k.ta ? dnnl::memory::dims{1, k.lda} : dnnl::memory::dims{k.lda, 1});
   dnnl::memory::desc wei_md({k.K, k.N}, in_dt,
                             k.tb ? dnnl::memory::dims{1, k.ldb} : dnnl::memory::dims{k.ldb, 1});
-  dnnl::memory::desc dst_md({k.M, k.N}, dt::f32, dnnl::memory::dims{k.ldc, 1});
+  dnnl::memory::desc dst_md({k.M, k.N}, k.bf16_out ? dt::bf16 : dt::f32,
+                            dnnl::memory::dims{k.ldc, 1});
+  // The bias is f32 and broadcast over the rows; oneDNN adds it to the f32 accumulator.
+  const dnnl::memory::desc bias_md =
+      k.bias ? dnnl::memory::desc({1, k.N}, dt::f32, dnnl::memory::dims{k.N, 1})
+             : dnnl::memory::desc();
   dnnl::primitive_attr attr;
   if (k.alpha != 1.0f) attr.set_output_scales(0, {k.alpha});
   if (k.beta != 0.0f) {
@@ -65,10 +74,13 @@ CachedMatmul make_matmul(const dnnl::engine& eng, const MatmulKey& k) {
     po.append_sum(k.beta);
     attr.set_post_ops(po);
   }
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, wei_md, dst_md), attr, eng);
+  dnnl::matmul::primitive_desc pd(k.bias ? dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md)
+                                         : dnnl::matmul::desc(src_md, wei_md, dst_md),
+                                  attr, eng);
   return CachedMatmul{dnnl::matmul(pd), dnnl::memory(src_md, eng, DNNL_MEMORY_NONE),
                       dnnl::memory(wei_md, eng, DNNL_MEMORY_NONE),
-                      dnnl::memory(dst_md, eng, DNNL_MEMORY_NONE)};
+                      dnnl::memory(dst_md, eng, DNNL_MEMORY_NONE),
+                      k.bias ? dnnl::memory(bias_md, eng, DNNL_MEMORY_NONE) : dnnl::memory()};
 }
 
 }  // namespace
@@ -93,23 +105,40 @@ void OneDnnMatmulCacheDeleter::operator()(OneDnnMatmulCache* cache) const { dele
 
 namespace {
 
-void run_matmul(GemmScratch& scratch, bool bf16_in, bool ta, bool tb, int64_t M, int64_t N,
-                int64_t K, float alpha, const void* A, int64_t lda, const void* B, int64_t ldb,
-                float beta, float* C, int64_t ldc) {
+// Runs the cached primitive of `key` on these buffers (bias: null without one).
+void run_matmul(GemmScratch& scratch, const MatmulKey& key, const void* A, const void* B,
+                const float* bias, void* C) {
   try {
     if (!scratch.onednn) scratch.onednn.reset(new OneDnnMatmulCache());
     OneDnnMatmulCache& cache = *scratch.onednn;
-    CachedMatmul& mm = cache.get(MatmulKey{bf16_in, ta, tb, M, N, K, lda, ldb, ldc, alpha, beta});
+    CachedMatmul& mm = cache.get(key);
     mm.src.set_data_handle(const_cast<void*>(A));
     mm.weights.set_data_handle(const_cast<void*>(B));
     mm.dst.set_data_handle(C);
-    mm.prim.execute(cache.stream,
-                    {{DNNL_ARG_SRC, mm.src}, {DNNL_ARG_WEIGHTS, mm.weights}, {DNNL_ARG_DST, mm.dst}});
+    if (key.bias) {
+      mm.bias.set_data_handle(const_cast<float*>(bias));
+      mm.prim.execute(cache.stream, {{DNNL_ARG_SRC, mm.src},
+                                     {DNNL_ARG_WEIGHTS, mm.weights},
+                                     {DNNL_ARG_BIAS, mm.bias},
+                                     {DNNL_ARG_DST, mm.dst}});
+    } else {
+      mm.prim.execute(
+          cache.stream,
+          {{DNNL_ARG_SRC, mm.src}, {DNNL_ARG_WEIGHTS, mm.weights}, {DNNL_ARG_DST, mm.dst}});
+    }
     cache.stream.wait();
   } catch (const dnnl::error& e) {
-    BRAID_CHECK(false, "oneDNN {} matmul ({}x{}x{}) failed: {} (status {})",
-                bf16_in ? "bf16" : "f32", M, N, K, e.what(), static_cast<int>(e.status));
+    BRAID_CHECK(false, "oneDNN {} matmul ({}x{}x{}{}{}) failed: {} (status {})",
+                key.bf16_in ? "bf16" : "f32", key.M, key.N, key.K, key.bf16_out ? ", bf16 out" : "",
+                key.bias ? ", bias" : "", e.what(), static_cast<int>(e.status));
   }
+}
+
+void run_matmul(GemmScratch& scratch, bool bf16_in, bool ta, bool tb, int64_t M, int64_t N,
+                int64_t K, float alpha, const void* A, int64_t lda, const void* B, int64_t ldb,
+                float beta, float* C, int64_t ldc) {
+  run_matmul(scratch, MatmulKey{bf16_in, ta, tb, false, false, M, N, K, lda, ldb, ldc, alpha, beta},
+             A, B, nullptr, C);
 }
 
 }  // namespace
@@ -149,7 +178,7 @@ bool onednn_has_bf16_matmul() {
   static const bool available = [] {
     try {
       const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-      make_matmul(eng, MatmulKey{true, false, false, 8, 8, 8, 8, 8, 8, 1.0f, 0.0f});
+      make_matmul(eng, MatmulKey{true, false, false, false, false, 8, 8, 8, 8, 8, 8, 1.0f, 0.0f});
       return true;
     } catch (const dnnl::error&) {
       return false;
@@ -171,9 +200,18 @@ void gemm_bf16_onednn(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t
   run_matmul(scratch, true, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-void gemm_f32_onednn_matmul(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t N,
-                            int64_t K, float alpha, const float* A, int64_t lda, const float* B,
-                            int64_t ldb, float beta, float* C, int64_t ldc) {
+void gemm_bf16_out_onednn(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                          const bf16* A, int64_t lda, const bf16* B, int64_t ldb, const float* bias,
+                          bool accumulate, bf16* C, int64_t ldc) {
+  run_matmul(scratch,
+             MatmulKey{true, ta, tb, true, bias != nullptr, M, N, K, lda, ldb, ldc, 1.0f,
+                       accumulate ? 1.0f : 0.0f},
+             A, B, bias, C);
+}
+
+void gemm_f32_onednn_matmul(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                            float alpha, const float* A, int64_t lda, const float* B, int64_t ldb,
+                            float beta, float* C, int64_t ldc) {
   run_matmul(scratch, false, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 

@@ -15,24 +15,33 @@ namespace cpu {
 
 namespace {
 
-// db (OUT) += column sums of dy (N, OUT), f32. Fixed row chunks (thread-count independent) so
-// that all rows are spread over all threads even when OUT is small.
+// db (OUT, f32) += column sums of dy (N, OUT; f32, bf16 or f16). Fixed row chunks
+// (thread-count independent) so that all rows are spread over all threads even when OUT is
+// small; 16-bit rows are widened one at a time into the chunk's sums.
 void bias_grad(ExecContext& ctx, Tensor& db, const Tensor& dy) {
   const int64_t N = dy.dim(0), OUT = dy.dim(1);
   const int64_t chunk_rows = cpu::rows_per_chunk(N);
   const int64_t chunks = (N + chunk_rows - 1) / chunk_rows;
   Tensor partial = ctx.empty({chunks, OUT}, DType::F32, MemCategory::Workspace);
-  const float* dyp = dy.f32();  // dy: (N, OUT)
-  float* pp = partial.f32();    // partial: (chunks, OUT)
-#pragma omp parallel for schedule(static)
-  for (int64_t k = 0; k < chunks; ++k) {
-    float* pk = pp + k * OUT;
-    const int64_t r0 = k * chunk_rows, r1 = std::min(N, r0 + chunk_rows);
+  float* pp = partial.f32();  // partial: (chunks, OUT)
+  const TileIo io(ctx);
+  const bool low = dy.dtype() != DType::F32;
+#pragma omp parallel
+  {
+    const TileBuffers bufs(ctx, low, 1, OUT);
+    float* buf = bufs[0];
+#pragma omp for schedule(static)
+    for (int64_t k = 0; k < chunks; ++k) {
+      float* pk = pp + k * OUT;
+      const int64_t r0 = k * chunk_rows, r1 = std::min(N, r0 + chunk_rows);
+      const float* first = io.in(dy, r0 * OUT, OUT, buf);
 #pragma omp simd
-    for (int64_t c = 0; c < OUT; ++c) pk[c] = dyp[r0 * OUT + c];
-    for (int64_t r = r0 + 1; r < r1; ++r) {
+      for (int64_t c = 0; c < OUT; ++c) pk[c] = first[c];
+      for (int64_t r = r0 + 1; r < r1; ++r) {
+        const float* row = io.in(dy, r * OUT, OUT, buf);
 #pragma omp simd
-      for (int64_t c = 0; c < OUT; ++c) pk[c] += dyp[r * OUT + c];
+        for (int64_t c = 0; c < OUT; ++c) pk[c] += row[c];
+      }
     }
   }
   cpu::add_chunk_partials(db.f32(), pp, chunks, OUT, OUT);
@@ -67,8 +76,8 @@ void linear_forward_16(ExecContext& ctx, Tensor& y, const Tensor& x, const Tenso
                        const Tensor& b) {
   const char* op = "linear_forward";
   F32Staging s(ctx, op);
-  Tensor y32 = s.out(y, "y");
   if (!gemm_operands_16(x, w)) {
+    Tensor y32 = s.out(y, "y");
     cpu::linear_forward(ctx, y32, s.in(x, "x"), s.in(w, "w"), s.in(b, "b"));
     return s.finish();
   }
@@ -76,9 +85,15 @@ void linear_forward_16(ExecContext& ctx, Tensor& y, const Tensor& x, const Tenso
   check_2d(w, op, "w");
   const int64_t N = x.dim(0), IN = x.dim(1), OUT = w.dim(0);
   check_shape(w, {OUT, IN}, "linear_forward w");
-  check_shape(y32, {N, OUT}, "linear_forward y");
+  check_shape(y, {N, OUT}, "linear_forward y");
   const Tensor b32 = s.in(b, "b");
   if (b32.defined()) check_shape(b32, {OUT}, "linear_forward b");
+  if (IN > 0 && x.dtype() == DType::BF16 && y.dtype() == DType::BF16) {
+    // bf16 in and out: the GEMM writes y itself, bias added in f32 before the one rounding.
+    return gemm_bf16_to_bf16(ctx, false, true, N, OUT, IN, x.data<bf16>(), IN, w.data<bf16>(), IN,
+                             b32.defined() ? b32.f32() : nullptr, false, y.data<bf16>(), OUT);
+  }
+  Tensor y32 = s.out(y, "y");
   float* yp = y32.f32();  // y: (N, OUT)
   if (b32.defined()) {
     const float* bp = b32.f32();
@@ -97,8 +112,8 @@ void linear_backward_input_16(ExecContext& ctx, Tensor& dx, const Tensor& dy, co
                               bool accumulate) {
   const char* op = "linear_backward_input";
   F32Staging s(ctx, op);
-  Tensor dx32 = s.out(dx, "dx", accumulate);
   if (!gemm_operands_16(dy, w)) {
+    Tensor dx32 = s.out(dx, "dx", accumulate);
     cpu::linear_backward_input(ctx, dx32, s.in(dy, "dy"), s.in(w, "w"), accumulate);
     return s.finish();
   }
@@ -106,7 +121,13 @@ void linear_backward_input_16(ExecContext& ctx, Tensor& dx, const Tensor& dy, co
   check_2d(w, op, "w");
   const int64_t N = dy.dim(0), OUT = dy.dim(1), IN = w.dim(1);
   check_shape(w, {OUT, IN}, "linear_backward_input w");
-  check_shape(dx32, {N, IN}, "linear_backward_input dx");
+  check_shape(dx, {N, IN}, "linear_backward_input dx");
+  if (OUT > 0 && dy.dtype() == DType::BF16 && dx.dtype() == DType::BF16) {
+    // bf16 in and out: the GEMM writes (or adds onto) dx itself, one rounding.
+    return gemm_bf16_to_bf16(ctx, false, false, N, IN, OUT, dy.data<bf16>(), OUT, w.data<bf16>(),
+                             IN, nullptr, accumulate, dx.data<bf16>(), IN);
+  }
+  Tensor dx32 = s.out(dx, "dx", accumulate);
   if (OUT == 0) {
     if (!accumulate) dx32.zero_();
   } else {
@@ -134,7 +155,7 @@ void linear_backward_weight_16(ExecContext& ctx, Tensor& dw, Tensor& db, const T
   if (N > 0 && dw32.defined())
     gemm_16(ctx, dy.dtype(), true, false, OUT, IN, N, dy.raw(), OUT, x.raw(), IN, 1.0f, dw32.f32(),
             IN);
-  if (N > 0 && db32.defined() && OUT > 0) bias_grad(ctx, db32, s.in(dy, "dy"));
+  if (N > 0 && db32.defined() && OUT > 0) bias_grad(ctx, db32, dy);
   s.finish();
 }
 

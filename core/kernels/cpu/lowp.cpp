@@ -1,6 +1,8 @@
 // F32Staging: widen inputs, stage outputs in f32 workspace, narrow them back.
 #include "core/kernels/cpu/lowp.h"
 
+#include <cstring>
+
 #include "core/kernels/cpu/convert.h"
 #include "core/kernels/cpu/cpu_checks.h"
 
@@ -45,6 +47,29 @@ Tensor F32Staging::out(Tensor& t, const char* name, bool keep_contents) {
 void F32Staging::finish() {
   for (auto& [t, w] : outs_) narrow_from_f32(ctx_, t.dtype(), w.f32(), t.raw(), t.numel());
   outs_.clear();
+}
+
+const float* TileIo::in(const Tensor& t, int64_t off, int64_t n, float* buf) const {
+  if (t.dtype() == DType::F32) return t.f32() + off;
+  widen_to_f32(path_, t.dtype(), static_cast<const uint16_t*>(t.raw()) + off, buf, n);
+  return buf;
+}
+
+float* TileIo::out(Tensor& t, int64_t off, float* buf) const {
+  return t.dtype() == DType::F32 ? t.f32() + off : buf;
+}
+
+void TileIo::store(Tensor& t, int64_t off, int64_t n, const float* res) const {
+  if (t.dtype() != DType::F32) {
+    narrow_from_f32(path_, t.dtype(), res, static_cast<uint16_t*>(t.raw()) + off, n);
+  } else if (res != t.f32() + off) {
+    std::memcpy(t.f32() + off, res, sizeof(float) * static_cast<size_t>(n));
+  }
+}
+
+void check_float_storage(const Tensor& t, const char* op, const char* name) {
+  BRAID_CHECK(t.defined(), "{}: {} is undefined", op, name);
+  check_float(t, op, name);  // includes the host check
 }
 
 }  // namespace braid::cpu
