@@ -63,11 +63,22 @@ size_t ki(const Dims& d, int64_t b, int64_t t, int64_t h, int64_t c) {
 
 struct RefResult {
   std::vector<double> out, lse, dq, dk, dv;
+  // Sums of |terms| of each output's dot products over keys (out: p |v|, dv: p |dout|) or over
+  // score gradients (dq: |ds| |k|, dk: |ds| |q|): rounding p or ds to 2^-8 relative changes
+  // each output by at most 2^-8 times its sum.
+  std::vector<double> bout, bdq, bdk, bdv;
 };
 
 // Full-softmax attention in double, with the analytic backward for loss = sum(out * dout).
-RefResult reference(const Dims& d, const Inputs& in) {
+// `out_for_dot` (the kernel's stored output): the backward's sum_j p_j dp_j is taken as
+// dout . out_for_dot, as the kernels do, so a rounded stored output is not counted as error.
+RefResult reference(const Dims& d, const Inputs& in,
+                    const std::vector<float>* out_for_dot = nullptr) {
   RefResult r;
+  r.bout.assign(in.q.size(), 0.0);
+  r.bdq.assign(in.q.size(), 0.0);
+  r.bdk.assign(in.k.size(), 0.0);
+  r.bdv.assign(in.k.size(), 0.0);
   r.out.assign(in.q.size(), 0.0);
   r.dq.assign(in.q.size(), 0.0);
   r.dk.assign(in.k.size(), 0.0);
@@ -109,11 +120,20 @@ RefResult reference(const Dims& d, const Inputs& in) {
           dp[j] = dpj;
           pdp += p[j] * dpj;
         }
+        if (out_for_dot) {
+          pdp = 0;
+          for (int64_t c = 0; c < d.D; ++c)
+            pdp += double(in.dout[qi(d, b, i, h, c)]) * (*out_for_dot)[qi(d, b, i, h, c)];
+        }
         for (int64_t j = 0; j < n; ++j) {
           const double ds = p[j] * (dp[j] - pdp) * scale;
           for (int64_t c = 0; c < d.D; ++c) {
             r.dq[qi(d, b, i, h, c)] += ds * in.k[ki(d, b, j, g, c)];
             r.dk[ki(d, b, j, g, c)] += ds * in.q[qi(d, b, i, h, c)];
+            r.bout[qi(d, b, i, h, c)] += p[j] * std::fabs(in.v[ki(d, b, j, g, c)]);
+            r.bdv[ki(d, b, j, g, c)] += p[j] * std::fabs(in.dout[qi(d, b, i, h, c)]);
+            r.bdq[qi(d, b, i, h, c)] += std::fabs(ds * in.k[ki(d, b, j, g, c)]);
+            r.bdk[ki(d, b, j, g, c)] += std::fabs(ds * in.q[qi(d, b, i, h, c)]);
           }
         }
       }
@@ -196,6 +216,69 @@ TEST_P(KernelsAttentionAt, DocumentMaskMatchesReference) {
   };
   uint32_t seed = 501;
   for (const Dims& d : shapes) check_against_reference(ctx(), d, seed += 10);
+}
+
+// bf16 storage (q, k, v, dout, and the outputs): from Avx512Bf16 up the products run on bf16
+// dot instructions with the probabilities and score gradients rounded to bf16; below, the
+// kernel widens tiles to f32. Either way each output is within 2^-8 of its term sum (the
+// rounding of p or ds, see RefResult) plus the rounding of the bf16 output itself, of the
+// double reference on the same bf16 inputs. Shapes: the awkward and packed ones above (odd D
+// takes the widening path at every level), odd key counts and odd first keys.
+TEST_P(KernelsAttentionAt, Bf16StorageWithinRoundingBounds) {
+  const Dims shapes[] = {
+      {2, 7, 7, 4, 2, 3},
+      {1, 1, 5, 4, 1, 4},
+      {2, 3, 7, 2, 2, 6},
+      {1, 130, 130, 2, 1, 16},
+      {1, 70, 151, 4, 2, 8},
+      {1, 131, 131, 2, 1, 64},
+      {1, 130, 130, 2, 1, 16, 51},
+      {1, 70, 150, 4, 2, 8, 21},
+      {2, 150, 150, 4, 2, 8, 0, packed_starts({{71, 79}, {150}})},
+      {1, 130, 130, 2, 2, 8, 31, packed_starts({{63, 67}})},
+  };
+  uint32_t seed = 901;
+  for (const Dims& d : shapes) {
+    SCOPED_TRACE(testing::Message()
+                 << "Tq=" << d.Tq << " Tk=" << d.Tk << " Hq=" << d.Hq << " Hkv=" << d.Hkv
+                 << " D=" << d.D << " window=" << d.window << (d.starts.empty() ? "" : " packed"));
+    Inputs in = make_inputs(d, seed += 10);
+    for (auto* f : {&in.q, &in.k, &in.v, &in.dout})
+      for (float& x : *f) x = bf16_to_float(float_to_bf16(x));
+    const Shape qs{d.B, d.Tq, d.Hq, d.D}, ks{d.B, d.Tk, d.Hkv, d.D};
+    const Tensor q = Tensor::from_vector(in.q, qs).to(DType::BF16),
+                 k = Tensor::from_vector(in.k, ks).to(DType::BF16),
+                 v = Tensor::from_vector(in.v, ks).to(DType::BF16),
+                 dout = Tensor::from_vector(in.dout, qs).to(DType::BF16);
+    Tensor out = Tensor::empty(qs, DType::BF16), lse = Tensor::empty({d.B, d.Hq, d.Tq});
+    Tensor dq = Tensor::empty(qs, DType::BF16), dk = Tensor::empty(ks, DType::BF16),
+           dv = Tensor::empty(ks, DType::BF16);
+    const Tensor starts =
+        d.starts.empty() ? Tensor() : Tensor::from_vector_i32(d.starts, {d.B, d.Tk});
+    attention_forward(ctx(), out, lse, q, k, v, d.window, starts);
+    attention_backward(ctx(), dq, dk, dv, dout, q, k, v, out, lse, d.window, starts);
+    const Tensor out32 = out.to(DType::F32);
+    const std::vector<float> stored(out32.f32(), out32.f32() + out32.numel());
+    const RefResult ref = reference(d, in, &stored);
+    expect_close(lse, ref.lse, 2e-5, 1e-5, "lse");
+    auto within = [](const Tensor& got, const std::vector<double>& want,
+                     const std::vector<double>& bound, const char* what) {
+      const Tensor g = got.to(DType::F32);
+      int bad = 0;
+      for (int64_t i = 0; i < g.numel(); ++i) {
+        const double w = want[static_cast<size_t>(i)];
+        const double tol = std::ldexp(bound[static_cast<size_t>(i)] + std::fabs(w), -8) + 2e-5;
+        if (!(std::fabs(g.f32()[i] - w) <= tol) && ++bad <= 3)
+          ADD_FAILURE() << what << "[" << i << "]: got " << g.f32()[i] << ", reference " << w
+                        << ", tolerance " << tol;
+      }
+      EXPECT_EQ(bad, 0) << what;
+    };
+    within(out, ref.out, ref.bout, "out");
+    within(dq, ref.dq, ref.bdq, "dq");
+    within(dk, ref.dk, ref.bdk, "dk");
+    within(dv, ref.dv, ref.bdv, "dv");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(KernelsAttention, KernelsAttentionAt, ::testing::ValuesIn(kAllCpuIsas),

@@ -67,6 +67,47 @@ TEST_P(KernelsCpuBlocksAt, SmallGemmMatchesNaiveOnEdgeShapes) {
           }
 }
 
+// The bf16 pair product: the vector tile (Avx512Bf16 and up) gives the scalar loop's bits (the
+// same products, added in VDPBF16PS's order), and both equal the exact sum within f32
+// rounding; edge shapes cover every tile height and masked column tails; padding untouched.
+TEST_P(KernelsCpuBlocksAt, SmallGemmBf16PairsMatchesScalarBits) {
+  const CpuIsa isa = GetParam();
+  uint32_t seed = 100;
+  for (int64_t M : {1, 7, 8, 9, 17})
+    for (int64_t N : {1, 15, 16, 17, 32, 33, 70})
+      for (int64_t P : {0, 1, 3, 32})
+        for (bool accumulate : {false, true}) {
+          const int64_t lda = 2 * P + 4, ldb = 2 * N + 6, ldc = N + 3;
+          std::vector<bf16> a(static_cast<size_t>(M * lda)), b(static_cast<size_t>(P * ldb + 1));
+          const auto av = random_values(a.size(), ++seed), bv = random_values(b.size(), ++seed);
+          for (size_t i = 0; i < a.size(); ++i) a[i] = float_to_bf16(av[i]);
+          for (size_t i = 0; i < b.size(); ++i) b[i] = float_to_bf16(bv[i]);
+          auto c = random_values(static_cast<size_t>(M * ldc), ++seed);
+          const auto c0 = c;
+          if (!accumulate)
+            for (int64_t i = 0; i < M; ++i)
+              for (int64_t j = 0; j < N; ++j) c[i * ldc + j] = NAN;
+          auto ref = c;
+          small_gemm_bf16_pairs(isa, M, N, P, 0.5f, a.data(), lda, b.data(), ldb, accumulate,
+                                c.data(), ldc);
+          small_gemm_bf16_pairs(CpuIsa::Scalar, M, N, P, 0.5f, a.data(), lda, b.data(), ldb,
+                                accumulate, ref.data(), ldc);
+          for (int64_t i = 0; i < M; ++i) {
+            for (int64_t j = 0; j < N; ++j) {
+              double want = accumulate ? c0[i * ldc + j] : 0.0;
+              for (int64_t p = 0; p < 2 * P; ++p)
+                want += 0.5 * double(bf16_to_float(a[i * lda + p])) *
+                        bf16_to_float(b[(p / 2) * ldb + 2 * j + p % 2]);
+              ASSERT_NEAR(c[i * ldc + j], want, 1e-5)
+                  << "M=" << M << " N=" << N << " P=" << P << " at " << i << "," << j;
+              ASSERT_EQ(c[i * ldc + j], ref[i * ldc + j])
+                  << "differs from the scalar loop: M=" << M << " N=" << N << " P=" << P;
+            }
+            for (int64_t j = N; j < ldc; ++j) ASSERT_EQ(c[i * ldc + j], c0[i * ldc + j]);
+          }
+        }
+}
+
 TEST(KernelsCpuBlocks, ExpApproxIsAccurate) {
   for (float x = -80.0f; x <= 80.0f; x += 0.0137f) {
     const double want = std::exp(static_cast<double>(x));
@@ -138,7 +179,8 @@ TEST(KernelsCpuBlocks, DetectedLevelMatchesProcCpuinfo) {
   std::ifstream in("/proc/cpuinfo");
   std::string line, flags;
   while (flags.empty() && std::getline(in, line))
-    if (line.rfind("flags", 0) == 0) flags.append(" ").append(line.substr(line.find(':') + 1)).append(" ");
+    if (line.rfind("flags", 0) == 0)
+      flags.append(" ").append(line.substr(line.find(':') + 1)).append(" ");
   if (flags.empty()) GTEST_SKIP() << "no /proc/cpuinfo flags line to compare the probe with";
   auto has = [&](const char* f) {
     return flags.find(std::string(" ") + f + " ") != std::string::npos;

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 
+#include "core/kernels/cpu/convert.h"
 #include "core/kernels/cpu/cpu_kernels.h"
 #include "core/kernels/cpu/lowp.h"
 #include "core/kernels/cpu/small_gemm.h"
@@ -166,6 +168,313 @@ void causal_keys_accumulate(CpuIsa isa, int64_t rows, int64_t base, int64_t D, c
   }
 }
 
+// ---- bf16 storage on CPUs with bf16 dot products (Avx512Bf16 and up) ----
+//
+// The same blocks and causal skipping as the f32 path, with every product on VDPBF16PS
+// (cpu::small_gemm_bf16_pairs): q, k, v and dout are used as the bf16 values they are; the
+// probabilities and score gradients (f32, from the f32 softmax) are rounded to bf16 before
+// the products that consume them, as flash attention does on GPUs. Accumulators, the softmax,
+// lse and dk/dv sums stay f32. Pair layouts (two consecutive values of the inner dimension
+// side by side) are packed per head or block; the inner dimensions are padded to even with
+// zeros, and the first visible key is rounded down to even (that key is masked: probability 0).
+
+constexpr int64_t kPanel16 = 8;  // small_gemm_bf16_pairs' tile height
+
+int64_t round_even(int64_t n) { return (n + 1) & ~int64_t{1}; }
+
+// dst (D/2 pair-rows, n columns): pair p of column j = (src[j][2p], src[j][2p + 1]), i.e. the
+// transpose of src's rows read as 32-bit pairs. src rows have stride ld (bf16 elements).
+void pack_pairs_transposed(bf16* dst, const bf16* src, int64_t n, int64_t D, int64_t ld) {
+  uint32_t* d32 = reinterpret_cast<uint32_t*>(dst);
+  const int64_t P = D / 2;
+  constexpr int64_t kTile = 16;  // 16 source rows stay in L1 while their pairs are scattered
+  for (int64_t j0 = 0; j0 < n; j0 += kTile) {
+    const int64_t j1 = std::min(n, j0 + kTile);
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t j = j0; j < j1; ++j)
+        d32[p * n + j] = reinterpret_cast<const uint32_t*>(src + j * ld)[p];
+  }
+}
+
+// dst (ceil(n/2) pair-rows, D columns): pair q of column c = (src[2q][c], src[2q + 1][c]),
+// zero past row n - 1. src rows have stride ld.
+void pack_pairs_rows(bf16* dst, const bf16* src, int64_t n, int64_t D, int64_t ld) {
+  for (int64_t q = 0; 2 * q < n; ++q) {
+    const bf16* r0 = src + 2 * q * ld;
+    const bf16* r1 = 2 * q + 1 < n ? r0 + ld : nullptr;
+    bf16* out = dst + 2 * q * D;
+    for (int64_t c = 0; c < D; ++c) {
+      out[2 * c] = r0[c];
+      out[2 * c + 1] = r1 ? r1[c] : bf16{0};
+    }
+  }
+}
+
+// x (rows, n) f32 (row stride n) -> bf16 row pairs (ceil(rows/2) pair-rows, n columns): pair q
+// of column j = (x[2q][j], x[2q + 1][j]), zero past the last row. tmp: 2 n bf16.
+void round_row_pairs(cpu::ConvertIsa path, bf16* dst, const float* x, int64_t rows, int64_t n,
+                     bf16* tmp) {
+  uint32_t* d32 = reinterpret_cast<uint32_t*>(dst);
+  const uint16_t* t0 = reinterpret_cast<const uint16_t*>(tmp);
+  const uint16_t* t1 = t0 + n;
+  for (int64_t q = 0; 2 * q < rows; ++q) {
+    cpu::narrow_from_f32(path, DType::BF16, x + 2 * q * n, tmp, n);
+    if (2 * q + 1 < rows)
+      cpu::narrow_from_f32(path, DType::BF16, x + (2 * q + 1) * n, tmp + n, n);
+    else
+      std::fill(tmp + n, tmp + 2 * n, bf16{0});
+    uint32_t* out = d32 + q * n;
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j)
+      out[j] = static_cast<uint32_t>(t0[j]) | (static_cast<uint32_t>(t1[j]) << 16);
+  }
+}
+
+// dst (D, rows_e) = the transpose of `rows` bf16 rows of D values (stride ld), zero-padded to
+// rows_e = rows rounded up to even: each row of dst holds pairs along the source rows.
+void transpose_rows(bf16* dst, const bf16* src, int64_t rows, int64_t D, int64_t ld) {
+  const int64_t rows_e = round_even(rows);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < D; ++c) dst[c * rows_e + r] = src[r * ld + c];
+  if (rows_e != rows)
+    for (int64_t c = 0; c < D; ++c) dst[c * rows_e + rows] = bf16{0};
+}
+
+// x (rows, n) f32 -> bf16 rows of stride n_e = n rounded up to even, the pad column zero.
+void round_rows(cpu::ConvertIsa path, bf16* dst, const float* x, int64_t rows, int64_t n) {
+  const int64_t n_e = round_even(n);
+  for (int64_t r = 0; r < rows; ++r) {
+    cpu::narrow_from_f32(path, DType::BF16, x + r * n, dst + r * n_e, n);
+    if (n_e != n) dst[r * n_e + n] = bf16{0};
+  }
+}
+
+// s (rows, *) = alpha * a (rows, D; bf16 rows of stride lda) @ keys in pair layout (column
+// c = key lo + c; kt2 already offset to lo, pair-row stride ldb), each panel only up to its
+// visible keys (base: keys visible to row 0 minus one, relative to lo).
+void causal_scores_bf16(CpuIsa isa, int64_t rows, int64_t base, int64_t D, float alpha,
+                        const bf16* a, int64_t lda, const bf16* kt2, int64_t ldb, float* s,
+                        int64_t lds) {
+  for (int64_t r0 = 0; r0 < rows; r0 += kPanel16) {
+    const int64_t pr = std::min(kPanel16, rows - r0);
+    cpu::small_gemm_bf16_pairs(isa, pr, base + r0 + pr, D / 2, alpha, a + r0 * lda, lda, kt2, ldb,
+                               false, s + r0 * lds, lds);
+  }
+}
+
+// c (rows, D) = p (bf16 rows of stride ldp, pairs along keys) @ x2 (keys in row pairs), each
+// panel summing only over its visible keys (rounded up to even).
+void causal_rows_product_bf16(CpuIsa isa, int64_t rows, int64_t base, int64_t D, const bf16* p,
+                              int64_t ldp, const bf16* x2, float* c, int64_t ldc) {
+  for (int64_t r0 = 0; r0 < rows; r0 += kPanel16) {
+    const int64_t pr = std::min(kPanel16, rows - r0);
+    const int64_t keys = round_even(base + r0 + pr);
+    cpu::small_gemm_bf16_pairs(isa, pr, D, keys / 2, 1.0f, p + r0 * ldp, ldp, x2, 2 * D, false,
+                               c + r0 * ldc, ldc);
+  }
+}
+
+// ct (D, *) += xt (D, rows_e: the block's rows of x, transposed) @ p2 (the block's rows of p
+// in row pairs, nk columns): key column j of ct (relative to lo, row stride ldc) gains
+// sum_r x[r] p[r][j]. Each group of 32 keys sums only over the rows that see its first key
+// (from that row rounded down to even: earlier rows hold zeros there).
+void causal_keys_accumulate_bf16(CpuIsa isa, int64_t rows, int64_t base, int64_t D, const bf16* xt,
+                                 const bf16* p2, float* ct, int64_t ldc) {
+  const int64_t nk = base + rows, rows_e = round_even(rows);
+  constexpr int64_t kKeys = 32;  // the tile width of small_gemm_bf16_pairs
+  for (int64_t j0 = 0; j0 < nk; j0 += kKeys) {
+    const int64_t n = std::min(kKeys, nk - j0);
+    const int64_t first_row = std::max<int64_t>(0, j0 - base) & ~int64_t{1};
+    cpu::small_gemm_bf16_pairs(isa, D, n, (rows_e - first_row) / 2, 1.0f, xt + first_row, rows_e,
+                               p2 + first_row * nk + 2 * j0, 2 * nk, true, ct + j0, ldc);
+  }
+}
+
+// Whether the bf16 dot-product path runs: every tensor bf16, the level has bf16 dot products,
+// and the head size is even (pairs).
+bool bf16_dot_path(const ExecContext& ctx, std::initializer_list<const Tensor*> ts, int64_t D) {
+  if (ctx.cpu_isa() < CpuIsa::Avx512Bf16 || D % 2 != 0) return false;
+  for (const Tensor* t : ts)
+    if (t->dtype() != DType::BF16) return false;
+  return true;
+}
+
+void attention_forward_bf16(ExecContext& ctx, const AttnDims& d, Tensor& out, Tensor& lse,
+                            const Tensor& q, const Tensor& k, const Tensor& v) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d.D));
+  const CpuIsa isa = ctx.cpu_isa();
+  const cpu::ConvertIsa path = cpu::convert_path(isa);
+  const bf16* qp = q.data<bf16>();  // q, out: (B, Tq, Hq, D); k, v: (B, Tk, Hkv, D)
+  const bf16* kp = k.data<bf16>();
+  const bf16* vp = v.data<bf16>();
+  bf16* op_ = out.data<bf16>();
+  float* lsep = lse.f32();  // (B, Hq, Tq)
+  const int64_t pairs = d.B * d.Hq, ldq = d.q_stride(), ldk = d.kv_stride();
+  const int64_t tk_e = round_even(d.Tk);
+  // Per thread, in floats: scores (block x Tk), the rounded probabilities (block x Tk_e bf16),
+  // keys in pairs (D x Tk bf16), values in row pairs (Tk_e x D bf16), an output block.
+  const int64_t s_sz = kQueryBlock * d.Tk, pb_sz = kQueryBlock * tk_e / 2, kt_sz = d.D * d.Tk / 2,
+                v2_sz = tk_e * d.D / 2, o_sz = kQueryBlock * d.D;
+#pragma omp parallel
+  {
+    Tensor scratch =
+        ctx.empty({s_sz + pb_sz + kt_sz + v2_sz + o_sz}, DType::F32, MemCategory::Workspace);
+    float* s = scratch.f32();
+    bf16* pb = reinterpret_cast<bf16*>(s + s_sz);
+    bf16* kt2 = reinterpret_cast<bf16*>(s + s_sz + pb_sz);
+    bf16* v2 = reinterpret_cast<bf16*>(s + s_sz + pb_sz + kt_sz);
+    float* ob = s + s_sz + pb_sz + kt_sz + v2_sz;
+#pragma omp for schedule(static)
+    for (int64_t pair = 0; pair < pairs; ++pair) {
+      const int64_t b = pair / d.Hq, h = pair % d.Hq, kvh = h / d.group();
+      const bf16* q_bh = qp + (b * d.Tq * d.Hq + h) * d.D;
+      const int64_t kv_off = (b * d.Tk * d.Hkv + kvh) * d.D;
+      bf16* o_bh = op_ + (b * d.Tq * d.Hq + h) * d.D;
+      float* lse_bh = lsep + (b * d.Hq + h) * d.Tq;
+      pack_pairs_transposed(kt2, kp + kv_off, d.Tk, d.D, ldk);
+      pack_pairs_rows(v2, vp + kv_off, d.Tk, d.D, ldk);
+      for (int64_t i0 = 0; i0 < d.Tq; i0 += kQueryBlock) {
+        const int64_t rows = std::min(kQueryBlock, d.Tq - i0);
+        const int64_t nk = d.offset() + i0 + rows, base = d.offset() + i0;
+        const int64_t lo = d.first_key(b, base) & ~int64_t{1}, nc = nk - lo;
+        causal_scores_bf16(isa, rows, base - lo, d.D, scale, q_bh + i0 * ldq, ldq, kt2 + 2 * lo,
+                           2 * d.Tk, s, nc);
+        for (int64_t r = 0; r < rows; ++r) {
+          float* row = s + r * nc;
+          const int64_t visible = d.offset() + i0 + r + 1;
+          const int64_t first = d.first_key(b, visible - 1);
+          lse_bh[i0 + r] = cpu::softmax_row(isa, row + first - lo, visible - first, 1.0f);
+          std::memset(row, 0, sizeof(float) * static_cast<size_t>(first - lo));
+          std::memset(row + visible - lo, 0, sizeof(float) * static_cast<size_t>(nk - visible));
+        }
+        round_rows(path, pb, s, rows, nc);
+        causal_rows_product_bf16(isa, rows, base - lo, d.D, pb, round_even(nc), v2 + lo * d.D, ob,
+                                 d.D);
+        for (int64_t r = 0; r < rows; ++r)
+          cpu::narrow_from_f32(path, DType::BF16, ob + r * d.D, o_bh + (i0 + r) * ldq, d.D);
+      }
+    }
+  }
+}
+
+void attention_backward_bf16(ExecContext& ctx, const AttnDims& d, Tensor& dq, Tensor& dk,
+                             Tensor& dv, const Tensor& dout, const Tensor& q, const Tensor& k,
+                             const Tensor& v, const Tensor& out, const Tensor& lse) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d.D));
+  const CpuIsa isa = ctx.cpu_isa();
+  const cpu::ConvertIsa path = cpu::convert_path(isa);
+  const bf16* qp = q.data<bf16>();  // q, out, dout, dq: (B, Tq, Hq, D)
+  const bf16* kp = k.data<bf16>();  // k, v, dk, dv: (B, Tk, Hkv, D)
+  const bf16* vp = v.data<bf16>();
+  const bf16* outp = out.data<bf16>();
+  const bf16* doutp = dout.data<bf16>();
+  bf16* dqp = dq.data<bf16>();
+  bf16* dkp = dk.data<bf16>();
+  bf16* dvp = dv.data<bf16>();
+  const float* lsep = lse.f32();  // (B, Hq, Tq)
+  const int64_t pairs = d.B * d.Hkv, ldq = d.q_stride(), ldk = d.kv_stride();
+  const int64_t tk_e = round_even(d.Tk), qb_e = round_even(kQueryBlock);
+  // Per thread, in floats: p and ds (block x Tk f32); kt2, vt2 (D x Tk bf16), k2 (Tk_e x D
+  // bf16); p2, ds2 (block_e x Tk bf16 row pairs), dsb (block x Tk_e bf16); dot and qt (D x
+  // block_e bf16); the dq block; dk and dv sums, transposed (D x Tk f32); two rows for
+  // dout . out; a conversion row pair.
+  const int64_t blk = kQueryBlock * d.Tk, kt_sz = d.D * d.Tk / 2, k2_sz = tk_e * d.D / 2,
+                p2_sz = qb_e * d.Tk / 2, dsb_sz = kQueryBlock * tk_e / 2, xt_sz = qb_e * d.D / 2,
+                dqb_sz = kQueryBlock * d.D, kv_sz = d.Tk * d.D;
+  const int64_t total = 2 * blk + 2 * kt_sz + k2_sz + 2 * p2_sz + dsb_sz + 2 * xt_sz + dqb_sz +
+                        2 * kv_sz + 2 * d.D + d.Tk;
+#pragma omp parallel
+  {
+    Tensor scratch = ctx.empty({total}, DType::F32, MemCategory::Workspace);
+    float* cur = scratch.f32();
+    auto take = [&cur](int64_t n) {
+      float* p = cur;
+      cur += n;
+      return p;
+    };
+    auto take16 = [&take](int64_t n_floats) { return reinterpret_cast<bf16*>(take(n_floats)); };
+    float* p = take(blk);
+    float* ds = take(blk);
+    bf16* kt2 = take16(kt_sz);
+    bf16* vt2 = take16(kt_sz);
+    bf16* k2 = take16(k2_sz);
+    bf16* p2 = take16(p2_sz);
+    bf16* ds2 = take16(p2_sz);
+    bf16* dsb = take16(dsb_sz);
+    bf16* dot_t = take16(xt_sz);
+    bf16* qt = take16(xt_sz);
+    float* dqb = take(dqb_sz);
+    float* dkt = take(kv_sz);  // (D, Tk)
+    float* dvt = take(kv_sz);  // (D, Tk)
+    float* do_row = take(d.D);
+    float* o_row = take(d.D);
+    bf16* tmp = take16(d.Tk);
+#pragma omp for schedule(static)
+    for (int64_t pair = 0; pair < pairs; ++pair) {
+      const int64_t b = pair / d.Hkv, kvh = pair % d.Hkv;
+      const int64_t kv_base = (b * d.Tk * d.Hkv + kvh) * d.D;
+      pack_pairs_transposed(kt2, kp + kv_base, d.Tk, d.D, ldk);
+      pack_pairs_transposed(vt2, vp + kv_base, d.Tk, d.D, ldk);
+      pack_pairs_rows(k2, kp + kv_base, d.Tk, d.D, ldk);
+      std::fill(dkt, dkt + kv_sz, 0.0f);
+      std::fill(dvt, dvt + kv_sz, 0.0f);
+      for (int64_t h = kvh * d.group(); h < (kvh + 1) * d.group(); ++h) {
+        const int64_t q_base = (b * d.Tq * d.Hq + h) * d.D;
+        const float* lse_bh = lsep + (b * d.Hq + h) * d.Tq;
+        for (int64_t i0 = 0; i0 < d.Tq; i0 += kQueryBlock) {
+          const int64_t rows = std::min(kQueryBlock, d.Tq - i0);
+          const int64_t nk = d.offset() + i0 + rows, base = d.offset() + i0;
+          const int64_t lo = d.first_key(b, base) & ~int64_t{1}, nc = nk - lo;
+          const bf16* q_blk = qp + q_base + i0 * ldq;
+          const bf16* o_blk = outp + q_base + i0 * ldq;
+          const bf16* do_blk = doutp + q_base + i0 * ldq;
+          causal_scores_bf16(isa, rows, base - lo, d.D, scale, q_blk, ldq, kt2 + 2 * lo, 2 * d.Tk,
+                             p, nc);
+          causal_scores_bf16(isa, rows, base - lo, d.D, 1.0f, do_blk, ldq, vt2 + 2 * lo, 2 * d.Tk,
+                             ds, nc);
+          for (int64_t r = 0; r < rows; ++r) {
+            const int64_t visible = d.offset() + i0 + r + 1;
+            const int64_t first = d.first_key(b, visible - 1);
+            const size_t masked = static_cast<size_t>(nk - visible);
+            const size_t before = static_cast<size_t>(first - lo);
+            float* p_row = p + r * nc;
+            float* ds_row = ds + r * nc;
+            const int64_t f = first - lo, e = visible - lo;
+            cpu::exp_shifted_row(isa, p_row + f, visible - first, lse_bh[i0 + r]);
+            std::memset(p_row, 0, sizeof(float) * before);
+            std::memset(p_row + e, 0, sizeof(float) * masked);
+            cpu::widen_to_f32(path, DType::BF16, do_blk + r * ldq, do_row, d.D);
+            cpu::widen_to_f32(path, DType::BF16, o_blk + r * ldq, o_row, d.D);
+            const float dot = cpu::dot_row(isa, do_row, o_row, d.D);
+            cpu::softmax_grad_row(isa, ds_row + f, p_row + f, visible - first, dot, scale);
+            std::memset(ds_row, 0, sizeof(float) * before);
+            std::memset(ds_row + e, 0, sizeof(float) * masked);
+          }
+          round_row_pairs(path, p2, p, rows, nc, tmp);
+          round_row_pairs(path, ds2, ds, rows, nc, tmp);
+          round_rows(path, dsb, ds, rows, nc);
+          transpose_rows(dot_t, do_blk, rows, d.D, ldq);
+          transpose_rows(qt, q_blk, rows, d.D, ldq);
+          causal_keys_accumulate_bf16(isa, rows, base - lo, d.D, dot_t, p2, dvt + lo, d.Tk);
+          causal_rows_product_bf16(isa, rows, base - lo, d.D, dsb, round_even(nc), k2 + lo * d.D,
+                                   dqb, d.D);
+          for (int64_t r = 0; r < rows; ++r)
+            cpu::narrow_from_f32(path, DType::BF16, dqb + r * d.D, dqp + q_base + (i0 + r) * ldq,
+                                 d.D);
+          causal_keys_accumulate_bf16(isa, rows, base - lo, d.D, qt, ds2, dkt + lo, d.Tk);
+        }
+      }
+      // dk, dv rows from the transposed sums, one row at a time through a row of f32.
+      for (int64_t t = 0; t < d.Tk; ++t) {
+        for (int64_t c = 0; c < d.D; ++c) do_row[c] = dkt[c * d.Tk + t];
+        cpu::narrow_from_f32(path, DType::BF16, do_row, dkp + kv_base + t * ldk, d.D);
+        for (int64_t c = 0; c < d.D; ++c) do_row[c] = dvt[c * d.Tk + t];
+        cpu::narrow_from_f32(path, DType::BF16, do_row, dvp + kv_base + t * ldk, d.D);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 namespace cpu {
@@ -181,6 +490,8 @@ void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor&
   check_shape(out, q.shape(), "out");
   check_shape(lse, {d.B, d.Hq, d.Tq}, "lse");
   if (out.numel() == 0) return;
+  if (bf16_dot_path(ctx, {&out, &q, &k, &v}, d.D))
+    return attention_forward_bf16(ctx, d, out, lse, q, k, v);
 
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.D));
   const CpuIsa isa = ctx.cpu_isa();
@@ -265,6 +576,8 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
     dv.zero_();
     return;
   }
+  if (bf16_dot_path(ctx, {&dq, &dk, &dv, &dout, &q, &k, &v, &out}, d.D))
+    return attention_backward_bf16(ctx, d, dq, dk, dv, dout, q, k, v, out, lse);
 
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.D));
   const CpuIsa isa = ctx.cpu_isa();

@@ -141,7 +141,140 @@ BRAID_AVX2 void avx2_gemm(int64_t M, int64_t N, int64_t K, float alpha, const fl
 #undef BRAID_AVX2
 #endif
 
+// Kept scalar: it is the order reference of the vector tile, and GCC 12 at -O3 vectorised the
+// two-add reduction chain wrongly (wrong sums), so no auto-vectorisation here.
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-vectorize")))
+#endif
+void scalar_gemm_bf16_pairs(int64_t M, int64_t N, int64_t P, float alpha, const bf16* a,
+                            int64_t lda, const bf16* b, int64_t ldb, bool accumulate, float* c,
+                            int64_t ldc) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      float acc = 0.0f;
+      for (int64_t p = 0; p < P; ++p) {
+        const bf16* ap = a + i * lda + 2 * p;
+        const bf16* bp = b + p * ldb + 2 * j;
+        acc += bf16_to_float(ap[1]) * bf16_to_float(bp[1]);
+        acc += bf16_to_float(ap[0]) * bf16_to_float(bp[0]);
+      }
+      float& out = c[i * ldc + j];
+      out = accumulate ? out + alpha * acc : alpha * acc;
+    }
+}
+
+#ifdef BRAID_HAVE_AVX2_PATH
+#define BRAID_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+constexpr int kMr16 = 8;  // tile rows: 8 x 2 accumulators + 2 B vectors + 1 broadcast <= 32 zmm
+
+// One tile of Mr rows and up to 32 columns (Two: a second accumulator column of 16; masks m0,
+// m1 for columns 0-15 and 16-31). No branches in the inner loop, so the 2 Mr accumulators stay
+// in registers.
+template <int Mr, bool Two>
+BRAID_AVX512BF16 void bf16_tile(int64_t P, float alpha, const uint32_t* a, int64_t lda32,
+                                const uint32_t* b, int64_t ldb32, bool accumulate, float* c,
+                                int64_t ldc, __mmask16 m0, __mmask16 m1) {
+  __m512 acc0[Mr], acc1[Mr];
+#pragma GCC unroll 8
+  for (int r = 0; r < Mr; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < P; ++p) {
+    const uint32_t* bp = b + p * ldb32;
+    const __m512bh b0 = (__m512bh)_mm512_maskz_loadu_epi32(m0, bp);
+    const __m512bh b1 = Two ? (__m512bh)_mm512_maskz_loadu_epi32(m1, bp + 16) : b0;
+#pragma GCC unroll 8
+    for (int r = 0; r < Mr; ++r) {
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r * lda32 + p]));
+      acc0[r] = _mm512_dpbf16_ps(acc0[r], av, b0);
+      if constexpr (Two) acc1[r] = _mm512_dpbf16_ps(acc1[r], av, b1);
+    }
+  }
+  const __m512 va = _mm512_set1_ps(alpha);
+#pragma GCC unroll 8
+  for (int r = 0; r < Mr; ++r) {
+    float* cr = c + r * ldc;
+    __m512 v0 = _mm512_mul_ps(acc0[r], va);
+    if (accumulate) v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cr));
+    _mm512_mask_storeu_ps(cr, m0, v0);
+    if constexpr (Two) {
+      __m512 v1 = _mm512_mul_ps(acc1[r], va);
+      if (accumulate) v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cr + 16));
+      _mm512_mask_storeu_ps(cr + 16, m1, v1);
+    }
+  }
+}
+
+template <int Mr>
+BRAID_AVX512BF16 void bf16_row_panel(int64_t N, int64_t P, float alpha, const uint32_t* a,
+                                     int64_t lda32, const uint32_t* b, int64_t ldb32,
+                                     bool accumulate, float* c, int64_t ldc) {
+  for (int64_t j = 0; j < N; j += 32) {
+    const int64_t n = std::min<int64_t>(32, N - j);
+    const __mmask16 m0 = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+    const __mmask16 m1 = n >= 32 ? __mmask16(0xffff) : n > 16 ? __mmask16((1u << (n - 16)) - 1) : 0;
+    if (n > 16)
+      bf16_tile<Mr, true>(P, alpha, a, lda32, b + j, ldb32, accumulate, c + j, ldc, m0, m1);
+    else
+      bf16_tile<Mr, false>(P, alpha, a, lda32, b + j, ldb32, accumulate, c + j, ldc, m0, m1);
+  }
+}
+
+BRAID_AVX512BF16 void avx512bf16_gemm_pairs(int64_t M, int64_t N, int64_t P, float alpha,
+                                            const bf16* a, int64_t lda, const bf16* b, int64_t ldb,
+                                            bool accumulate, float* c, int64_t ldc) {
+  const uint32_t* a32 = reinterpret_cast<const uint32_t*>(a);
+  const uint32_t* b32 = reinterpret_cast<const uint32_t*>(b);
+  const int64_t lda32 = lda / 2, ldb32 = ldb / 2;
+  int64_t i = 0;
+  for (; i + kMr16 <= M; i += kMr16)
+    bf16_row_panel<kMr16>(N, P, alpha, a32 + i * lda32, lda32, b32, ldb32, accumulate, c + i * ldc,
+                          ldc);
+  const uint32_t* a_i = a32 + i * lda32;
+  float* c_i = c + i * ldc;
+  switch (M - i) {
+    case 7:
+      bf16_row_panel<7>(N, P, alpha, a_i, lda32, b32, ldb32, accumulate, c_i, ldc);
+      break;
+    case 6:
+      bf16_row_panel<6>(N, P, alpha, a_i, lda32, b32, ldb32, accumulate, c_i, ldc);
+      break;
+    case 5:
+      bf16_row_panel<5>(N, P, alpha, a_i, lda32, b32, ldb32, accumulate, c_i, ldc);
+      break;
+    case 4:
+      bf16_row_panel<4>(N, P, alpha, a_i, lda32, b32, ldb32, accumulate, c_i, ldc);
+      break;
+    case 3:
+      bf16_row_panel<3>(N, P, alpha, a_i, lda32, b32, ldb32, accumulate, c_i, ldc);
+      break;
+    case 2:
+      bf16_row_panel<2>(N, P, alpha, a_i, lda32, b32, ldb32, accumulate, c_i, ldc);
+      break;
+    case 1:
+      bf16_row_panel<1>(N, P, alpha, a_i, lda32, b32, ldb32, accumulate, c_i, ldc);
+      break;
+    default:
+      break;
+  }
+}
+
+#undef BRAID_AVX512BF16
+#endif
+
 }  // namespace
+
+void small_gemm_bf16_pairs(CpuIsa isa, int64_t M, int64_t N, int64_t P, float alpha, const bf16* a,
+                           int64_t lda, const bf16* b, int64_t ldb, bool accumulate, float* c,
+                           int64_t ldc) {
+  if (M <= 0 || N <= 0) return;
+#ifdef BRAID_HAVE_AVX2_PATH
+  if (isa >= CpuIsa::Avx512Bf16)
+    return avx512bf16_gemm_pairs(M, N, P, alpha, a, lda, b, ldb, accumulate, c, ldc);
+#else
+  (void)isa;
+#endif
+  scalar_gemm_bf16_pairs(M, N, P, alpha, a, lda, b, ldb, accumulate, c, ldc);
+}
 
 void small_gemm(CpuIsa isa, int64_t M, int64_t N, int64_t K, float alpha, const float* a,
                 int64_t a_row_stride, int64_t a_col_stride, const float* b, int64_t ldb,

@@ -1,10 +1,11 @@
 // Single-threaded GEMM for the small blocks inside attention (AVX2+FMA register tiles from the
-// Avx2 instruction-set level up, scalar loops below). The interim oneDNN sgemm reached well under half of its
-// large-GEMM rate on these block shapes, so attention uses this instead.
+// Avx2 instruction-set level up, scalar loops below). The interim oneDNN sgemm reached well under
+// half of its large-GEMM rate on these block shapes, so attention uses this instead.
 #pragma once
 
 #include <cstdint>
 
+#include "core/dtype.h"
 #include "core/kernels/cpu/cpu_isa.h"
 
 namespace braid::cpu {
@@ -17,5 +18,17 @@ namespace braid::cpu {
 void small_gemm(CpuIsa isa, int64_t M, int64_t N, int64_t K, float alpha, const float* a,
                 int64_t a_row_stride, int64_t a_col_stride, const float* b, int64_t ldb,
                 bool accumulate, float* c, int64_t ldc);
+
+// The bf16 pair product behind the bf16 attention blocks: C (M, N) = alpha * sum over P pairs
+// p of (a_i,2p * b_2p,j + a_i,2p+1 * b_2p+1,j), or C += that when accumulate. Both operands are
+// bf16 in "pair" layout, the one VDPBF16PS reads: A row i holds its pairs contiguously at
+// a + i * lda (lda in bf16 elements, even); B pair-row p holds, for each column j, the two
+// values (b_2p,j, b_2p+1,j) side by side at b + p * ldb + 2 j (ldb in bf16 elements, >= 2 N).
+// Products of bf16 are exact in f32; each pair is added to the f32 accumulator odd element
+// first (VDPBF16PS's order), the pairs in order of p. Avx512Bf16 and above run the vector
+// tile; lower levels (tests, forced paths) the scalar loop with the same order.
+void small_gemm_bf16_pairs(CpuIsa isa, int64_t M, int64_t N, int64_t P, float alpha, const bf16* a,
+                           int64_t lda, const bf16* b, int64_t ldb, bool accumulate, float* c,
+                           int64_t ldc);
 
 }  // namespace braid::cpu
