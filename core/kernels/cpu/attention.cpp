@@ -129,6 +129,22 @@ void transpose_head(float* kt, const float* k_head, int64_t Tk, int64_t D, int64
   }
 }
 
+// The forward's softmax of one query block's scores s (rows, nk - lo; column c is key lo + c):
+// each row becomes its probabilities over its visible keys (keys before the window or the
+// sample are scored but given probability zero), its log-sum-exp goes to lse_bh.
+void softmax_block(CpuIsa isa, const AttnDims& d, int64_t b, int64_t i0, int64_t rows, int64_t lo,
+                   float* s, float* lse_bh) {
+  const int64_t nk = d.offset() + i0 + rows, nc = nk - lo;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = s + r * nc;
+    const int64_t visible = d.offset() + i0 + r + 1;
+    const int64_t first = d.first_key(b, visible - 1);
+    lse_bh[i0 + r] = cpu::softmax_row(isa, row + first - lo, visible - first, 1.0f);
+    std::memset(row, 0, sizeof(float) * static_cast<size_t>(first - lo));
+    std::memset(row + visible - lo, 0, sizeof(float) * static_cast<size_t>(nk - visible));
+  }
+}
+
 // The causal products of one query block. Query row r of the block sits at absolute position
 // base + r and sees keys [0, base + r]; the helpers work in panels of kPanel rows (or keys),
 // small_gemm's tile height, and skip the keys no row of a panel can see, so the masked half
@@ -339,14 +355,7 @@ void attention_forward_bf16(ExecContext& ctx, const AttnDims& d, Tensor& out, Te
         const int64_t lo = d.first_key(b, base) & ~int64_t{1}, nc = nk - lo;
         causal_scores_bf16(isa, rows, base - lo, d.D, scale, q_bh + i0 * ldq, ldq, kt2 + 2 * lo,
                            2 * d.Tk, s, nc);
-        for (int64_t r = 0; r < rows; ++r) {
-          float* row = s + r * nc;
-          const int64_t visible = d.offset() + i0 + r + 1;
-          const int64_t first = d.first_key(b, visible - 1);
-          lse_bh[i0 + r] = cpu::softmax_row(isa, row + first - lo, visible - first, 1.0f);
-          std::memset(row, 0, sizeof(float) * static_cast<size_t>(first - lo));
-          std::memset(row + visible - lo, 0, sizeof(float) * static_cast<size_t>(nk - visible));
-        }
+        softmax_block(isa, d, b, i0, rows, lo, s, lse_bh);
         round_rows(path, pb, s, rows, nc);
         causal_rows_product_bf16(isa, rows, base - lo, d.D, pb, round_even(nc), v2 + lo * d.D, ob,
                                  d.D);
@@ -536,15 +545,7 @@ void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor&
         // row's first key), so the products start there. Score column c is key lo + c.
         const int64_t lo = d.first_key(b, base), nc = nk - lo;
         causal_scores(isa, rows, base - lo, d.D, scale, qr.p, qr.ld, kt + lo, d.Tk, s, nc);
-        for (int64_t r = 0; r < rows; ++r) {
-          float* row = s + r * nc;
-          const int64_t visible = d.offset() + i0 + r + 1;
-          // Keys before the window or the sample are scored but given probability zero.
-          const int64_t first = d.first_key(b, visible - 1);
-          lse_bh[i0 + r] = cpu::softmax_row(isa, row + first - lo, visible - first, 1.0f);
-          std::memset(row, 0, sizeof(float) * static_cast<size_t>(first - lo));
-          std::memset(row + visible - lo, 0, sizeof(float) * static_cast<size_t>(nk - visible));
-        }
+        softmax_block(isa, d, b, i0, rows, lo, s, lse_bh);
         causal_rows_product(isa, rows, base - lo, d.D, s, nc, vr.p + lo * vr.ld, vr.ld, o_blk, ldo);
         store_rows(io, out, q_off + i0 * ldq, rows, d.D, ldq, o_blk);
       }
