@@ -3,7 +3,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BRAID_BUILD_DIR:-$here/build}
-bash "$here/tools/setup.sh"
+# Only the binary the quick start runs: the tests and benchmarks are built by tools/test.sh.
+BRAID_BUILD_TARGETS=${BRAID_BUILD_TARGETS:-braid} bash "$here/tools/setup.sh"
 cd "$here"
 # The corpus: the license texts every Debian system ships in /usr/share/common-licenses.
 "$build/braid" prepare --input /usr/share/common-licenses --out data/quickstart \

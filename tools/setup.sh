@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages braid needs (only those missing), then configures and builds
 # into build/ (or $BRAID_BUILD_DIR). Safe to run again; used by quickstart.sh and test.sh.
+# BRAID_BUILD_TARGETS: the targets to build (default: all; the quick start builds only braid).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BRAID_BUILD_DIR:-$here/build}
@@ -53,4 +54,6 @@ fi
 
 jobs=$(nproc)
 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${BRAID_CMAKE_ARGS:-} >/dev/null
-cmake --build "$build" -j "$jobs"
+targets=()
+for t in ${BRAID_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build "$build" -j "$jobs" "${targets[@]}"
