@@ -451,6 +451,15 @@ TEST_P(KernelsLowp, TileConvertedKernelsGiveNarrowedF32Bits) {
     embedding_forward(ctx(), emb, tokens, wte, wpe, 5);
     embedding_forward(ctx(), emblo, tokens, as(wte, t), as(wpe, t), 5);
     same(emblo, emb, t, "embedding out");
+
+    Tensor r = rnd({B, T, Hq, D + D % 2}, 83, t), rlo = as(r, t);  // in place, even head size
+    rope_forward(ctx(), r, 3, RopeScaling{});
+    rope_forward(ctx(), rlo, 3, RopeScaling{});
+    same(rlo, r, t, "rope forward");
+    r = rlo.to(DType::F32);  // the backward of both from the same (stored) values
+    rope_backward(ctx(), r, 3, RopeScaling{});
+    rope_backward(ctx(), rlo, 3, RopeScaling{});
+    same(rlo, r, t, "rope backward");
   }
 }
 

@@ -21,7 +21,8 @@ namespace {
 // product loses ~1e-3 rad at position 1e5), then shared by all batch rows and heads.
 void rope_rotate(ExecContext& ctx, Tensor& x, int64_t pos_offset, const RopeScaling& rope,
                  float sign, const char* op) {
-  cpu::check_f32(x, op, "x");
+  cpu::check_cpu(x, op, "x");
+  cpu::check_float_storage(x, op, "x");
   BRAID_CHECK(x.ndim() == 4, "{}: x must be (B, T, H, D), got {}", op, x.str());
   const int64_t B = x.dim(0), T = x.dim(1), H = x.dim(2), D = x.dim(3);
   BRAID_CHECK(D % 2 == 0, "{}: head dim D must be even, got {}", op, D);
@@ -50,18 +51,26 @@ void rope_rotate(ExecContext& ctx, Tensor& x, int64_t pos_offset, const RopeScal
     }
   }
 
-  float* xp = x.f32();  // x: (B, T, H, D)
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t t = 0; t < T; ++t) {
-      const float* cosv = tab + t * 2 * half;
-      const float* sinv = cosv + half;
-      for (int64_t h = 0; h < H; ++h) {
-        float* x1 = xp + ((b * T + t) * H + h) * D;
-        float* x2 = x1 + half;
+  // x: (B, T, H, D), rotated in place; a 16-bit head row is widened, rotated and narrowed.
+  const cpu::TileIo io(ctx);
+  const bool low = cpu::any_low_precision({&x});
+#pragma omp parallel
+  {
+    const cpu::TileBuffers buf(ctx, low, 1, D);
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t t = 0; t < T; ++t) {
+        const float* cosv = tab + t * 2 * half;
+        const float* sinv = cosv + half;
+        for (int64_t h = 0; h < H; ++h) {
+          const int64_t off = ((b * T + t) * H + h) * D;
+          float* x1 = io.inout(x, off, D, buf[0]);
+          float* x2 = x1 + half;
 #pragma omp simd
-        for (int64_t i = 0; i < half; ++i)
-          math::rope_rotate_pair(x1[i], x2[i], cosv[i], sinv[i], x1[i], x2[i]);
+          for (int64_t i = 0; i < half; ++i)
+            math::rope_rotate_pair(x1[i], x2[i], cosv[i], sinv[i], x1[i], x2[i]);
+          io.store(x, off, D, x1);
+        }
       }
     }
   }
@@ -73,12 +82,6 @@ namespace cpu {
 
 void rope_forward(ExecContext& ctx, Tensor& x, int64_t pos_offset, const RopeScaling& rope) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
-  if (any_low_precision({&x})) {  // bf16/f16 storage: f32 arithmetic on staged copies
-    F32Staging s(ctx, "rope_forward");
-    Tensor x32 = s.out(x, "x", true);
-    cpu::rope_forward(ctx, x32, pos_offset, rope);
-    return s.finish();
-  }
   rope_rotate(ctx, x, pos_offset, rope, 1.0f, "rope_forward");
 }
 
@@ -86,12 +89,6 @@ void rope_forward(ExecContext& ctx, Tensor& x, int64_t pos_offset, const RopeSca
 // -angle.
 void rope_backward(ExecContext& ctx, Tensor& dx, int64_t pos_offset, const RopeScaling& rope) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
-  if (any_low_precision({&dx})) {  // bf16/f16 storage: f32 arithmetic on staged copies
-    F32Staging s(ctx, "rope_backward");
-    Tensor dx32 = s.out(dx, "dx", true);
-    cpu::rope_backward(ctx, dx32, pos_offset, rope);
-    return s.finish();
-  }
   rope_rotate(ctx, dx, pos_offset, rope, -1.0f, "rope_backward");
 }
 
