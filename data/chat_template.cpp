@@ -95,14 +95,19 @@ struct Published {
   std::string_view name;
   ChatFamily family;
   const std::string text;
+  bool date_from_clock = false;     // Llama 3.2: strftime_now's date
+  std::string_view default_system;  // Qwen2.5: the system turn of a conversation without one
 };
 const std::vector<Published>& published_templates() {
   static const std::vector<Published> all = {
-      {"llama3.1", ChatFamily::Llama3Dated, canonical(joined_pieces(chat_text::kLlama31Pieces))},
-      {"llama3.2", ChatFamily::Llama3Dated, canonical(joined_pieces(chat_text::kLlama32Pieces))},
-      {"qwen2.5", ChatFamily::ChatMl, canonical(chat_text::kQwen25)},
-      {"mistral-v0.2", ChatFamily::MistralV02, canonical(chat_text::kMistralV02)},
-      {"mistral-v0.3", ChatFamily::MistralV03, canonical(chat_text::kMistralV03)},
+      {"llama3.1", ChatFamily::Llama3Dated, canonical(joined_pieces(chat_text::kLlama31Pieces)),
+       false, ""},
+      {"llama3.2", ChatFamily::Llama3Dated, canonical(joined_pieces(chat_text::kLlama32Pieces)),
+       true, ""},
+      {"qwen2.5", ChatFamily::ChatMl, canonical(chat_text::kQwen25), false,
+       "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."},
+      {"mistral-v0.2", ChatFamily::MistralV02, canonical(chat_text::kMistralV02), false, ""},
+      {"mistral-v0.3", ChatFamily::MistralV03, canonical(chat_text::kMistralV03), false, ""},
   };
   return all;
 }
@@ -201,9 +206,8 @@ ChatTemplate ChatTemplate::recognise(std::string_view tmpl, const std::string& b
   if (published != published_templates().end()) {
     c.family_ = published->family;
     c.name_ = std::string(published->name);
-    c.date_from_clock_ = published->name == "llama3.2";
-    if (published->name == "qwen2.5")
-      c.default_system_ = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
+    c.date_from_clock_ = published->date_from_clock;
+    c.default_system_ = std::string(published->default_system);
   } else if (t == kLlama2) {
     c.family_ = ChatFamily::Llama2;
     c.name_ = "llama2";
