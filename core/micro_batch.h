@@ -107,6 +107,9 @@ struct InferState {
   ExecContext& ctx;
   KVCache* cache = nullptr;
   int64_t pos = 0;
+  // Packed samples (as MicroBatch::sample_starts): the embedding restarts learned positions at
+  // each sample. Only evaluation sets it (no KV cache).
+  Tensor sample_starts = Tensor();
 };
 
 }  // namespace braid

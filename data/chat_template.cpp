@@ -2,9 +2,11 @@
 #include "data/chat_template.h"
 
 #include <algorithm>
+#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "data/chat_template_texts.h"
 #include "data/hf_bpe.h"
 #include "data/tokenizer.h"
 
@@ -79,6 +81,35 @@ std::string canonical(std::string_view t) {
   const size_t b = out.find_first_not_of(" \t\r\n");
   if (b == std::string::npos) return "";
   return out.substr(b, out.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+template <size_t N>
+std::string joined_pieces(const std::string_view (&pieces)[N]) {
+  std::string s;
+  for (std::string_view p : pieces) s += p;
+  return s;
+}
+
+// The newer templates, held as published (chat_template_texts.h), in canonical form.
+struct Published {
+  std::string_view name;
+  ChatFamily family;
+  const std::string text;
+  bool date_from_clock = false;     // Llama 3.2: strftime_now's date
+  std::string_view default_system;  // Qwen2.5: the system turn of a conversation without one
+};
+const std::vector<Published>& published_templates() {
+  static const std::vector<Published> all = {
+      {"llama3.1", ChatFamily::Llama3Dated, canonical(joined_pieces(chat_text::kLlama31Pieces)),
+       false, ""},
+      {"llama3.2", ChatFamily::Llama3Dated, canonical(joined_pieces(chat_text::kLlama32Pieces)),
+       true, ""},
+      {"qwen2.5", ChatFamily::ChatMl, canonical(chat_text::kQwen25), false,
+       "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."},
+      {"mistral-v0.2", ChatFamily::MistralV02, canonical(chat_text::kMistralV02), false, ""},
+      {"mistral-v0.3", ChatFamily::MistralV03, canonical(chat_text::kMistralV03), false, ""},
+  };
+  return all;
 }
 
 // Collects rendered text, joining neighbours with the same flag.
@@ -170,19 +201,31 @@ ChatTemplate ChatTemplate::recognise(std::string_view tmpl, const std::string& b
   c.bos_ = bos_token;
   c.eos_ = eos_token;
   bool known = true;
-  if (t == kLlama2) {
+  const auto published = std::find_if(published_templates().begin(), published_templates().end(),
+                                       [&](const Published& p) { return p.text == t; });
+  if (published != published_templates().end()) {
+    c.family_ = published->family;
+    c.name_ = std::string(published->name);
+    c.date_from_clock_ = published->date_from_clock;
+    c.default_system_ = std::string(published->default_system);
+  } else if (t == kLlama2) {
     c.family_ = ChatFamily::Llama2;
+    c.name_ = "llama2";
   } else if (t == kLlama3) {
     c.family_ = ChatFamily::Llama3;
+    c.name_ = "llama3";
   } else if (t == std::string(kMistralHead) + std::string(kMistralV01Eos) + std::string(kMistralTail)) {
     c.family_ = ChatFamily::Mistral;
+    c.name_ = "mistral";
     c.space_after_eos_ = true;
   } else if (t == std::string(kMistralHead) + std::string(kMixtralEos) + std::string(kMistralTail)) {
     c.family_ = ChatFamily::Mistral;
+    c.name_ = "mistral";
   } else if (t == "{% for message in messages %}" + std::string(kChatMlBody)) {
     c.family_ = ChatFamily::ChatMl;
   } else if (t == kZephyr) {
     c.family_ = ChatFamily::Zephyr;
+    c.name_ = "zephyr";
   } else if (t.starts_with(kQwen2Head) && t.ends_with(kChatMlBody)) {
     // Qwen2: a default system message between the head and the body.
     const std::string_view rest =
@@ -197,11 +240,13 @@ ChatTemplate ChatTemplate::recognise(std::string_view tmpl, const std::string& b
   }
   if (!known)
     user_error("{}: the chat template is not one braid can render; supported are the templates of "
-               "Llama 2 chat ([INST] <<SYS>>), Llama 3 Instruct (<|start_header_id|>), Mistral "
-               "Instruct v0.1 / Mixtral ([INST]), Qwen2 Instruct and ChatML (<|im_start|>) and "
-               "Zephyr / TinyLlama chat (<|user|>), as their models publish them",
+               "Llama 2 chat ([INST] <<SYS>>), Llama 3 / 3.1 / 3.2 / 3.3 Instruct "
+               "(<|start_header_id|>), Mistral Instruct v0.1 / v0.2 / v0.3 and Mixtral ([INST]), "
+               "Qwen2 / Qwen2.5 Instruct and ChatML (<|im_start|>) and Zephyr / TinyLlama chat "
+               "(<|user|>), as their models publish them (without tool calling)",
                source);
-  c.end_of_turn_ = c.family_ == ChatFamily::Llama3   ? "<|eot_id|>"
+  const bool llama3 = c.family_ == ChatFamily::Llama3 || c.family_ == ChatFamily::Llama3Dated;
+  c.end_of_turn_ = llama3                            ? "<|eot_id|>"
                    : c.family_ == ChatFamily::ChatMl ? "<|im_end|>"
                                                      : eos_token;
   const bool needs_bos = c.family_ != ChatFamily::ChatMl && c.family_ != ChatFamily::Zephyr;
@@ -233,15 +278,16 @@ ChatTemplate ChatTemplate::of_tokenizer(const Tokenizer& tok, const std::string&
                    token_text("eos_token"), source);
 }
 
-std::string_view ChatTemplate::family_name() const {
-  switch (family_) {
-    case ChatFamily::Llama2: return "llama2";
-    case ChatFamily::Llama3: return "llama3";
-    case ChatFamily::Mistral: return "mistral";
-    case ChatFamily::ChatMl: return "chatml";
-    case ChatFamily::Zephyr: return "zephyr";
-  }
-  return "?";
+std::string ChatTemplate::date_string() const {
+  if (!date_string_.empty()) return date_string_;
+  if (!date_from_clock_) return "26 Jul 2024";
+  // transformers' strftime_now: datetime.now().strftime(format), local time.
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char buf[64];
+  const size_t n = std::strftime(buf, sizeof buf, "%d %b %Y", &local);
+  return std::string(buf, n);
 }
 
 std::vector<TextPiece> ChatTemplate::render(const std::vector<ChatMessage>& messages,
@@ -249,14 +295,22 @@ std::vector<TextPiece> ChatTemplate::render(const std::vector<ChatMessage>& mess
                                             const std::string& where) const {
   if (messages.empty()) user_error("{}: the conversation has no messages", where);
   PieceList out;
+  // Families that take a first system message apart: the turns after it alternate.
+  const bool system_apart = family_ == ChatFamily::Llama2 || family_ == ChatFamily::MistralV02 ||
+                            family_ == ChatFamily::MistralV03;
+  const bool sys_first = system_apart && messages[0].role == "system";
   const auto alternate = [&](size_t turn, const ChatMessage& m) {
     if ((m.role == "user") != (turn % 2 == 0))
       user_error("{}: the {} chat template needs the messages{} to alternate user/assistant/"
                  "user/..., starting with user; message {} is '{}'",
-                 where, family_name(),
-                 family_ == ChatFamily::Llama2 ? " after an optional first system message" : "",
-                 turn + 1 + (family_ == ChatFamily::Llama2 && messages[0].role == "system"),
-                 m.role);
+                 where, family_name(), system_apart ? " after an optional first system message" : "",
+                 turn + 1 + sys_first, m.role);
+  };
+  const auto only_user_assistant = [&](size_t i, const ChatMessage& m) {
+    user_error("{}: message {} is a '{}' message; the {} chat template supports only user and "
+               "assistant messages{}",
+               where, i + 1, m.role, family_name(),
+               system_apart ? " after an optional first system message" : "");
   };
   switch (family_) {
     case ChatFamily::Llama2: {
@@ -298,12 +352,55 @@ std::vector<TextPiece> ChatTemplate::render(const std::vector<ChatMessage>& mess
           out.add(m.content + eos_, true);
           if (space_after_eos_) out.add(" ", false);
         } else {
-          user_error("{}: message {} is a '{}' message; the mistral chat template supports only "
-                     "user and assistant messages",
-                     where, i + 1, m.role);
+          only_user_assistant(i, m);
         }
       }
       break;
+    case ChatFamily::MistralV02:
+    case ChatFamily::MistralV03: {
+      const bool v3 = family_ == ChatFamily::MistralV03;
+      const size_t first = sys_first ? 1 : 0;
+      // v0.3 checks the alternation of the whole conversation before writing anything.
+      if (v3)
+        for (size_t i = first; i < messages.size(); ++i) alternate(i - first, messages[i]);
+      out.add(bos_, false);
+      for (size_t i = first; i < messages.size(); ++i) {
+        const ChatMessage& m = messages[i];
+        if (!v3) alternate(i - first, m);
+        // v0.2: the system message opens the first user turn; v0.3: the last message, when
+        // that is a user turn (so a conversation ending with the assistant loses it).
+        const bool with_system =
+            sys_first && (v3 ? i + 1 == messages.size() : i == first);
+        const std::string sys = with_system ? messages[0].content + "\n\n" : "";
+        if (m.role == "user") {
+          out.add(v3 ? "[INST] " + sys + m.content + "[/INST]"
+                     : " [INST] " + sys + m.content + " [/INST]",
+                  false);
+        } else if (m.role == "assistant") {
+          out.add(" ", false);
+          out.add((v3 ? py_strip(m.content) : m.content) + eos_, true);
+        } else {
+          only_user_assistant(i, m);
+        }
+      }
+      break;
+    }
+    case ChatFamily::Llama3Dated: {
+      out.add(bos_, false);
+      const bool sys = messages[0].role == "system";
+      out.add("<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December "
+              "2023\nToday Date: " +
+                  date_string() + "\n\n" + (sys ? py_strip(messages[0].content) : "") +
+                  "<|eot_id|>",
+              false);
+      for (size_t i = sys ? 1 : 0; i < messages.size(); ++i) {
+        const ChatMessage& m = messages[i];
+        out.add(fmt::format("<|start_header_id|>{}<|end_header_id|>\n\n", m.role), false);
+        out.add(py_strip(m.content) + "<|eot_id|>", m.role == "assistant");
+      }
+      if (add_generation_prompt) out.add("<|start_header_id|>assistant<|end_header_id|>\n\n", false);
+      break;
+    }
     case ChatFamily::ChatMl:
       if (!default_system_.empty() && messages[0].role != "system")
         out.add("<|im_start|>system\n" + default_system_ + "<|im_end|>\n", false);

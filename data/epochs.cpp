@@ -54,7 +54,7 @@ EpochUnits index_epoch_units(const TokenShard& shard, const TokenShard* sample_f
     if (N > begin) add(begin, N);
   }
   if (u.units.empty())
-    user_error("training shard '{}' ({} tokens) has no {} to train on with data.seq_len {}{}",
+    user_error("token shard '{}' ({} tokens) has no {} to train on with data.seq_len {}{}",
                shard.path(), N, u.samples ? "sample" : "window of seq_len + 1 tokens", T,
                u.dropped > 0 ? fmt::format(" ({} samples longer than seq_len + 1 = {} tokens "
                                            "were dropped; set data.overlong: truncate or a "
@@ -81,12 +81,13 @@ std::vector<int64_t> epoch_order(uint64_t seed, int64_t epoch, int64_t n) {
   return order;
 }
 
-EpochStream::EpochStream(EpochUnits units, const DataConfig& cfg)
+EpochStream::EpochStream(EpochUnits units, const DataConfig& cfg, bool shuffle)
     : units_(std::move(units)),
       seed_(cfg.seed),
       seq_len_(cfg.seq_len),
       epochs_(cfg.epochs),
-      packed_(units_.samples && cfg.packing) {
+      packed_(units_.samples && cfg.packing),
+      shuffle_(shuffle) {
   epoch_offsets_.push_back(0);
 }
 
@@ -94,7 +95,13 @@ const EpochStream::Plan& EpochStream::plan(int64_t e) {
   if (auto it = plans_.find(e); it != plans_.end()) return it->second;
   if (plans_.size() >= 2) plans_.erase(plans_.begin());  // keep the neighbours of a boundary
   Plan p;
-  p.order = epoch_order(seed_, e, static_cast<int64_t>(units_.units.size()));
+  const auto n = static_cast<int64_t>(units_.units.size());
+  if (shuffle_) {
+    p.order = epoch_order(seed_, e, n);
+  } else {
+    p.order.resize(static_cast<size_t>(n));
+    std::iota(p.order.begin(), p.order.end(), int64_t{0});
+  }
   // Greedy packing: a unit of n tokens takes n - 1 input positions (its last token is only a
   // target, so no target is the next sample's first token).
   int64_t used = seq_len_;  // forces a new sequence at the first unit

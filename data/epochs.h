@@ -48,7 +48,8 @@ std::vector<int64_t> epoch_order(uint64_t seed, int64_t epoch, int64_t n);
 // Past data.epochs (when > 0) sequences are empty (every target -1).
 class EpochStream {
  public:
-  EpochStream(EpochUnits units, const DataConfig& cfg);
+  // shuffle false: every epoch takes the units in shard order (validation).
+  EpochStream(EpochUnits units, const DataConfig& cfg, bool shuffle = true);
 
   // Sequences in epoch e (>= 1).
   int64_t sequences_in_epoch(int64_t e);
@@ -78,6 +79,7 @@ class EpochStream {
   int seq_len_;
   int epochs_;
   bool packed_;
+  bool shuffle_;
   std::map<int64_t, Plan> plans_;       // the last few epochs used
   std::vector<int64_t> epoch_offsets_;  // first global sequence of epoch e, known so far
 };

@@ -1,6 +1,8 @@
 // Loader's prefetch thread (bounded queue, ordered, clean shutdown) and ValidationSet.
 #include "data/loader.h"
 
+#include <algorithm>
+
 namespace braid {
 
 namespace {
@@ -146,17 +148,48 @@ ValidationSet::ValidationSet(const std::string& shard_path, const DataConfig& cf
                              int world)
     : shard_(shard_path),
       flags_(open_loss_flags(shard_, cfg)),
+      sample_flags_(open_sample_flags(shard_)),
       cfg_(cfg),
       rank_(rank),
       world_(world) {
-  (void)validation_pass_batches(shard_, cfg_, world_);  // fails early on a too-short shard
   BRAID_CHECK(rank >= 0 && rank < world, "rank {} of world {}", rank, world);
+  if (cfg_.packing && sample_flags_) {
+    cfg_.epochs = 0;  // one pass, repeated: no padding past the epochs
+    stream_ = std::make_unique<EpochStream>(index_epoch_units(shard_, &*sample_flags_, cfg_), cfg_,
+                                            /*shuffle=*/false);
+    sequences_ = stream_->sequences_in_epoch(0);
+    return;
+  }
+  (void)validation_pass_batches(shard_, cfg_, world_);  // fails early on a too-short shard
 }
 
 Batch ValidationSet::val_batch(int64_t index) const {
-  return validation_batch(shard_, cfg_, index, rank_, world_, flags_ ? &*flags_ : nullptr);
+  if (!stream_)
+    return validation_batch(shard_, cfg_, index, rank_, world_, flags_ ? &*flags_ : nullptr);
+  BRAID_CHECK(index >= 0, "validation batch index {}", index);
+  const int B = cfg_.micro_batch, T = cfg_.seq_len;
+  Batch b{Tensor::empty({B, T}, DType::I32), Tensor::empty({B, T}, DType::I32),
+          Tensor::empty({B, T}, DType::I32)};
+  for (int r = 0; r < B; ++r) {
+    const int64_t g = (index * world_ + rank_) * B + r;
+    const int64_t at = static_cast<int64_t>(r) * T;
+    int32_t *tokens = b.tokens.i32() + at, *targets = b.targets.i32() + at,
+            *starts = b.sample_starts.i32() + at;
+    if (g < sequences_) {
+      stream_->fill_row(shard_, flags_ ? &*flags_ : nullptr, g, tokens, targets, starts);
+    } else {  // past the last sequence: padding, one span
+      std::fill(tokens, tokens + T, 0);
+      std::fill(targets, targets + T, -1);
+      std::fill(starts, starts + T, 0);
+    }
+  }
+  return b;
 }
 
-int64_t ValidationSet::num_batches() const { return validation_pass_batches(shard_, cfg_, world_); }
+int64_t ValidationSet::num_batches() const {
+  if (!stream_) return validation_pass_batches(shard_, cfg_, world_);
+  const int64_t per_batch = static_cast<int64_t>(cfg_.micro_batch) * world_;
+  return std::max<int64_t>(1, (sequences_ + per_batch - 1) / per_batch);
+}
 
 }  // namespace braid

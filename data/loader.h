@@ -95,20 +95,30 @@ class Loader {
   std::exception_ptr error_;
 };
 
-// The mapped validation shard and its fixed batches (see validation_batch in sampler.h).
+// The mapped validation shard and its fixed batches. Plain text: windows of seq_len + 1 tokens
+// (see validation_batch in sampler.h). Sample-structured data (prepared from JSONL) with
+// cfg.packing: the samples packed into sequences as training packs them (greedily, whole
+// samples, positions and attention per sample: batches carry sample_starts), in shard order
+// without shuffling; batch i holds sequences [(i * world + rank) * B, ... + B), those past the
+// last sequence being padding (no targets). Without packing: windows, as plain text.
 class ValidationSet {
  public:
   ValidationSet(const std::string& shard_path, const DataConfig& cfg, int rank = 0, int world = 1);
 
   // Same index -> same batch, whatever the seed or training step.
   Batch val_batch(int64_t index) const;
-  // Batches in one pass over every window.
+  // Batches in one pass over every window (or every packed sequence).
   int64_t num_batches() const;
   const TokenShard& shard() const { return shard_; }
+  // Whether batches are packed samples (else fixed windows).
+  bool packed() const { return stream_ != nullptr; }
 
  private:
   TokenShard shard_;
   std::optional<TokenShard> flags_;
+  std::optional<TokenShard> sample_flags_;
+  std::unique_ptr<EpochStream> stream_;  // packed samples, in shard order
+  int64_t sequences_ = 0;                 // packed sequences in one pass
   DataConfig cfg_;
   int rank_;
   int world_;

@@ -284,7 +284,7 @@ PipelineStepResult PipelineExecutor::step(const PipelineStepInput& in) {
 }
 
 LossSum PipelineExecutor::evaluate(const Tensor& tokens, const Tensor& targets, int64_t batch,
-                                   int64_t seq) {
+                                   int64_t seq, const Tensor& sample_starts) {
   const int p = schedule_.spec.stages, nv = schedule_.num_virtual_stages();
   LossSum out;
   for (int vs = 0; vs < nv; ++vs) {
@@ -300,7 +300,7 @@ LossSum PipelineExecutor::evaluate(const Tensor& tokens, const Tensor& targets, 
                      options_.activation_dtype);
       pp_->recv(x, (vs - 1) % p, recv_tag).wait();
     }
-    Tensor y = t.forward_eval(ctx_, x);
+    Tensor y = t.forward_eval(ctx_, x, sample_starts);
     if (vs == nv - 1)
       out = t.loss_eval(ctx_, y, targets);
     else

@@ -91,7 +91,8 @@ class PipelineExecutor {
   // each sending its output to the next. Collective over the pipeline group. Returns the loss
   // on the stage holding the last virtual stage (tokens there may be empty) and zero elsewhere
   // (targets needed only there).
-  LossSum evaluate(const Tensor& tokens, const Tensor& targets, int64_t batch, int64_t seq);
+  LossSum evaluate(const Tensor& tokens, const Tensor& targets, int64_t batch, int64_t seq,
+                   const Tensor& sample_starts = Tensor());
 
   const PipelineSchedule& schedule() const { return schedule_; }
   // Recorded actions (options.trace), times in microseconds since the first step's start.

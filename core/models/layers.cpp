@@ -251,7 +251,7 @@ Tensor Embedding::lookup(ExecContext& ctx, const Tensor& tokens, int64_t pos,
 }
 
 Tensor Embedding::infer(const Tensor& tokens, InferState& st) {
-  Tensor y = lookup(st.ctx, tokens, st.pos, Tensor());
+  Tensor y = lookup(st.ctx, tokens, st.pos, st.sample_starts);
   if (!region_) return y;
   return rounded(st.ctx, region_->infer(y, st), wte.value.dtype());
 }

@@ -161,13 +161,16 @@ Tensor Transformer::backward(const Tensor& dy, MicroBatch& mb) {
   return dx;
 }
 
-Tensor Transformer::forward_eval(ExecContext& ctx, const Tensor& input) {
+Tensor Transformer::forward_eval(ExecContext& ctx, const Tensor& input,
+                                 const Tensor& sample_starts) {
   Tensor x = input;
   if (has_embedding_) {
     InferState st{ctx};
+    st.sample_starts = sample_starts;
     x = embedding().infer(input, st);
   }
   MicroBatch scratch(ctx);  // thrown away: nothing is kept
+  scratch.sample_starts = sample_starts;
   for (int i = 0; i < last_ - first_; ++i) {
     x = block(i).forward(x, scratch);
     scratch.clear_stash();
@@ -196,9 +199,10 @@ LossSum Transformer::forward_backward(MicroBatch& mb, const Tensor& tokens, cons
   return r;
 }
 
-LossSum Transformer::forward_loss(ExecContext& ctx, const Tensor& tokens, const Tensor& targets) {
+LossSum Transformer::forward_loss(ExecContext& ctx, const Tensor& tokens, const Tensor& targets,
+                                  const Tensor& sample_starts) {
   BRAID_CHECK(has_embedding_ && has_head(), "forward_loss() needs the whole model");
-  return loss_eval(ctx, forward_eval(ctx, tokens), targets);
+  return loss_eval(ctx, forward_eval(ctx, tokens, sample_starts), targets);
 }
 
 Tensor Transformer::infer(const Tensor& input, InferState& st) {

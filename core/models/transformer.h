@@ -77,14 +77,16 @@ class Transformer : public Module {
 
   // Evaluation: the training forward's kernels (so evaluation and training losses agree bit
   // for bit on the same batch), keeping nothing. forward_eval works on every stage;
-  // loss_eval on the last.
-  Tensor forward_eval(ExecContext& ctx, const Tensor& input);
+  // loss_eval on the last. sample_starts: packed samples (MicroBatch::sample_starts), each
+  // with its own positions and attention, as in training.
+  Tensor forward_eval(ExecContext& ctx, const Tensor& input, const Tensor& sample_starts = Tensor());
   LossSum loss_eval(ExecContext& ctx, const Tensor& h, const Tensor& targets);
 
   // Whole model: one micro-batch's forward and backward; returns its loss sum.
   LossSum forward_backward(MicroBatch& mb, const Tensor& tokens, const Tensor& targets,
                            float grad_scale);
-  LossSum forward_loss(ExecContext& ctx, const Tensor& tokens, const Tensor& targets);
+  LossSum forward_loss(ExecContext& ctx, const Tensor& tokens, const Tensor& targets,
+                       const Tensor& sample_starts = Tensor());
 
   // Incremental decoding of one sequence (whole model): feeds tokens (1, Tn) at positions
   // [cache.len, cache.len + Tn), advances cache.len, returns the last position's logits (V).

@@ -150,7 +150,7 @@ PipelineStepResult RankModel::step(const std::vector<Batch>& micro, float grad_s
 
 LossSum RankModel::evaluate(const Batch& b) {
   return executor_->evaluate(ctx_.to_device(b.tokens), ctx_.to_device(b.targets), b.tokens.dim(0),
-                             b.tokens.dim(1));
+                             b.tokens.dim(1), b.sample_starts);  // read on the host
 }
 
 const Parameter* RankModel::owner(const std::string& name) const {

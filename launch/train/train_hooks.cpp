@@ -15,6 +15,10 @@ EvalHook::EvalHook(TrainRun& run, TrainSummary& summary) : run_(run), summary_(s
   // What a model that knows only token frequencies would score (written by `braid prepare`).
   const double unigram = read_unigram_entropy((run.data_dir / "meta.json").string());
   if (unigram > 0) baseline_ = fmt::format(" (unigram entropy of the data: {:.4f})", unigram);
+  if (run.cfg.train.eval_interval > 0 && run.val->packed())
+    run.log.say(fmt::format("validation: the samples of {} packed as training packs them, {} "
+                            "batches per pass (eval_batches {})",
+                            run.val_path, run.val->num_batches(), run.cfg.train.eval_batches));
 }
 
 void EvalHook::on_step_end(StepInfo& s) {

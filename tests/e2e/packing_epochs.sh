@@ -65,6 +65,16 @@ done
 # drop: the overlong samples are left out and counted.
 "$BRAID" train gpt2.yaml --set run.name=drop --set data.overlong=drop --set train.steps=1 > drop.log
 grep -q "$overlong dropped" drop.log || fail "drop count: $(grep '^data: ' drop.log)"
+# Validation packs val.bin's samples as training packs them (data.packing: false: windows).
+"$BRAID" train gpt2.yaml --set run.name=val --set train.steps=2 --set train.eval_interval=2 \
+  --set train.eval_batches=50 > val.log
+grep -q "validation: the samples of .*val.bin packed as training packs them" val.log ||
+  fail "validation is not packed: $(cat val.log)"
+grep -q '"event":"eval"' runs/val/metrics.jsonl || fail "no eval record"
+"$BRAID" train gpt2.yaml --set run.name=val_windows --set train.steps=2 --set train.eval_interval=2 \
+  --set data.packing=false > val_windows.log
+! grep -q "^validation: " val_windows.log || fail "data.packing: false still packs validation"
+echo "ok: validation packs samples like training (and not with data.packing: false)"
 # Bad values name the key and what is right.
 expect_fail "data.overlong" "$BRAID" train gpt2.yaml --set run.name=x --set data.overlong=cut
 expect_fail "epochs is -1; expected >= 0" "$BRAID" train gpt2.yaml --set run.name=x --set data.epochs=-1

@@ -22,6 +22,18 @@ train: {steps: 20, log_interval: 1, eval_interval: 10, eval_batches: 2, sample_t
 checkpoint: {interval: 10, keep_last: 3, resume: auto}
 parallel: {bucket_mb: 0.02, first_bucket_mb: 0.005, timeout_s: 30}
 YAML
+# packed_data N: N prompt/completion samples of varied lengths in jsonl/, prepared into sdata/
+# with the byte tokenizer (the last 10 % to val.bin).
+packed_data() {
+  mkdir -p jsonl
+  python3 - "$1" <<'PY'
+import json, sys
+with open("jsonl/train.jsonl", "w") as f:
+    for i in range(int(sys.argv[1])):
+        f.write(json.dumps({"prompt": f"Q{i}: {i}+{i}?\n", "completion": f"{2 * i}" + "!" * (i % 9) + "\n"}) + "\n")
+PY
+  "$BRAID" prepare --input jsonl --out sdata --tokenizer byte --eot none --val-fraction 0.1 > /dev/null
+}
 # mpi NP ARGS...: braid train c.yaml ARGS under mpirun with NP ranks.
 mpi() {
   local np=$1; shift

@@ -16,14 +16,7 @@ expect_fail() {
   echo "$out" | grep -qF -- "$want" || fail "expected '$want' in: $out"
   echo "ok (exit $rc): $want"
 }
-mkdir -p jsonl
-python3 - <<'PY'
-import json
-with open("jsonl/train.jsonl", "w") as f:
-    for i in range(120):
-        f.write(json.dumps({"prompt": f"Q{i}: {i}+{i}?\n", "completion": f"{2 * i}" + "!" * (i % 9) + "\n"}) + "\n")
-PY
-"$BRAID" prepare --input jsonl --out sdata --tokenizer byte --eot none --val-fraction 0.1 > /dev/null
+packed_data 120
 cat > e.yaml <<YAML
 run: {name: e1, dir: $WORK/runs}
 model: {family: llama, vocab_size: 256, context_length: 64, n_layer: 2, n_embd: 32, n_head: 4, n_kv_head: 2, ffn_hidden: 48}

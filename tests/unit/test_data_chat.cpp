@@ -2,6 +2,7 @@
 // tools/make_chat_fixtures.py), the loss mask of chat samples, and bad chat data.
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -73,12 +74,20 @@ std::vector<int32_t> all_ids(const std::string& path) {
   return ids;
 }
 
+// The case's template, with the date_string the fixtures pinned (Llama 3.2) given to braid too.
+ChatTemplate case_template(const json& c, const Tokenizer& tok) {
+  ChatTemplate t = ChatTemplate::of_tokenizer(tok, "test");
+  if (c.contains("template_kwargs")) t.set_date_string(c["template_kwargs"]["date_string"]);
+  return t;
+}
+
 class ChatFamilyCase : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ChatFamilyCase, TextAndIdsMatchApplyChatTemplate) {
   const json& c = find_case(GetParam());
   const auto tok = case_tokenizer(c);
-  const ChatTemplate t = ChatTemplate::of_tokenizer(*tok, "test");
+  const ChatTemplate t = case_template(c, *tok);
+  EXPECT_EQ(t.family_name(), c["name"].get<std::string>() == "qwen2" ? "chatml" : c["name"].get<std::string>() == "mixtral" ? "mistral" : c["name"].get<std::string>());
   int checked = 0;
   for (const json& conv : c["conversations"]) {
     const bool gen = conv["add_generation_prompt"].get<bool>();
@@ -101,7 +110,7 @@ TEST_P(ChatFamilyCase, TextAndIdsMatchApplyChatTemplate) {
 TEST_P(ChatFamilyCase, OnlyAssistantContentAndItsEndOfTurnAreTrained) {
   const json& c = find_case(GetParam());
   const auto tok = case_tokenizer(c);
-  const ChatTemplate t = ChatTemplate::of_tokenizer(*tok, "test");
+  const ChatTemplate t = case_template(c, *tok);
   const std::vector<int32_t> eot = tok->encode(t.end_of_turn());
   ASSERT_EQ(eot.size(), 1u) << t.end_of_turn();
   for (const json& conv : c["conversations"]) {
@@ -128,7 +137,10 @@ TEST_P(ChatFamilyCase, OnlyAssistantContentAndItsEndOfTurnAreTrained) {
         EXPECT_NE(got_trained.find(content), std::string::npos) << GetParam() << ": " << content;
       } else {
         EXPECT_EQ(got_trained.find(content), std::string::npos) << GetParam() << ": " << content;
-        EXPECT_NE(got_untrained.find(content), std::string::npos) << GetParam() << ": " << content;
+        // (Mistral v0.3 drops the system message of a conversation ending with the assistant.)
+        if (conv["text"].get<std::string>().find(content) != std::string::npos) {
+          EXPECT_NE(got_untrained.find(content), std::string::npos) << GetParam() << ": " << content;
+        }
       }
     }
     EXPECT_EQ(turns_ended, assistant) << GetParam();
@@ -137,7 +149,50 @@ TEST_P(ChatFamilyCase, OnlyAssistantContentAndItsEndOfTurnAreTrained) {
 
 INSTANTIATE_TEST_SUITE_P(Families, ChatFamilyCase,
                          ::testing::Values("llama2", "mistral", "mixtral", "zephyr", "llama3",
-                                           "qwen2", "chatml"));
+                                           "qwen2", "chatml", "llama3.1", "llama3.2", "qwen2.5",
+                                           "mistral-v0.2", "mistral-v0.3"));
+
+// Llama 3.1 / 3.3 write the template's fixed date and 3.2 today's, as transformers renders them
+// when apply_chat_template gets no date_string; a given date wins.
+TEST(ChatTemplate, LlamaDatesAreTheTemplatesDefaults) {
+  const auto date_in = [](const ChatTemplate& t) {
+    const std::string text = joined(t.render({{"user", "hi"}}, true, "t"));
+    const std::string key = "Today Date: ";
+    const size_t at = text.find(key);
+    return at == std::string::npos ? std::string("(none)")
+                                   : text.substr(at + key.size(), text.find('\n', at) - at - key.size());
+  };
+  const json& c31 = find_case("llama3.1");
+  ChatTemplate t31 = ChatTemplate::recognise(c31["chat_template"].get<std::string>(),
+                                             "<|begin_of_text|>", "<|eot_id|>", "t");
+  EXPECT_EQ(date_in(t31), "26 Jul 2024");
+  t31.set_date_string("01 Jan 2030");
+  EXPECT_EQ(date_in(t31), "01 Jan 2030");
+  const ChatTemplate t32 = ChatTemplate::recognise(find_case("llama3.2")["chat_template"].get<std::string>(),
+                                                   "<|begin_of_text|>", "<|eot_id|>", "t");
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char today[32];
+  today[std::strftime(today, sizeof today, "%d %b %Y", &local)] = 0;
+  EXPECT_EQ(date_in(t32), today);
+}
+
+TEST(ChatTemplate, ChangedNewerTemplatesAreRefused) {
+  const std::vector<std::pair<std::string, std::string>> edits = {
+      {"llama3.1", "26 Jul 2024"}, {"llama3.2", "December 2023"},
+      {"qwen2.5", "created by Alibaba Cloud"}, {"mistral-v0.2", "' [INST] '"},
+      {"mistral-v0.3", "\"[INST] \""}};
+  for (const auto& [name, text] : edits) {
+    std::string tmpl = find_case(name)["chat_template"].get<std::string>();
+    const size_t at = tmpl.find(text);
+    ASSERT_NE(at, std::string::npos) << name << ": " << text;
+    tmpl = tmpl.substr(0, at + 1) + "x" + tmpl.substr(at + 1);
+    const std::string msg = user_error_of([&] { ChatTemplate::recognise(tmpl, "<s>", "</s>", "m"); });
+    EXPECT_NE(msg.find("m: the chat template is not one braid can render"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Llama 3 / 3.1 / 3.2 / 3.3 Instruct"), std::string::npos) << msg;
+  }
+}
 
 TEST(ChatTemplate, RecognisesEscapedNewlinesAndReadsQwenDefaultSystem) {
   // tokenizer_config.json files write "\n" inside the template's strings either way.
@@ -164,7 +219,7 @@ TEST(ChatTemplate, UnknownTemplateIsRefusedNamingTheFamilies) {
     EXPECT_NE(msg.find("m/tokenizer_config.json: the chat template is not one braid can render"),
               std::string::npos)
         << msg;
-    EXPECT_NE(msg.find("Llama 3 Instruct"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Llama 3 / 3.1 / 3.2 / 3.3 Instruct"), std::string::npos) << msg;
   }
   // A tokenizer without a chat template.
   const auto tok = load_tokenizer_path(kData + "/hf_tokenizers/qwen2");

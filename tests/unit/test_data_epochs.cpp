@@ -144,6 +144,62 @@ TEST(DataEpochs, PackingPutsEverySampleOnceInAnEpoch) {
   EXPECT_EQ(one.sequences_in_epoch(0), 8);
 }
 
+// Validation on sample-structured data packs the samples as training does, in shard order
+// (the same batches whatever the seed), every sample once per pass, the loss mask applied;
+// data-parallel ranks split the sequences. Without packing it keeps fixed windows.
+TEST(DataEpochs, PackedValidationHoldsEverySampleOnceInShardOrder) {
+  SampleShard s({3, 5, 9, 2, 4, 6, 3, 2});  // inputs 2, 4, 8, 1, 3, 5, 2, 1 = 26
+  DataConfig c = epoch_config();
+  c.epochs = 0;
+  const ValidationSet v(s.path, c);
+  ASSERT_TRUE(v.packed());
+  const int T = c.seq_len, B = c.micro_batch;
+  std::vector<int> seen;  // samples in the order the pass meets them
+  int64_t masked_first = 0, padded_rows = 0;
+  for (int64_t i = 0; i < v.num_batches(); ++i) {
+    const Batch b = v.val_batch(i);
+    ASSERT_TRUE(b.sample_starts.defined());
+    for (int r = 0; r < B; ++r) {
+      const int32_t *tok = b.tokens.i32() + r * T, *tgt = b.targets.i32() + r * T,
+                    *st = b.sample_starts.i32() + r * T;
+      bool any = false;
+      for (int t = 0; t < T; ++t) {
+        ASSERT_TRUE(st[t] == t || (t > 0 && st[t] == st[t - 1])) << "row " << r << " pos " << t;
+        if (tgt[t] != -1) {
+          EXPECT_EQ(tgt[t], tok[t]) << "a target from another sample";
+          any = true;
+        }
+        if (st[t] == t && tok[t] != 0) seen.push_back(tok[t] - 100);
+        masked_first += tok[t] == 101 && st[t] == t && tgt[t] == -1;
+      }
+      padded_rows += !any;
+    }
+  }
+  EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));  // each once, in shard order
+  EXPECT_EQ(masked_first, 1);                                   // the loss mask
+  EXPECT_LT(padded_rows, B);  // only the last batch's rows past the last sequence
+  // The seed does not change validation batches.
+  DataConfig other = c;
+  other.seed = 99;
+  const Batch a = v.val_batch(0), o = ValidationSet(s.path, other).val_batch(0);
+  EXPECT_TRUE(std::equal(a.tokens.i32(), a.tokens.i32() + B * T, o.tokens.i32()));
+  // Two data-parallel ranks: batch i of rank r holds sequences (2i + r) * B ..., so together
+  // they hold what one rank's batches hold.
+  const ValidationSet r0(s.path, c, 0, 2), r1(s.path, c, 1, 2);
+  EXPECT_EQ(r0.num_batches(), (v.num_batches() * B + 2 * B - 1) / (2 * B));
+  const Batch b0 = r0.val_batch(0), b1 = r1.val_batch(0), w0 = v.val_batch(0);
+  EXPECT_TRUE(std::equal(b0.tokens.i32(), b0.tokens.i32() + B * T, w0.tokens.i32()));
+  if (v.num_batches() > 1) {
+    const Batch w1 = v.val_batch(1);
+    EXPECT_TRUE(std::equal(b1.tokens.i32(), b1.tokens.i32() + B * T, w1.tokens.i32()));
+  }
+  // data.packing: false keeps fixed windows (no sample starts).
+  c.packing = false;
+  const ValidationSet windows(s.path, c);
+  EXPECT_FALSE(windows.packed());
+  EXPECT_FALSE(windows.val_batch(0).sample_starts.defined());
+}
+
 TEST(DataEpochs, PlainTextEpochsCoverEveryWindowOnce) {
   TempDir dir("epochs_text");
   std::vector<int32_t> ids(8 * 10 + 1);

@@ -157,6 +157,37 @@ TEST_P(Packing, WithoutSampleStartsSamplesSeeEachOther) {
   EXPECT_GT(std::abs(with.sum - without.sum), 1e-4);
 }
 
+// Evaluation (forward_loss, which validation runs) on a packed batch: each sample's loss is the
+// one it has alone, so a packed validation pass scores the samples as they are.
+TEST_P(Packing, EvaluationOfAPackedBatchScoresEachSampleAlone) {
+  const ModelConfig cfg = packing_config(GetParam());
+  Transformer model(test_ctx(), cfg);
+  model.init_weights();
+  std::vector<Sample> samples;
+  const int lengths[] = {6, 5, 7, 9};
+  for (int i = 0; i < 4; ++i) samples.push_back(make_sample(lengths[i], cfg.vocab_size, 71 + i));
+  const Packed p = pack(samples, {{0, 1, 2}, {3}}, 16);
+  double alone_sum = 0;
+  int64_t alone_count = 0;
+  for (const Sample& s : samples) {
+    const auto n = static_cast<int64_t>(s.ids.size()) - 1;
+    Tensor tok = Tensor::empty({1, n}, DType::I32), tgt = Tensor::empty({1, n}, DType::I32);
+    for (int64_t j = 0; j < n; ++j) {
+      tok.i32()[j] = s.ids[static_cast<size_t>(j)];
+      tgt.i32()[j] = s.ids[static_cast<size_t>(j) + 1];
+    }
+    const LossSum l = model.forward_loss(test_ctx(), tok, tgt);
+    alone_sum += l.sum;
+    alone_count += l.count;
+  }
+  const LossSum packed = model.forward_loss(test_ctx(), p.tokens, p.targets, p.starts);
+  EXPECT_EQ(packed.count, alone_count);
+  EXPECT_NEAR(packed.sum, alone_sum, 1e-5 * std::max(1.0, std::abs(alone_sum)));
+  // Without the sample starts the later samples see the earlier ones.
+  const LossSum unmasked = model.forward_loss(test_ctx(), p.tokens, p.targets);
+  EXPECT_GT(std::abs(unmasked.sum - alone_sum), 1e-4);
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, Packing, ::testing::Values("gpt2", "llama"),
                          [](const auto& info) { return info.param; });
 
