@@ -25,6 +25,10 @@ int64_t head_params(const ModelConfig& m);
 int64_t lora_params_per_block(const ModelConfig& m, int rank,
                               const std::vector<std::string>& targets);
 
+// Weights of one block's targeted projections (d_in * d_out each): what a quantised LoRA base
+// (lora.base_quant) stores quantised; same targets as lora_params_per_block.
+int64_t lora_base_params_per_block(const ModelConfig& m, const std::vector<std::string>& targets);
+
 // Dropout on (gpt2 default) or off (llama default).
 bool uses_dropout(const ModelConfig& m, const TrainOptions& t);
 
