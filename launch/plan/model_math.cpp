@@ -40,8 +40,6 @@ int64_t head_params(const ModelConfig& m) {
   return with_layers(m, 0).num_params() - embedding_params(m);
 }
 
-namespace {
-// (d_in, d_out) of each projection of one block that `targets` names.
 std::vector<std::pair<int64_t, int64_t>> targeted_projections(
     const ModelConfig& m, const std::vector<std::string>& targets) {
   const int64_t C = m.n_embd, F = m.ffn();
@@ -69,7 +67,6 @@ std::vector<std::pair<int64_t, int64_t>> targeted_projections(
   }
   return out;
 }
-}  // namespace
 
 int64_t lora_params_per_block(const ModelConfig& m, int rank,
                               const std::vector<std::string>& targets) {

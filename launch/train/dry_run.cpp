@@ -81,6 +81,15 @@ Planned planned(const RunConfig& cfg) {
   }
   p.masters = cfg.train.precision == Precision::FP32 ? 0.0 : 4.0 * trainable;
   p.moments = trainable * plan::optimizer_state_bytes(cfg.optim.name);
+  if (cfg.lora.enabled() && cfg.optim.name == "adamw8bit") {
+    // Adapters under kAdam8bitMinNumel elements keep f32 moments (8 bytes an element).
+    p.moments = 0;
+    const int64_t r = cfg.lora.rank;
+    for (const auto& [in_f, out_f] : plan::targeted_projections(in.model, in.train.lora_targets))
+      for (const int64_t n : {r * in_f, r * out_f})
+        p.moments += static_cast<double>(in.model.n_layer) * static_cast<double>(n) *
+                     (n < kAdam8bitMinNumel ? 8.0 : plan::optimizer_state_bytes(cfg.optim.name));
+  }
   p.mem.optimizer = p.moments;  // the masters have their own row
   return p;
 }
