@@ -35,6 +35,16 @@ int Module::replace(const std::function<bool(const Module&)>& match, const Wrap&
   return n;
 }
 
+std::unique_ptr<Module> Module::take_slot(const std::string& name) {
+  for (auto it = slots_.begin(); it != slots_.end(); ++it) {
+    if (it->name != name) continue;
+    std::unique_ptr<Module> m = std::move(it->module);
+    slots_.erase(it);
+    return m;
+  }
+  return nullptr;
+}
+
 size_t Module::add_slot(std::string name, std::unique_ptr<Module> m) {
   BRAID_CHECK(m, "slot {} of {} is empty", name, path_);
   slots_.push_back({std::move(name), std::move(m)});

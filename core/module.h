@@ -56,6 +56,8 @@ class Module {
  protected:
   // Registers a child in a new slot; returns its index.
   size_t add_slot(std::string name, std::unique_ptr<Module> m);
+  // Removes the slot named `name` and returns its module (null when there is none).
+  std::unique_ptr<Module> take_slot(const std::string& name);
 
  private:
   struct Slot {

@@ -37,6 +37,8 @@ void quantize_blockwise(ExecContext& ctx, Tensor& q, Tensor& absmax, const Tenso
                         QuantCode code, int64_t block) {
   KernelArgs args(ctx, "quantize_blockwise", {{&q, "q"}, {&absmax, "absmax"}, {&x, "x"}});
   BRAID_CHECK(block > 0, "quantize_blockwise: block {}", block);
+  BRAID_CHECK(code != QuantCode::Nf4 || block % 2 == 0,
+              "quantize_blockwise: NF4 needs an even block size, got {}", block);
   BRAID_CHECK(q.dtype() == DType::U8 && q.numel() == quant_code_bytes(code, x.numel()),
               "quantize_blockwise: q is {}, expected u8 of {} bytes", q.str(),
               quant_code_bytes(code, x.numel()));

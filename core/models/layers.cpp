@@ -9,6 +9,13 @@
 
 namespace braid {
 
+Tensor rounded(ExecContext& ctx, const Tensor& t, DType dtype) {
+  if (t.dtype() == dtype) return t;
+  Tensor r = ctx.empty(t.shape(), dtype);
+  cast(ctx, r, t);
+  return r;
+}
+
 Tensor as_rows(const Tensor& x) { return x.view({-1, x.dim(-1)}); }
 
 Tensor weight_tensor(ExecContext& ctx, const Shape& shape) {
@@ -19,14 +26,6 @@ namespace {
 Shape with_last(const Shape& s, int64_t last) {
   Shape r = s;
   r.back() = last;
-  return r;
-}
-
-// The f32 sum `t` rounded once to `dtype` (itself when it already is).
-Tensor rounded(ExecContext& ctx, const Tensor& t, DType dtype) {
-  if (t.dtype() == dtype) return t;
-  Tensor r = ctx.empty(t.shape(), dtype);
-  cast(ctx, r, t);
   return r;
 }
 
@@ -48,6 +47,13 @@ void Linear::reduce_output(std::unique_ptr<Module> region, bool add_bias) {
   BRAID_CHECK(!region_, "{}: the output is already reduced", path());
   region_ = &child(add_slot("output_region", std::move(region)));
   bias_in_partial_ = add_bias;
+}
+
+std::unique_ptr<Module> Linear::take_output_region(bool* add_bias) {
+  *add_bias = bias_in_partial_;
+  if (!region_) return nullptr;
+  region_ = nullptr;
+  return take_slot("output_region");
 }
 
 Tensor Linear::product(ExecContext& ctx, const Tensor& x) const {

@@ -34,6 +34,9 @@ class Linear : public Module {
   // Makes the output a partial sum completed by `region` (see above). Once per layer.
   void reduce_output(std::unique_ptr<Module> region, bool add_bias);
   bool reduces_output() const { return region_ != nullptr; }
+  // Hands the output region (null when none) to a layer replacing this one; *add_bias says
+  // whether the bias goes into the partial sum (this rank adds it).
+  std::unique_ptr<Module> take_output_region(bool* add_bias);
 
   Parameter weight;
   std::unique_ptr<Parameter> bias;  // null when the layer has none
@@ -123,6 +126,8 @@ class Embedding : public Module {
 
 // Flattens all leading dimensions: (..., C) -> (N, C).
 Tensor as_rows(const Tensor& x);
+// The f32 sum `t` (a reduced partial product) rounded once to `dtype` (t when it already is).
+Tensor rounded(ExecContext& ctx, const Tensor& t, DType dtype);
 
 // A fresh parameter tensor (MemCategory::Weights) on ctx.
 Tensor weight_tensor(ExecContext& ctx, const Shape& shape);

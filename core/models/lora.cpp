@@ -233,12 +233,11 @@ int apply_lora(Transformer& model, const LoraConfig& cfg, uint64_t seed) {
         wrapped.push_back(l.get());
         return l;
       });
-  BRAID_USER_CHECK(n > 0,
-                   "lora.targets [{}] match no Linear of this {} model; expected {} or all-linear",
-                   fmt::join(targets, ", "), model.config().family,
-                   model.config().is_llama()
-                       ? "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj"
-                       : "c_attn, c_proj, c_fc");
+  BRAID_USER_CHECK(
+      n > 0, "lora.targets [{}] match no Linear of this {} model; expected {} or all-linear",
+      fmt::join(targets, ", "), model.config().family,
+      model.config().is_llama() ? "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj"
+                                : "c_attn, c_proj, c_fc");
   for (Parameter* p : model.parameters()) p->freeze();  // the base, before the adapters exist
   model.refresh_parameters();
   for (LoraLinear* l : wrapped) l->init(seed);
@@ -256,6 +255,21 @@ int quantize_lora_bases(ExecContext& ctx, Transformer& model, const LoraConfig& 
   });
   model.refresh_parameters();
   return n;
+}
+
+QuantizedBaseBytes quantized_base_bytes(Transformer& model) {
+  QuantizedBaseBytes b;
+  model.visit([&](Module& m) {
+    auto* l = dynamic_cast<LoraLinear*>(&m);
+    auto* q = l ? dynamic_cast<QuantizedLinear*>(&l->base()) : nullptr;
+    if (!q) return;
+    const int64_t codes = static_cast<int64_t>(q->weight.q.nbytes());
+    b.codes += codes;
+    b.constants += q->weight.bytes() - codes;
+    b.weights += q->weight.numel();
+    ++b.linears;
+  });
+  return b;
 }
 
 Tensor quantized_base_readback(ExecContext& ctx, const Tensor& w, const LoraConfig& cfg) {

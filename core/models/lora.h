@@ -76,6 +76,15 @@ class LoraLinear final : public Module {
   Module* weight_grad_region_ = nullptr;
 };
 
+// What the quantised LoRA bases of `model` hold: the codes, the constants (absmax values, or
+// double quantisation's nested codes, their absmax values and offsets), in bytes, and how many
+// weights they stand for.
+struct QuantizedBaseBytes {
+  int64_t codes = 0, constants = 0, weights = 0;
+  int linears = 0;
+};
+QuantizedBaseBytes quantized_base_bytes(Transformer& model);
+
 // True when the Linear at `path` is named by `targets` (its last path component, mapped: q ->
 // q_proj, ..., c_attn, c_proj, c_fc, or all-linear).
 bool lora_targets(const std::string& path, const std::vector<std::string>& targets);

@@ -50,7 +50,8 @@ struct LoraConfig {
     v("base_quant", base_quant,
       "How the targeted linears' frozen base weights are stored: none (the training precision), "
       "int8 (absmax, 8 bits) or nf4 (QLoRA's 4-bit NormalFloat). Only the quantised weight is "
-      "kept; tiles are dequantised into the GEMM. Not yet with tensor parallelism.");
+      "kept; tiles are dequantised into the GEMM. Under tensor parallelism each rank quantises its "
+      "part of a split matrix.");
     v("quant_block_size", quant_block_size,
       "Values per absmax block of the quantised base (bitsandbytes: 64).");
     v("double_quant", double_quant,

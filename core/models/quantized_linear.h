@@ -1,6 +1,8 @@
 // QuantizedLinear: a frozen Linear whose weight is held only block-wise quantised (QLoRA's base
 // layer, core/kernels/quantize.h). It owns no trainable parameter: the forward and the input
 // gradient dequantise tiles of the weight into the GEMM, and there is no weight gradient.
+// Made from a Linear placed for tensor parallelism, it quantises this rank's part of the weight
+// in its own blocks and takes over the Linear's output region (a row-parallel partial sum).
 #pragma once
 
 #include <memory>
@@ -12,8 +14,8 @@ namespace braid {
 
 class QuantizedLinear final : public Module {
  public:
-  // Quantises `from`'s weight (f32 or bf16) and takes its bias; the full-precision weight goes
-  // with `from` (its storage is released when the Linear is destroyed).
+  // Quantises `from`'s weight (f32 or bf16; its local part when placed) and takes its bias and
+  // output region; the full-precision weight goes with `from` (released when it is destroyed).
   QuantizedLinear(ExecContext& ctx, Linear& from, QuantCode code, int64_t block, bool double_quant);
 
   Tensor forward(const Tensor& x, MicroBatch& mb) override;  // x: (..., in) -> (..., out)
@@ -28,7 +30,10 @@ class QuantizedLinear final : public Module {
   std::unique_ptr<Parameter> bias;  // frozen; null when the layer has none
 
  private:
+  // x W^T (+ b): in x's dtype, or the f32 partial sum when the output is reduced.
   Tensor product(ExecContext& ctx, const Tensor& x) const;
+  Module* region_ = nullptr;  // the output_region slot, when reduced
+  bool bias_in_partial_ = true;
 };
 
 }  // namespace braid

@@ -14,6 +14,7 @@
 #include "data/tokenizer.h"
 #include "launch/config/config.h"
 #include "launch/config/config_json.h"
+#include "launch/io/bnb_weights.h"
 #include "launch/io/checkpoint.h"
 #include "launch/io/hf_format.h"
 #include "launch/io/hf_weights.h"
@@ -130,7 +131,12 @@ ModelConfig config_of(const ModelSource& src) {
 void load_hf_weights(Transformer& model, const fs::path& dir) {
   const ModelConfig& cfg = model.config();
   HfWeights w = HfWeights::open(dir);
-  const HfImportPlan plan = plan_hf_import(cfg, w.tensors(), w.source());
+  // Weights bitsandbytes quantised are planned under their own names and shapes.
+  const BnbTensorView bnb = bnb_tensor_view(w);
+  const HfImportPlan plan = plan_hf_import(cfg, bnb.tensors, w.source());
+  // Dequantised on the host, whatever device `model` is on.
+  std::unique_ptr<ExecContext> host =
+      bnb.quantised.empty() ? nullptr : std::make_unique<ExecContext>();
   std::map<std::string, Parameter*> params;
   for (Parameter* p : model.parameters()) params.emplace(p->name, p);
   std::vector<std::vector<const HfTensorSource*>> by_file(w.num_files());
@@ -160,6 +166,12 @@ void load_hf_weights(Transformer& model, const fs::path& dir) {
     const SafetensorsFile& f = w.file(i);
     for (const HfTensorSource* src : by_file[i]) {
       Parameter* p = params.at(src->param);
+      if (bnb.quantised.count(src->file_name)) {
+        BRAID_USER_CHECK(!src->transposed, "{}: {} is quantised but stored transposed", f.path(),
+                         src->file_name);
+        p->value.copy_from(read_bnb_weight(*host, w, src->file_name));
+        continue;
+      }
       BRAID_USER_CHECK(f.dtype(src->file_name) != DType::I32,
                        "{}: {} is i32; expected a float tensor", f.path(), src->file_name);
       Tensor t = hf_tensor_to_braid(*src, f.get(src->file_name));

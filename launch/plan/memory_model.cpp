@@ -53,6 +53,21 @@ double lora_base_bytes(const std::string& base) {
   user_error("LoRA base '{}' is unknown; expected bf16, int8 or 4bit", base);
 }
 
+QuantBytesPerWeight quant_bytes_per_weight(const std::string& base, int64_t block,
+                                           bool double_quant) {
+  BRAID_CHECK(block > 0, "quantisation block {}", block);
+  QuantBytesPerWeight q;
+  if (base == "int8")
+    q.codes = 1.0;
+  else if (base == "nf4" || base == "4bit")
+    q.codes = 0.5;
+  else
+    user_error("quantised base '{}' is unknown; expected int8 or nf4", base);
+  const double per_block = double_quant ? 1.0 + 4.0 / 256.0 : 4.0;
+  q.constants = per_block / static_cast<double>(block);
+  return q;
+}
+
 double optimizer_state_bytes(const std::string& optimizer) {
   if (optimizer == "adamw") return 8.0;
   if (optimizer == "adamw8bit") return 2.0 + 8.0 / 2048.0;

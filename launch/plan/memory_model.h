@@ -35,6 +35,15 @@ MemoryBreakdown training_memory(const ModelConfig& m, const TrainOptions& t, con
 // Bytes per parameter of a frozen LoRA base (bf16 2, int8 1, 4bit 0.5 + block constants).
 double lora_base_bytes(const std::string& base);
 
+// Bytes per weight of a base quantised block-wise as braid stores it (core/kernels/quantize.h):
+// the codes (nf4 0.5, int8 1) and the per-block constants (an f32 absmax per block of `block`;
+// with double quantisation a byte per block plus an f32 per 256 blocks).
+struct QuantBytesPerWeight {
+  double codes = 0, constants = 0;
+};
+QuantBytesPerWeight quant_bytes_per_weight(const std::string& base, int64_t block,
+                                           bool double_quant);
+
 // Optimizer state bytes per trainable parameter, masters not counted: adamw 8 (two f32
 // moments), adamw8bit 2 + 8 / 2048 (two 1-byte codes and two f32 absmax per block of 2048),
 // sgd 4 (momentum).

@@ -1,6 +1,8 @@
 // Per-layer parameter, LoRA and FLOP counts.
 #include "launch/plan/model_math.h"
 
+#include <utility>
+
 #include "core/error.h"
 
 namespace braid::plan {
@@ -38,31 +40,44 @@ int64_t head_params(const ModelConfig& m) {
   return with_layers(m, 0).num_params() - embedding_params(m);
 }
 
-int64_t lora_params_per_block(const ModelConfig& m, int rank,
-                              const std::vector<std::string>& targets) {
-  const int64_t C = m.n_embd, F = m.ffn(), r = rank;
+std::vector<std::pair<int64_t, int64_t>> targeted_projections(
+    const ModelConfig& m, const std::vector<std::string>& targets) {
+  const int64_t C = m.n_embd, F = m.ffn();
   const int64_t kv = static_cast<int64_t>(m.kv_heads()) * m.head_dim();
   std::vector<std::string> list = targets;
   if (list.size() == 1 && list[0] == "all") {
     list = {"q", "k", "v", "o", "up", "down"};
     if (m.is_llama()) list.push_back("gate");
   }
-  int64_t p = 0;
+  std::vector<std::pair<int64_t, int64_t>> out;
   for (const std::string& t : list) {
     if (t == "q" || t == "o")
-      p += r * (C + C);
+      out.emplace_back(C, C);
     else if (t == "k" || t == "v")
-      p += r * (C + kv);
-    else if (t == "up" || t == "down")
-      p += r * (C + F);
-    else if (t == "gate" && m.is_llama())
-      p += r * (C + F);
+      out.emplace_back(C, kv);
+    else if (t == "up" || (t == "gate" && m.is_llama()))
+      out.emplace_back(C, F);
+    else if (t == "down")
+      out.emplace_back(F, C);
     else
       user_error(
           "LoRA target '{}' is unknown for family {}; expected q, k, v, o, up, down{}, "
           "or all",
           t, m.family, m.is_llama() ? ", gate" : "");
   }
+  return out;
+}
+
+int64_t lora_params_per_block(const ModelConfig& m, int rank,
+                              const std::vector<std::string>& targets) {
+  int64_t p = 0;
+  for (const auto& [in, out] : targeted_projections(m, targets)) p += rank * (in + out);
+  return p;
+}
+
+int64_t lora_base_params_per_block(const ModelConfig& m, const std::vector<std::string>& targets) {
+  int64_t p = 0;
+  for (const auto& [in, out] : targeted_projections(m, targets)) p += in * out;
   return p;
 }
 

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/model_config.h"
@@ -24,6 +25,15 @@ int64_t head_params(const ModelConfig& m);
 // Throws UserError on an unknown target.
 int64_t lora_params_per_block(const ModelConfig& m, int rank,
                               const std::vector<std::string>& targets);
+
+// (d_in, d_out) of each projection of one block that LoRA `targets` names (as
+// lora_params_per_block reads them).
+std::vector<std::pair<int64_t, int64_t>> targeted_projections(
+    const ModelConfig& m, const std::vector<std::string>& targets);
+
+// Weights of one block's targeted projections (d_in * d_out each): what a quantised LoRA base
+// (lora.base_quant) stores quantised; same targets as lora_params_per_block.
+int64_t lora_base_params_per_block(const ModelConfig& m, const std::vector<std::string>& targets);
 
 // Dropout on (gpt2 default) or off (llama default).
 bool uses_dropout(const ModelConfig& m, const TrainOptions& t);

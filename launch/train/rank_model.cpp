@@ -77,14 +77,9 @@ RankModel::RankModel(ExecContext& ctx, const RunConfig& cfg, const RankModelComm
     if (!init_from.empty() && !resume) init_weights_from(*t, init_from);  // whole, before the split
     // The passes see the single-rank model on every layout; tensor parallelism places it last.
     apply_training_passes(*t, cfg, verbose && c == 0);
-    if (cfg.lora.enabled() && cfg.lora.base_quant != BaseQuant::None) {
-      BRAID_USER_CHECK(!tp_,
-                       "lora.base_quant: {} does not work with parallel.tp > 1 yet; use "
-                       "lora.base_quant: none or parallel.tp: 1",
-                       enum_name(cfg.lora.base_quant));
-      quantize_lora_bases(ctx, *t, cfg.lora);  // the full-precision base weights go here
-    }
     if (tp_) apply_tensor_parallel(ctx, *t, *tp_, tpo);
+    // Each tensor-parallel rank quantises its own part of a split base, in its own blocks.
+    if (cfg.lora.enabled()) quantize_lora_bases(ctx, *t, cfg.lora);  // the f32 base goes here
     if (resume) {  // each parameter takes its part of the whole tensor
       for (Parameter* p : t->parameters()) {
         check_tensor_matches(*resume, p->name, whole_shape_of(*p), DType::F32);

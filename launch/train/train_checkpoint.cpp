@@ -2,9 +2,9 @@
 #include "launch/train/train_checkpoint.h"
 
 #include "core/models/lora.h"
-#include "launch/io/checkpoint_tensors.h"
 #include "launch/config/config.h"
 #include "launch/config/config_json.h"
+#include "launch/io/checkpoint_tensors.h"
 #include "launch/io/lora_adapter.h"
 #include "launch/io/model_io.h"
 #include "launch/train/train_log.h"
@@ -118,7 +118,11 @@ void save_lora_adapter(ExecContext& ctx, const RunConfig& cfg, Transformer* whol
   if (whole) return save_peft_adapter(*whole, cfg.lora, cfg.lora.init_from, dir);
   Transformer gathered(ctx, cfg.model);
   apply_lora(gathered, cfg.lora, cfg.model.seed);
-  load_weights(gathered, CheckpointManager::load(checkpoint).model);
+  // Only the adapters are read: a QLoRA checkpoint holds no quantised base weight.
+  std::vector<Parameter*> adapters;
+  for (Parameter* p : gathered.parameters())
+    if (p->trainable) adapters.push_back(p);
+  load_weights(adapters, CheckpointManager::load(checkpoint).model);
   save_peft_adapter(gathered, cfg.lora, cfg.lora.init_from, dir);
 }
 

@@ -43,3 +43,20 @@ expect_fail() {
   echo "$out" | grep -qF -- "$want" || fail "expected '$want' in the error of: $*; got: $out"
   echo "ok (exit $rc): $want"
 }
+
+# A byte-level corpus prepared into data/, a Llama of width $1 (2 blocks, vocabulary 256) trained
+# for $2 steps as runs/base and exported as the HF directory hf/: the base of the LoRA tests.
+llama_hf_base() {
+  local width=$1 steps=$2
+  make_corpus
+  "$BRAID" prepare --input corpus --out data --tokenizer byte --val-fraction 0.1 > /dev/null
+  cat > base.yaml <<YAML
+run: {name: base, dir: $WORK/runs}
+model: {family: llama, vocab_size: 256, context_length: 32, n_layer: 2, n_embd: $width, n_head: 4}
+data: {dir: $WORK/data, micro_batch: 4, seq_len: 32, seed: 3}
+optim: {lr: 0.003, warmup_steps: 1}
+train: {steps: $steps, log_interval: 1, eval_interval: 0, sample_tokens: 0, peak_tflops: 1.0}
+YAML
+  "$BRAID" train base.yaml > base.log
+  "$BRAID" export runs/base --out hf > /dev/null
+}

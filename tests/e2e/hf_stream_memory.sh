@@ -3,42 +3,8 @@
 # bf16 shards the test writes (zeros, as sparse files) peaks at about the model plus one
 # tensor, not at twice the model as reading every tensor up front would.
 source "$(dirname "$0")/common.bash"
-python3 - <<'PY'
-import json, os, struct
-def write_model(out, layers, C, F, V, shards):
-    os.makedirs(out)
-    json.dump({"model_type": "llama", "vocab_size": V, "hidden_size": C, "intermediate_size": F,
-               "num_hidden_layers": layers, "num_attention_heads": 8, "num_key_value_heads": 8,
-               "max_position_embeddings": 64, "rms_norm_eps": 1e-5, "torch_dtype": "bfloat16"},
-              open(f"{out}/config.json", "w"))
-    t = [("model.embed_tokens.weight", [V, C])]
-    for i in range(layers):
-        p = f"model.layers.{i}."
-        t += [(p + "input_layernorm.weight", [C]), (p + "post_attention_layernorm.weight", [C])]
-        t += [(p + f"self_attn.{n}_proj.weight", [C, C]) for n in "qkvo"]
-        t += [(p + "mlp.gate_proj.weight", [F, C]), (p + "mlp.up_proj.weight", [F, C]),
-              (p + "mlp.down_proj.weight", [C, F])]
-    t += [("model.norm.weight", [C]), ("lm_head.weight", [V, C])]
-    per = (len(t) + shards - 1) // shards
-    wmap = {}
-    for s in range(shards):
-        name = f"model-{s+1:05d}-of-{shards:05d}.safetensors"
-        header, off = {}, 0
-        for n, shape in t[s * per:(s + 1) * per]:
-            size = 2
-            for d in shape: size *= d
-            header[n] = {"dtype": "BF16", "shape": shape, "data_offsets": [off, off + size]}
-            off += size
-            wmap[n] = name
-        h = json.dumps(header).encode()
-        h += b" " * ((8 - len(h) % 8) % 8)
-        with open(f"{out}/{name}", "wb") as f:
-            f.write(struct.pack("<Q", len(h)) + h)
-            f.truncate(8 + len(h) + off)  # zeros, without writing them
-    json.dump({"metadata": {}, "weight_map": wmap}, open(f"{out}/model.safetensors.index.json", "w"))
-write_model("big", layers=8, C=512, F=1536, V=8192, shards=4)
-write_model("tiny", layers=1, C=64, F=128, V=256, shards=2)
-PY
+python3 "$SRC/tools/write_hf_llama.py" big --layers 8 --width 512 --ffn 1536 --vocab 8192 --shards 4
+python3 "$SRC/tools/write_hf_llama.py" tiny --layers 1 --width 64 --ffn 128 --vocab 256 --shards 2
 peak_kib() {  # the largest resident set of the command, KiB
   python3 -c "import resource,subprocess,sys; subprocess.run(sys.argv[1:],check=True,stdout=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)" "$@"
 }

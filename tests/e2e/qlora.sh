@@ -6,17 +6,7 @@
 # run differs from the base. The checkpoints keep the base by reference (file and checksum): a
 # changed or missing base is refused by name on resume, eval and merge; the intact one resumes.
 source "$(dirname "$0")/common.bash"
-make_corpus
-"$BRAID" prepare --input corpus --out data --tokenizer byte --val-fraction 0.1 > /dev/null
-cat > base.yaml <<YAML
-run: {name: base, dir: $WORK/runs}
-model: {family: llama, vocab_size: 256, context_length: 32, n_layer: 2, n_embd: 64, n_head: 4}
-data: {dir: $WORK/data, micro_batch: 4, seq_len: 32, seed: 3}
-optim: {lr: 0.003, warmup_steps: 1}
-train: {steps: 3, log_interval: 1, eval_interval: 0, sample_tokens: 0, peak_tflops: 1.0}
-YAML
-"$BRAID" train base.yaml > base.log
-"$BRAID" export runs/base --out hf > /dev/null
+llama_hf_base 64 3
 cat > q.yaml <<YAML
 run: {name: q, dir: $WORK/runs}
 data: {dir: $WORK/data, micro_batch: 4, seq_len: 32, seed: 4}

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -81,6 +82,14 @@ class GpuTest : public ::testing::Test {
   ExecContext cpu_;
   std::unique_ptr<ExecContext> gpu_;
 };
+
+// Byte equality of a device tensor with a host one (any dtype).
+inline ::testing::AssertionResult same_bytes(const Tensor& dev, const Tensor& host) {
+  const Tensor h = dev.to_host();
+  if (h.nbytes() != host.nbytes() || std::memcmp(h.raw(), host.raw(), h.nbytes()) != 0)
+    return ::testing::AssertionFailure() << h.str() << " differs from " << host.str();
+  return ::testing::AssertionSuccess();
+}
 
 // f32 values of a host or device tensor.
 inline std::vector<float> values(const Tensor& t) {

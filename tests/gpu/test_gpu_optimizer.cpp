@@ -44,14 +44,6 @@ TEST_F(GpuOptimizer, AdamWMatchesCpuBitForBit) {
   }
 }
 
-// Byte equality of a device tensor with a host one (any dtype).
-::testing::AssertionResult same_bytes(const Tensor& dev, const Tensor& host) {
-  const Tensor h = dev.to_host();
-  if (h.nbytes() != host.nbytes() || std::memcmp(h.raw(), host.raw(), h.nbytes()) != 0)
-    return ::testing::AssertionFailure() << h.str() << " differs from " << host.str();
-  return ::testing::AssertionSuccess();
-}
-
 TEST_F(GpuOptimizer, Adamw8bitMatchesCpuBitForBit) {
   for (int64_t n : {1, 2047, 2 * 2048 + 333}) {
     const uint64_t s = static_cast<uint64_t>(n) * 10;

@@ -13,6 +13,7 @@
 #include "core/kernels/quantize.h"
 #include "core/safetensors.h"
 #include "kernel_test_util.h"
+#include "quant_test_util.h"
 
 namespace braid {
 namespace {
@@ -158,16 +159,14 @@ TEST(Quantize, DoubleQuantisedWeight) {
     ASSERT_NEAR(y.f32()[i], w.f32()[i], 0.16 * 0.05) << i;  // half NF4 widest gap x absmax
 }
 
-// The quantised linear (several row tiles: 1000 inputs give 65 rows a tile) equals the plain
+// The quantised linear (one tile here; test_dequantize_tile.cpp runs several) equals the plain
 // linear on the dequantised weight, forward and input gradient, f32 and bf16 activations.
 TEST(Quantize, QuantisedLinearEqualsDequantisedLinear) {
   ExecContext& ctx = test_ctx();
   const int64_t N = 5, IN = 1000, OUT = 300;
-  const Tensor w = random_tensor({OUT, IN}, 11, -0.1, 0.1), b = random_tensor({OUT}, 12);
-  const QuantizedWeight qw = quantize_weight(ctx, w, QuantCode::Nf4, 64, true);
-  Tensor wd = Tensor::empty({OUT, IN});
-  dequantize_weight(ctx, wd, qw);
-  const Tensor x = random_tensor({N, IN}, 13), dy = random_tensor({N, OUT}, 14);
+  const kernel_test::QuantLinearCase c = kernel_test::quant_linear_case(ctx, N, IN, OUT, 11);
+  const QuantizedWeight& qw = c.qw;
+  const Tensor &wd = c.wd, &b = c.b, &x = c.x, &dy = c.dy;
   Tensor y = Tensor::empty({N, OUT}), y_ref = Tensor::empty({N, OUT});
   linear_forward_quantized(ctx, y, x, qw, b);
   linear_forward(ctx, y_ref, x, wd, b);

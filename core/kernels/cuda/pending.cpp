@@ -15,32 +15,11 @@ namespace {
 }
 
 // The ops below, by name (tests/unit/test_device_memory.cpp checks this list against the
-// stubs). They are the QLoRA base's: `device: auto` picks a GPU regardless, and a run that
-// reaches one of them stops naming it.
-const std::vector<std::string_view> kPendingOps = {
-    "quantize_blockwise",
-    "dequantize_blockwise",
-    "linear_forward_quantized",
-    "linear_backward_input_quantized",
-};
+// stubs): none at present. `device: auto` picks a GPU regardless, and a run that reaches one
+// of them stops naming it.
+const std::vector<std::string_view> kPendingOps = {};
 }  // namespace
 
 int pending_kernel_count() { return static_cast<int>(kPendingOps.size()); }
-
-void quantize_blockwise(ExecContext&, Tensor&, Tensor&, const Tensor&, QuantCode, int64_t) {
-  pending("quantize_blockwise");
-}
-void dequantize_blockwise(ExecContext&, Tensor&, const Tensor&, const Tensor&, QuantCode, int64_t,
-                          int64_t) {
-  pending("dequantize_blockwise");
-}
-void linear_forward_quantized(ExecContext&, Tensor&, const Tensor&, const QuantizedWeight&,
-                              const Tensor&) {
-  pending("linear_forward_quantized");
-}
-void linear_backward_input_quantized(ExecContext&, Tensor&, const Tensor&, const QuantizedWeight&,
-                                     bool) {
-  pending("linear_backward_input_quantized");
-}
 
 }  // namespace braid::cuda
