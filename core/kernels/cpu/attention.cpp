@@ -145,6 +145,32 @@ void softmax_block(CpuIsa isa, const AttnDims& d, int64_t b, int64_t i0, int64_t
   }
 }
 
+// The backward's per-row work of one query block: p (rows, nk - lo) holds the scores and
+// becomes the probabilities (from lse_bh), ds holds dp = dout . v and becomes the score
+// gradients; dot(r) is dout . out of row r (equal to sum_j p_j dp_j, cheaper: D, not nk).
+// Columns outside a row's visible keys are zero in both.
+template <class Dot>
+void softmax_grad_block(CpuIsa isa, const AttnDims& d, int64_t b, int64_t i0, int64_t rows,
+                        int64_t lo, float scale, const float* lse_bh, float* p, float* ds,
+                        Dot dot) {
+  const int64_t nk = d.offset() + i0 + rows, nc = nk - lo;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t visible = d.offset() + i0 + r + 1;
+    const int64_t first = d.first_key(b, visible - 1);
+    const size_t masked = static_cast<size_t>(nk - visible);
+    const size_t before = static_cast<size_t>(first - lo);
+    float* p_row = p + r * nc;
+    float* ds_row = ds + r * nc;
+    const int64_t f = first - lo, e = visible - lo;  // columns of first and visible
+    cpu::exp_shifted_row(isa, p_row + f, visible - first, lse_bh[i0 + r]);
+    std::memset(p_row, 0, sizeof(float) * before);
+    std::memset(p_row + e, 0, sizeof(float) * masked);
+    cpu::softmax_grad_row(isa, ds_row + f, p_row + f, visible - first, dot(r), scale);
+    std::memset(ds_row, 0, sizeof(float) * before);
+    std::memset(ds_row + e, 0, sizeof(float) * masked);
+  }
+}
+
 // The causal products of one query block. Query row r of the block sits at absolute position
 // base + r and sees keys [0, base + r]; the helpers work in panels of kPanel rows (or keys),
 // small_gemm's tile height, and skip the keys no row of a panel can see, so the masked half
@@ -441,24 +467,11 @@ void attention_backward_bf16(ExecContext& ctx, const AttnDims& d, Tensor& dq, Te
                              p, nc);
           causal_scores_bf16(isa, rows, base - lo, d.D, 1.0f, do_blk, ldq, vt2 + 2 * lo, 2 * d.Tk,
                              ds, nc);
-          for (int64_t r = 0; r < rows; ++r) {
-            const int64_t visible = d.offset() + i0 + r + 1;
-            const int64_t first = d.first_key(b, visible - 1);
-            const size_t masked = static_cast<size_t>(nk - visible);
-            const size_t before = static_cast<size_t>(first - lo);
-            float* p_row = p + r * nc;
-            float* ds_row = ds + r * nc;
-            const int64_t f = first - lo, e = visible - lo;
-            cpu::exp_shifted_row(isa, p_row + f, visible - first, lse_bh[i0 + r]);
-            std::memset(p_row, 0, sizeof(float) * before);
-            std::memset(p_row + e, 0, sizeof(float) * masked);
+          softmax_grad_block(isa, d, b, i0, rows, lo, scale, lse_bh, p, ds, [&](int64_t r) {
             cpu::widen_to_f32(path, DType::BF16, do_blk + r * ldq, do_row, d.D);
             cpu::widen_to_f32(path, DType::BF16, o_blk + r * ldq, o_row, d.D);
-            const float dot = cpu::dot_row(isa, do_row, o_row, d.D);
-            cpu::softmax_grad_row(isa, ds_row + f, p_row + f, visible - first, dot, scale);
-            std::memset(ds_row, 0, sizeof(float) * before);
-            std::memset(ds_row + e, 0, sizeof(float) * masked);
-          }
+            return cpu::dot_row(isa, do_row, o_row, d.D);
+          });
           round_row_pairs(path, p2, p, rows, nc, tmp);
           round_row_pairs(path, ds2, ds, rows, nc, tmp);
           round_rows(path, dsb, ds, rows, nc);
@@ -644,23 +657,9 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
           const int64_t lo = d.first_key(b, base), nc = nk - lo;
           causal_scores(isa, rows, base - lo, d.D, scale, qr.p, qr.ld, kt + lo, d.Tk, p, nc);
           causal_scores(isa, rows, base - lo, d.D, 1.0f, dor.p, dor.ld, vt + lo, d.Tk, ds, nc);
-          for (int64_t r = 0; r < rows; ++r) {
-            const int64_t visible = d.offset() + i0 + r + 1;
-            const int64_t first = d.first_key(b, visible - 1);
-            const size_t masked = static_cast<size_t>(nk - visible);
-            const size_t before = static_cast<size_t>(first - lo);
-            float* p_row = p + r * nc;
-            float* ds_row = ds + r * nc;
-            const int64_t f = first - lo, e = visible - lo;  // columns of first and visible
-            cpu::exp_shifted_row(isa, p_row + f, visible - first, lse_bh[i0 + r]);
-            std::memset(p_row, 0, sizeof(float) * before);
-            std::memset(p_row + e, 0, sizeof(float) * masked);
-            // sum_j p_j dp_j equals dout . out for the row, which is cheaper (D, not nk).
-            const float dot = cpu::dot_row(isa, dor.p + r * dor.ld, orr.p + r * orr.ld, d.D);
-            cpu::softmax_grad_row(isa, ds_row + f, p_row + f, visible - first, dot, scale);
-            std::memset(ds_row, 0, sizeof(float) * before);
-            std::memset(ds_row + e, 0, sizeof(float) * masked);
-          }
+          softmax_grad_block(isa, d, b, i0, rows, lo, scale, lse_bh, p, ds, [&](int64_t r) {
+            return cpu::dot_row(isa, dor.p + r * dor.ld, orr.p + r * orr.ld, d.D);
+          });
           causal_keys_accumulate(isa, rows, base - lo, d.D, p, nc, dor.p, dor.ld, dv_b + lo * lddv,
                                  lddv);
           causal_rows_product(isa, rows, base - lo, d.D, ds, nc, kr.p + lo * kr.ld, kr.ld, dq_blk,
