@@ -77,6 +77,9 @@ void require_host(const Tensor& t, const char* what) {
 }  // namespace
 
 Tensor extract_shard(ExecContext& ctx, const Tensor& full, const ShardSpec& spec, int part) {
+  if (full.is_meta())  // a deferred weight: only its shape is placed
+    return Tensor::meta(full.allocator(), spec.local_shape(full.shape()), full.dtype(),
+                        MemCategory::Weights);
   Tensor s = full.new_empty(spec.local_shape(full.shape()), full.dtype(), MemCategory::Weights);
   Tensor f = full;
   copy_shard(ctx, f, s, spec, part, true);

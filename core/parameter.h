@@ -39,7 +39,8 @@ struct ShardSpec {
 };
 
 // The part of `full` (global shape) that `part` owns, as a new tensor from full's allocator
-// (the extract_ranges kernel, core/kernels/shard_copy.h, on ctx's device).
+// (the extract_ranges kernel, core/kernels/shard_copy.h, on ctx's device); a meta tensor of
+// the part's shape when `full` is meta.
 Tensor extract_shard(ExecContext& ctx, const Tensor& full, const ShardSpec& spec, int part);
 // Writes `shard` into its place in `full` (insert_ranges).
 void insert_shard(ExecContext& ctx, Tensor& full, const Tensor& shard, const ShardSpec& spec,

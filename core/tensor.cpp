@@ -29,18 +29,35 @@ Storage::Storage(size_t bytes, std::shared_ptr<Allocator> allocator, MemCategory
   data_ = allocator_->allocate(bytes, cat);
 }
 
-Storage::~Storage() { allocator_->deallocate(data_, bytes_, cat_); }
+Storage::Storage(std::shared_ptr<Allocator> allocator, MemCategory cat)
+    : meta_(true), allocator_(std::move(allocator)), cat_(cat) {}
+
+Storage::~Storage() {
+  if (!meta_) allocator_->deallocate(data_, bytes_, cat_);
+}
 
 namespace {
 bool on_host(const Tensor& t) { return t.device().is_cpu(); }
 }  // namespace
 
-Tensor Tensor::empty(std::shared_ptr<Allocator> allocator, const Shape& shape, DType dtype,
-                     MemCategory cat) {
+Tensor Tensor::unbacked(const Shape& shape, DType dtype) {
   for (int64_t d : shape) BRAID_CHECK(d >= 0, "negative dimension in shape {}", shape_str(shape));
   Tensor t;
   t.shape_ = shape;
   t.dtype_ = dtype;
+  return t;
+}
+
+Tensor Tensor::meta(std::shared_ptr<Allocator> allocator, const Shape& shape, DType dtype,
+                    MemCategory cat) {
+  Tensor t = unbacked(shape, dtype);
+  t.storage_ = std::make_shared<Storage>(std::move(allocator), cat);
+  return t;
+}
+
+Tensor Tensor::empty(std::shared_ptr<Allocator> allocator, const Shape& shape, DType dtype,
+                     MemCategory cat) {
+  Tensor t = unbacked(shape, dtype);
   try {
     t.storage_ = std::make_shared<Storage>(t.nbytes(), std::move(allocator), cat);
   } catch (OutOfMemoryError& e) {

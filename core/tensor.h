@@ -23,6 +23,8 @@ int64_t shape_numel(const Shape& s);
 class Storage {
  public:
   Storage(size_t bytes, std::shared_ptr<Allocator> allocator, MemCategory cat);
+  // A storage without memory (a meta tensor's): the allocator it would come from, no bytes.
+  Storage(std::shared_ptr<Allocator> allocator, MemCategory cat);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -32,8 +34,10 @@ class Storage {
   Device device() const { return allocator_->device(); }
   const std::shared_ptr<Allocator>& allocator() const { return allocator_; }
   MemCategory category() const { return cat_; }
+  bool meta() const { return meta_; }
 
  private:
+  bool meta_ = false;
   void* data_ = nullptr;
   size_t bytes_ = 0;
   std::shared_ptr<Allocator> allocator_;
@@ -47,6 +51,12 @@ class Tensor {
   // Uninitialised memory from `allocator` (on its device).
   static Tensor empty(std::shared_ptr<Allocator> allocator, const Shape& shape, DType dtype,
                       MemCategory cat);
+  // A meta tensor: shape, dtype and the allocator its memory will come from, but no memory
+  // (a model built before its weights are read, core/models/layers.h's DeferredWeights). Its
+  // shape can be used and new_* tensors made from it; its data cannot be read or written.
+  static Tensor meta(std::shared_ptr<Allocator> allocator, const Shape& shape, DType dtype,
+                     MemCategory cat);
+  bool is_meta() const { return storage_ && storage_->meta(); }
   // Host tensors outside any context (data batches, files, constants): plain_host_allocator(),
   // not counted in any context's memory figures.
   static Tensor empty(const Shape& shape, DType dtype = DType::F32);
@@ -110,6 +120,8 @@ class Tensor {
   std::string str() const;  // "f32[2, 3] cpu"
 
  private:
+  // Shape and dtype checked and set, no storage yet.
+  static Tensor unbacked(const Shape& shape, DType dtype);
   std::shared_ptr<Storage> storage_;
   size_t offset_bytes_ = 0;
   Shape shape_;

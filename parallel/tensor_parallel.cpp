@@ -54,9 +54,14 @@ void shard_in_place(ExecContext& ctx, Parameter& p, const ShardSpec& s, int part
 
 // The whole (V, C) table padded with zero rows to (Vp, C), then this rank's rows.
 void shard_vocab(ExecContext& ctx, Parameter& p, int64_t padded, int n, int part) {
-  const Shape& g = p.value.shape();
-  Tensor full = p.value.new_zeros({padded, g[1]}, DType::F32, MemCategory::Weights);
-  copy_rows(ctx, full, 0, p.value);
+  const Shape g = p.value.shape();
+  Tensor full;
+  if (p.value.is_meta()) {  // a deferred weight: only its shape is placed
+    full = Tensor::meta(p.value.allocator(), {padded, g[1]}, DType::F32, MemCategory::Weights);
+  } else {
+    full = p.value.new_zeros({padded, g[1]}, DType::F32, MemCategory::Weights);
+    copy_rows(ctx, full, 0, p.value);
+  }
   ShardSpec spec{0, n, {}};
   spec.logical = g[0];
   p.value = full;

@@ -18,8 +18,19 @@ Tensor rounded(ExecContext& ctx, const Tensor& t, DType dtype) {
 
 Tensor as_rows(const Tensor& x) { return x.view({-1, x.dim(-1)}); }
 
-Tensor weight_tensor(ExecContext& ctx, const Shape& shape) {
-  return ctx.zeros(shape, DType::F32, MemCategory::Weights);
+namespace {
+thread_local int g_deferred_weights = 0;
+}  // namespace
+
+DeferredWeights::DeferredWeights() { ++g_deferred_weights; }
+DeferredWeights::~DeferredWeights() { --g_deferred_weights; }
+
+Tensor weight_tensor(ExecContext& ctx, const Shape& shape, float value) {
+  if (g_deferred_weights > 0)
+    return Tensor::meta(ctx.allocator_ptr(), shape, DType::F32, MemCategory::Weights);
+  Tensor t = ctx.zeros(shape, DType::F32, MemCategory::Weights);
+  if (value != 0.0f) t.fill_(value);
+  return t;
 }
 
 namespace {
@@ -124,11 +135,9 @@ bool is_linear(const Module& m) { return dynamic_cast<const Linear*>(&m) != null
 
 LayerNorm::LayerNorm(ExecContext& ctx, const std::string& path, int64_t dim, float eps_)
     : Module(path),
-      weight(path + ".weight", weight_tensor(ctx, {dim})),
+      weight(path + ".weight", weight_tensor(ctx, {dim}, 1.0f)),
       bias(path + ".bias", weight_tensor(ctx, {dim})),
-      eps(eps_) {
-  weight.value.fill_(1.0f);
-}
+      eps(eps_) {}
 
 Tensor LayerNorm::run(ExecContext& ctx, const Tensor& x, Tensor& mean, Tensor& rstd) const {
   const Tensor x2 = as_rows(x);
@@ -173,9 +182,7 @@ void LayerNorm::own_parameters(std::vector<Parameter*>& out) {
 // ---- RMSNorm ----
 
 RMSNorm::RMSNorm(ExecContext& ctx, const std::string& path, int64_t dim, float eps_)
-    : Module(path), weight(path + ".weight", weight_tensor(ctx, {dim})), eps(eps_) {
-  weight.value.fill_(1.0f);
-}
+    : Module(path), weight(path + ".weight", weight_tensor(ctx, {dim}, 1.0f)), eps(eps_) {}
 
 Tensor RMSNorm::run(ExecContext& ctx, const Tensor& x, Tensor& rstd) const {
   const Tensor x2 = as_rows(x);

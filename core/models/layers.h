@@ -129,7 +129,19 @@ Tensor as_rows(const Tensor& x);
 // The f32 sum `t` (a reduced partial product) rounded once to `dtype` (t when it already is).
 Tensor rounded(ExecContext& ctx, const Tensor& t, DType dtype);
 
-// A fresh parameter tensor (MemCategory::Weights) on ctx.
-Tensor weight_tensor(ExecContext& ctx, const Shape& shape);
+// A fresh parameter tensor (MemCategory::Weights) on ctx filled with `value`; a meta tensor
+// (no memory) while a DeferredWeights is alive on this thread.
+Tensor weight_tensor(ExecContext& ctx, const Shape& shape, float value = 0.0f);
+
+// While alive, modules built on this thread get meta parameter tensors: a model whose weights
+// are read later, tensor by tensor (launch/train/model_passes.h's build_from_lora_base), so
+// that the whole model in f32 is never held while its base is quantised.
+class DeferredWeights {
+ public:
+  DeferredWeights();
+  ~DeferredWeights();
+  DeferredWeights(const DeferredWeights&) = delete;
+  DeferredWeights& operator=(const DeferredWeights&) = delete;
+};
 
 }  // namespace braid

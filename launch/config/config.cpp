@@ -219,6 +219,13 @@ void validate_located(const RunConfig& cfg, const Origins& origins, const std::s
                   "backend is nccl but train.device is cpu; NCCL moves GPU memory only: set "
                   "train.device: cuda (or auto), or parallel.backend: mpi or auto",
                   origins, source);
+  if (!cfg.run.init_from.empty() && !cfg.lora.init_from.empty())
+    throw_located("lora.init_from",
+                  fmt::format("both run.init_from ({}) and lora.init_from ({}) name a model to "
+                              "start from; a LoRA run's base is lora.init_from: drop "
+                              "run.init_from",
+                              cfg.run.init_from, cfg.lora.init_from),
+                  origins, source);
   if (cfg.data.seq_len > cfg.model.context_length) {
     auto ctx = origins.find("model.context_length");
     throw_located("data.seq_len",

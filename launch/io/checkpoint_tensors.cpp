@@ -270,6 +270,12 @@ void check_tensor_matches(const CheckpointTensors& tensors, const std::string& n
         tensors.where(), name, dtype_safetensors(dt), dtype_safetensors(expected_dtype));
 }
 
+Shape whole_shape_of(const Parameter& p) {
+  Shape s = p.global_shape;
+  if (p.shard.logical >= 0) s[static_cast<size_t>(p.shard.dim)] = p.shard.logical;
+  return s;
+}
+
 Tensor local_part_of(const Tensor& whole, const Parameter& p, int tp_rank) {
   const int part = p.shard.part_of(tp_rank);
   if (!p.shard.sharded()) return whole;

@@ -83,6 +83,9 @@ class CheckpointTensors {
 void check_tensor_matches(const CheckpointTensors& tensors, const std::string& name,
                           const Shape& expected_shape, DType expected_dtype);
 
+// The whole (unpadded) shape of p across tensor-parallel ranks: what a checkpoint stores.
+Shape whole_shape_of(const Parameter& p);
+
 // The part of a whole (unpadded) tensor that parameter p holds on tensor-parallel rank
 // `tp_rank`: padded with zeros to p's global shape, then cut by p's ShardSpec. A new tensor.
 Tensor local_part_of(const Tensor& whole, const Parameter& p, int tp_rank);

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "core/checksum.h"
 #include "core/models/lora.h"
@@ -125,25 +126,26 @@ ModelConfig config_of(const ModelSource& src) {
   return checked(cfg, p);
 }
 
-// Streams the HF files into the model: each file is mapped in turn and each tensor copied
-// (widened to f32, transposed where HF stores it so) straight into its parameter, then its
-// pages are dropped, so host memory beyond the model stays about one tensor.
-void load_hf_weights(Transformer& model, const fs::path& dir) {
-  const ModelConfig& cfg = model.config();
+// Streams the HF files: each file is mapped in turn and each wanted tensor read (widened to
+// f32, transposed where HF stores it so) and handed to `sink`, then its pages are dropped, so
+// host memory beyond what the sink keeps stays about one tensor.
+void stream_hf_weights(const ModelConfig& cfg, const fs::path& dir, const WantedTensors& wanted,
+                       const TensorSink& sink) {
   HfWeights w = HfWeights::open(dir);
   // Weights bitsandbytes quantised are planned under their own names and shapes.
   const BnbTensorView bnb = bnb_tensor_view(w);
   const HfImportPlan plan = plan_hf_import(cfg, bnb.tensors, w.source());
-  // Dequantised on the host, whatever device `model` is on.
+  // Dequantised on the host, whatever device the model is on.
   std::unique_ptr<ExecContext> host =
       bnb.quantised.empty() ? nullptr : std::make_unique<ExecContext>();
-  std::map<std::string, Parameter*> params;
-  for (Parameter* p : model.parameters()) params.emplace(p->name, p);
   std::vector<std::vector<const HfTensorSource*>> by_file(w.num_files());
+  std::set<std::string> planned;
   for (const HfTensorSource& src : plan.params) {
-    BRAID_USER_CHECK(params.count(src.param), "{}: tensor {} is missing", w.source(), src.param);
-    by_file[w.file_of(src.file_name)].push_back(&src);
+    planned.insert(src.param);
+    if (wanted.count(src.param)) by_file[w.file_of(src.file_name)].push_back(&src);
   }
+  for (const auto& [name, shape] : wanted)
+    BRAID_USER_CHECK(planned.count(name), "{}: tensor {} is missing", w.source(), name);
   if (!plan.tied_head.empty()) {
     // The files must hold the same bytes for the head and the embedding the config ties.
     const HfTensorSource& emb = plan.params.front();
@@ -165,24 +167,48 @@ void load_hf_weights(Transformer& model, const fs::path& dir) {
     if (by_file[i].empty()) continue;
     const SafetensorsFile& f = w.file(i);
     for (const HfTensorSource* src : by_file[i]) {
-      Parameter* p = params.at(src->param);
+      const Shape& expected = wanted.at(src->param);
       if (bnb.quantised.count(src->file_name)) {
         BRAID_USER_CHECK(!src->transposed, "{}: {} is quantised but stored transposed", f.path(),
                          src->file_name);
-        p->value.copy_from(read_bnb_weight(*host, w, src->file_name));
+        const Tensor t = read_bnb_weight(*host, w, src->file_name);
+        BRAID_USER_CHECK(t.shape() == expected, "{}: {} has shape {} but config.json implies {}",
+                         f.path(), src->file_name, shape_str(t.shape()), shape_str(expected));
+        sink(src->param, t);
         continue;
       }
       BRAID_USER_CHECK(f.dtype(src->file_name) != DType::I32,
                        "{}: {} is i32; expected a float tensor", f.path(), src->file_name);
       Tensor t = hf_tensor_to_braid(*src, f.get(src->file_name));
       f.drop_pages(src->file_name);
-      BRAID_USER_CHECK(t.shape() == p->value.shape(),
-                       "{}: {} has shape {} but config.json implies {}", f.path(), src->file_name,
-                       shape_str(t.shape()), shape_str(p->value.shape()));
-      p->value.copy_from(t.dtype() == DType::F32 ? t : t.to(DType::F32));  // bf16/f16 widened
+      BRAID_USER_CHECK(t.shape() == expected, "{}: {} has shape {} but config.json implies {}",
+                       f.path(), src->file_name, shape_str(t.shape()), shape_str(expected));
+      if (t.dtype() != DType::F32) t = t.to(DType::F32);  // bf16/f16 widened
+      sink(src->param, t);
     }
     w.close_file(i);
   }
+}
+
+// Every parameter of `model`, by name, with its shape (a whole model: before any split).
+WantedTensors wanted_of(const std::vector<Parameter*>& params) {
+  WantedTensors w;
+  for (const Parameter* p : params) w.emplace(p->name, p->value.shape());
+  return w;
+}
+
+// Copies each streamed tensor into its parameter.
+TensorSink copy_into(const std::vector<Parameter*>& params) {
+  std::map<std::string, Parameter*> by_name;
+  for (Parameter* p : params) by_name.emplace(p->name, p);
+  return [by_name](const std::string& name, const Tensor& t) {
+    by_name.at(name)->value.copy_from(t);
+  };
+}
+
+void load_hf_weights(Transformer& model, const fs::path& dir) {
+  stream_hf_weights(model.config(), dir, wanted_of(model.parameters()),
+                    copy_into(model.parameters()));
 }
 
 // The LoRA pairs a checkpoint holds (braid names) and the scale its run's lora section gives.
@@ -352,6 +378,32 @@ void check_quantised_base(const nlohmann::json& recorded, const std::string& wha
 std::string model_tokenizer_file(const std::string& path) { return find_tokenizer(resolve(path)); }
 
 ModelConfig model_config_at(const std::string& path) { return config_of(resolve(path)); }
+
+void stream_model_weights(const std::string& path, const WantedTensors& wanted,
+                          const TensorSink& sink) {
+  const ModelSource src = resolve(path);
+  if (src.hf) return stream_hf_weights(config_of(src), src.dir, wanted, sink);
+  // A braid checkpoint: its tensors by name. A QLoRA run's checkpoint keeps its quantised base
+  // by reference; then the model is loaded whole, as load_model reads it.
+  LoadedCheckpoint ck = CheckpointManager::load(src.dir.string());
+  bool all_stored = true;
+  for (const auto& [name, shape] : wanted) all_stored = all_stored && ck.model.contains(name);
+  if (!all_stored) {
+    const LoadedModel lm = load_model(path);
+    for (const auto& [name, shape] : wanted) {
+      const Parameter* p = lm.model->find_parameter(name);
+      BRAID_USER_CHECK(p && p->value.shape() == shape,
+                       "{}: has no tensor {} of shape {}; it was written for a different model",
+                       src.dir.string(), name, shape_str(shape));
+      sink(name, p->value);
+    }
+    return;
+  }
+  for (const auto& [name, shape] : wanted) {
+    check_tensor_matches(ck.model, name, shape, DType::F32);
+    sink(name, ck.model.get(name));
+  }
+}
 
 void init_weights_from(Transformer& model, const std::string& path) {
   const ModelSource src = resolve(path);

@@ -2,6 +2,8 @@
 // export directories, with shape checks that say what does not match.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -68,6 +70,19 @@ void check_quantised_base(const nlohmann::json& recorded, const std::string& wha
 // The model config stored at `path` (same kinds of path as load_model), without reading
 // weights: what `run.init_from` takes the model shape from.
 ModelConfig model_config_at(const std::string& path);
+
+// Tensors by name with their whole shapes, and what receives each as it is read (an f32 host
+// tensor, valid only during the call).
+using WantedTensors = std::map<std::string, Shape>;
+using TensorSink = std::function<void(const std::string& name, const Tensor& whole)>;
+
+// Reads the `wanted` tensors of the model at `path` (same kinds of path as load_model) one at a
+// time, widened to f32 in braid's layout (HF files transposed and dequantised as load_model
+// reads them), and hands each to `sink`: a caller can place, split or quantise each tensor
+// before the next is read. Throws UserError naming the file and tensor when one is missing or
+// has another shape.
+void stream_model_weights(const std::string& path, const WantedTensors& wanted,
+                          const TensorSink& sink);
 
 // Overwrites model's weights with those at `path` (same kinds of path as load_model); the
 // shapes must match model's config. The start of a fine-tuning run (`run.init_from`).

@@ -123,8 +123,7 @@ std::unique_ptr<Optimizer> dry_run_optimizer(ExecContext& ctx, const RunConfig& 
 }  // namespace
 
 void dry_run(const RunConfig& cfg_in) {
-  std::unique_ptr<LoadedModel> base;
-  const RunConfig cfg = resolve_init_from(cfg_in, base);
+  const RunConfig cfg = resolve_init_from(cfg_in);
   const std::string train_path = cfg.data.dir + "/train.bin";
   {
     const TokenShard shard(train_path);
@@ -137,13 +136,11 @@ void dry_run(const RunConfig& cfg_in) {
   std::unique_ptr<ExecContext> ctx_owner =
       make_context(device.device, cfg.data.seed, cfg.train.tf32);
   ExecContext& ctx = *ctx_owner;
-  Transformer model(ctx, cfg.model);
-  model.init_weights();
-  apply_model_passes(model, cfg, base.get());
-  base.reset();
-  // The trainer's order (launch/train/rank_model.cpp): the quantised base replaces the
+  // As the trainer builds it (launch/train/rank_model.cpp): the quantised base replaces the
   // full-precision one before the optimizer converts the rest to the compute dtype.
-  if (cfg.lora.enabled()) quantize_lora_bases(ctx, model, cfg.lora);
+  const std::unique_ptr<Transformer> model_owner =
+      build_model(ctx, cfg, BlockRange{}, "", {}, 0);
+  Transformer& model = *model_owner;
   std::unique_ptr<Optimizer> opt = dry_run_optimizer(ctx, cfg, model.parameters());
   const Held now = held(model);
   Loader loader(train_path, cfg.data, 0, 1, 0);

@@ -2,33 +2,22 @@
 #include "launch/train/model_passes.h"
 
 #include <cstdio>
+#include <map>
+#include <optional>
 
 #include "core/models/checkpointing.h"
 #include "core/models/lora.h"
 #include "core/random.h"
+#include "launch/io/checkpoint_tensors.h"
 
 namespace braid {
 
-RunConfig resolve_init_from(const RunConfig& cfg, std::unique_ptr<LoadedModel>& base) {
+RunConfig resolve_init_from(const RunConfig& cfg) {
   if (cfg.lora.init_from.empty()) return cfg;
-  base = std::make_unique<LoadedModel>(load_model(cfg.lora.init_from));
   RunConfig out = cfg;
-  out.model = base->model->config();
+  out.model = model_config_at(cfg.lora.init_from);
   out.model.seed = cfg.model.seed;  // not part of the shape; seeds the init of what is new
   return out;
-}
-
-void copy_base_weights(Transformer& model, const RunConfig& cfg, const LoadedModel* base,
-                       bool verbose) {
-  if (!base) return;
-  for (Parameter* q : model.parameters()) {  // a pipeline stage holds some of the base's
-    const Parameter* p = base->model->find_parameter(q->name);
-    BRAID_CHECK(p && q->value.shape() == p->value.shape(), "init_from: {} does not fit", q->name);
-    q->value.copy_from(p->value);
-  }
-  if (verbose)
-    std::printf("init_from: %s (%s, %.2fM params)\n", base->source.c_str(),
-                cfg.model.family.c_str(), cfg.model.num_params() / 1e6);
 }
 
 void apply_training_passes(Transformer& model, const RunConfig& cfg, bool verbose) {
@@ -54,10 +43,75 @@ void apply_training_passes(Transformer& model, const RunConfig& cfg, bool verbos
   }
 }
 
-void apply_model_passes(Transformer& model, const RunConfig& cfg, const LoadedModel* base,
-                        bool verbose) {
-  copy_base_weights(model, cfg, base, verbose);
-  apply_training_passes(model, cfg, verbose);
+namespace {
+
+// Reads lora.init_from into `model` (built under DeferredWeights and placed): see build_model.
+void read_base(ExecContext& ctx, Transformer& model, const RunConfig& cfg, int tp_rank) {
+  const LoraConfig& lora = cfg.lora;
+  std::map<std::string, Parameter*> deferred;
+  WantedTensors wanted;
+  for (Parameter* p : model.parameters())
+    if (p->value.is_meta()) {
+      deferred.emplace(p->name, p);
+      wanted.emplace(p->name, whole_shape_of(*p));
+    }
+  // The LoRA-wrapped linear each base tensor belongs to, quantised once all of its are read.
+  std::map<std::string, LoraLinear*> owner;
+  if (lora.base_quant != BaseQuant::None)
+    model.visit([&](Module& m) {
+      if (auto* l = dynamic_cast<LoraLinear*>(&m)) {
+        std::vector<Parameter*> ps;
+        l->base().own_parameters(ps);
+        for (Parameter* p : ps) owner.emplace(p->name, l);
+      }
+    });
+  stream_model_weights(lora.init_from, wanted, [&](const std::string& name, const Tensor& whole) {
+    Parameter* p = deferred.at(name);
+    const Tensor part = local_part_of(whole, *p, tp_rank);
+    p->value = ctx.empty(part.shape(), DType::F32, MemCategory::Weights);
+    p->value.copy_from(part);
+    const auto o = owner.find(name);
+    if (o == owner.end()) return;
+    std::vector<Parameter*> ps;
+    o->second->base().own_parameters(ps);
+    for (Parameter* q : ps)
+      if (q->value.is_meta()) return;  // its bias (or weight) is still to come
+    o->second->quantize_base(ctx, lora.base_quant, lora.quant_block_size, lora.double_quant);
+  });
+  model.refresh_parameters();
+  for (Parameter* p : model.parameters())
+    BRAID_USER_CHECK(!p->value.is_meta(), "lora.init_from {}: tensor {} was not read",
+                     lora.init_from, p->name);
+}
+
+}  // namespace
+
+std::unique_ptr<Transformer> build_model(ExecContext& ctx, const RunConfig& cfg, BlockRange range,
+                                         const std::string& init_from,
+                                         const std::function<void(Transformer&)>& place,
+                                         int tp_rank, bool verbose) {
+  const bool from_base = !cfg.lora.init_from.empty();
+  std::unique_ptr<Transformer> t;
+  {
+    std::optional<DeferredWeights> deferred;
+    if (from_base) deferred.emplace();
+    t = std::make_unique<Transformer>(ctx, cfg.model, range);
+  }
+  if (!from_base) {
+    t->init_weights();
+    if (!init_from.empty()) init_weights_from(*t, init_from);  // whole, before the split
+  }
+  apply_training_passes(*t, cfg, verbose);
+  if (place) place(*t);
+  if (from_base) {
+    read_base(ctx, *t, cfg, tp_rank);
+    if (verbose)
+      std::printf("init_from: %s (%s, %.2fM params)\n", cfg.lora.init_from.c_str(),
+                  cfg.model.family.c_str(), cfg.model.num_params() / 1e6);
+  } else if (cfg.lora.enabled()) {
+    quantize_lora_bases(ctx, *t, cfg.lora);
+  }
+  return t;
 }
 
 uint64_t micro_batch_dropout_seed(uint64_t seed, int64_t step, int micro) {

@@ -19,13 +19,6 @@ PipelineSchedule schedule_for(const RunConfig& cfg, int stages) {
       {kind, stages, cfg.data.grad_accum, cfg.parallel.virtual_stages, 0});
 }
 
-// The whole (unpadded) shape of p across tensor-parallel ranks.
-Shape whole_shape_of(const Parameter& p) {
-  Shape s = p.global_shape;
-  if (p.shard.logical >= 0) s[static_cast<size_t>(p.shard.dim)] = p.shard.logical;
-  return s;
-}
-
 }  // namespace
 
 std::vector<int> pipeline_split(const RunConfig& cfg, int num_virtual) {
@@ -55,7 +48,7 @@ void check_rank_layout(const RunConfig& cfg, int tp, int pp, int dp) {
 }
 
 RankModel::RankModel(ExecContext& ctx, const RunConfig& cfg, const RankModelComms& comms,
-                     const LoadedModel* init_base, const std::string& init_from,
+                     const std::string& init_from,
                      const CheckpointTensors* resume, bool verbose)
     : ctx_(ctx), tp_(comms.tp), pp_(comms.pp) {
   if (tp_ && tp_->size() == 1) tp_ = nullptr;
@@ -71,15 +64,14 @@ RankModel::RankModel(ExecContext& ctx, const RunConfig& cfg, const RankModelComm
     const int vs = sched.virtual_stage(stage(), c);
     const BlockRange r =
         pipeline_block_range(cfg.model.n_layer, sched.num_virtual_stages(), vs, split);
-    auto t = std::make_unique<Transformer>(ctx, cfg.model, r);
-    t->init_weights();
-    copy_base_weights(*t, cfg, init_base, verbose && c == 0);
-    if (!init_from.empty() && !resume) init_weights_from(*t, init_from);  // whole, before the split
-    // The passes see the single-rank model on every layout; tensor parallelism places it last.
-    apply_training_passes(*t, cfg, verbose && c == 0);
-    if (tp_) apply_tensor_parallel(ctx, *t, *tp_, tpo);
-    // Each tensor-parallel rank quantises its own part of a split base, in its own blocks.
-    if (cfg.lora.enabled()) quantize_lora_bases(ctx, *t, cfg.lora);  // the f32 base goes here
+    // The passes see the single-rank model on every layout; tensor parallelism places it last,
+    // and each tensor-parallel rank quantises its own part of a split base, in its own blocks.
+    std::unique_ptr<Transformer> t = build_model(
+        ctx, cfg, r, resume ? "" : init_from,
+        [&](Transformer& m) {
+          if (tp_) apply_tensor_parallel(ctx, m, *tp_, tpo);
+        },
+        tp_rank(), verbose && c == 0);
     if (resume) {  // each parameter takes its part of the whole tensor
       for (Parameter* p : t->parameters()) {
         check_tensor_matches(*resume, p->name, whole_shape_of(*p), DType::F32);

@@ -34,11 +34,11 @@ struct RankModelComms {
 
 class RankModel {
  public:
-  // init_base: lora.init_from's model, or null; init_from: run.init_from, or ""; resume: the
-  // checkpoint's model tensors, or null. verbose: print one line per pass.
+  // init_from: run.init_from, or "" (lora.init_from is read from cfg, tensor by tensor:
+  // build_model); resume: the checkpoint's model tensors, or null. verbose: print one line per
+  // pass.
   RankModel(ExecContext& ctx, const RunConfig& cfg, const RankModelComms& comms,
-            const LoadedModel* init_base, const std::string& init_from,
-            const CheckpointTensors* resume, bool verbose);
+            const std::string& init_from, const CheckpointTensors* resume, bool verbose);
 
   int tp_size() const { return tp_ ? tp_->size() : 1; }
   int tp_rank() const { return tp_ ? tp_->rank() : 0; }

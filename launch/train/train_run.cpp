@@ -91,7 +91,7 @@ RunConfig resolve_data_layout(RunConfig cfg, int dp) {
 
 TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
                    const DistRun& dist_in)
-    : cfg(resolve_data_layout(resolve_init_from(cfg_in, init_base), dist_in.dims.dp_size())),
+    : cfg(resolve_data_layout(resolve_init_from(cfg_in), dist_in.dims.dp_size())),
       config_path(config_path_in),
       dist(dist_in),
       dims(dist_in.dims),
@@ -135,9 +135,8 @@ TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
   // Weights in every layout come from whole tensors: run.init_from's before the split, a
   // resumed checkpoint's cut to each rank's part.
   model = std::make_unique<RankModel>(
-      *ctx, cfg, RankModelComms{&dims.tp(), &dims.pp(), dims.embedding()}, init_base.get(),
-      cfg.run.init_from, ck ? &ck->model : nullptr, lead);
-  init_base.reset();
+      *ctx, cfg, RankModelComms{&dims.tp(), &dims.pp(), dims.embedding()}, cfg.run.init_from,
+      ck ? &ck->model : nullptr, lead);
   // Buckets bind the gradients first, so the f32 masters of the optimizer share the bucket
   // views; AdamW or ZeRO-1's sharded AdamW, in MixedPrecision for bf16/fp16 (16-bit weights
   // from here).
@@ -225,8 +224,9 @@ void TrainRun::check_tokenizer() const {
   if (!cfg.run.init_from.empty()) {
     model_tok = model_tokenizer_file(cfg.run.init_from),
     from = "run.init_from " + cfg.run.init_from;
-  } else if (init_base) {
-    model_tok = init_base->tokenizer, from = "lora.init_from " + cfg.lora.init_from;
+  } else if (!cfg.lora.init_from.empty()) {
+    model_tok = model_tokenizer_file(cfg.lora.init_from);
+    from = "lora.init_from " + cfg.lora.init_from;
   }
   if (model_tok.empty()) return;
   const std::string want = load_tokenizer_path(model_tok)->fingerprint();

@@ -49,7 +49,6 @@ class TrainRun {
   float step_grad_scale(const std::vector<Batch>& micro) const;
 
   const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-  std::unique_ptr<LoadedModel> init_base;  // lora.init_from's model, until copied in
   const RunConfig cfg;
   const std::string config_path;
   const DistRun& dist;
