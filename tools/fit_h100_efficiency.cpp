@@ -4,6 +4,8 @@
 // the result.
 //   fit_h100_efficiency [runs.json]           errors with the built-in h100-sxm constants
 //   fit_h100_efficiency [runs.json] --fit     search the constants on the fit runs only
+//   fit_h100_efficiency [runs.json] --explain ID   one run's predicted step, term by term
+//   ... --set SOURCE KEY=VALUE   a what-if: every run of SOURCE with KEY set (repeatable)
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -14,6 +16,7 @@
 #include "core/error.h"
 #include "launch/plan/gpu_table.h"
 #include "launch/plan/published_runs.h"
+#include "launch/plan/time_model.h"
 
 using namespace braid::plan;
 
@@ -63,8 +66,18 @@ void print_runs(const std::vector<PublishedRun>& runs, const GpuSpec& g) {
     const double err = relative_error(r, g);
     // The metric's own value: a step time is the reported one divided by the speed ratio.
     const double predicted = r.metric == "step_s" ? r.reported / (1 + err) : r.reported * (1 + err);
-    std::printf("| %s | %s | %s | %.4g | %.4g | %+.1f%% |\n", r.id.c_str(), r.set.c_str(),
+    std::printf("| %s | %s | %s | %.4g | %.4g | %+.1f%%", r.id.c_str(), r.set.c_str(),
                 r.metric.c_str(), r.reported, predicted, 100 * err);
+    if (r.peak_low_tflops > 0) {
+      // A bracketed peak: the error at each end (the distance to the interval is the error).
+      const auto [low, high] = relative_error_range(r, g);
+      auto value = [&](double e) {
+        return r.metric == "step_s" ? r.reported / (1 + e) : r.reported * (1 + e);
+      };
+      std::printf(" (%+.1f%% at %s's peak: %.4g; %+.1f%% at %s's: %.4g)", 100 * low,
+                  r.peak_low_gpu.c_str(), value(low), 100 * high, g.name.c_str(), value(high));
+    }
+    std::printf(" |\n");
   }
   for (const char* set : {"fit", "heldout"}) {
     const SetError e = set_error(runs, g, set);
@@ -150,21 +163,69 @@ GpuSpec fit_constants(const std::vector<PublishedRun>& runs, GpuSpec g) {
   return at(clamp(best));
 }
 
+// One run's prediction term by term (seconds per step), to see which mechanism dominates.
+int explain_run(const std::vector<PublishedRun>& runs, const GpuSpec& g, const std::string& id) {
+  for (const PublishedRun& r : runs) {
+    if (r.id != id) continue;
+    Cluster c = r.cluster;
+    c.gpu = g;
+    if (r.mem_bw_gbs > 0) c.gpu.mem_bw_gbs = r.mem_bw_gbs;
+    const PlanResult p = predict(r.model, r.train, r.layout, c);
+    const TimeBreakdown& t = p.time;
+    std::printf(
+        "%s: %d micro-batches; step %.4f s = compute %.4f + tp %.4f + cp %.4f + bubble %.4f + "
+        "p2p %.4f + dp exposed %.4f + param gather %.4f + optimizer %.4f\n"
+        "predicted %.4g %s, published %.4g (error %+.1f%%)\n",
+        r.id.c_str(), p.micro_batches, t.step(), t.compute, t.tp_comm, t.cp_comm, t.bubble, t.p2p,
+        t.dp_exposed, t.param_gather, t.optimizer, predicted_metric(r, p), r.metric.c_str(),
+        r.reported, 100 * relative_error(r, g));
+    if (r.peak_low_tflops > 0)
+      std::printf(
+          "(the peak is only bracketed: %s's %.1f TFLOP/s to %.1f; these figures are at "
+          "the upper end)\n",
+          r.peak_low_gpu.c_str(), r.peak_low_tflops, peak_tflops(c.gpu, r.train.precision));
+    // The compute's parts: the element-wise passes and the attention core, by removing each.
+    GpuSpec no_elt = c.gpu;
+    no_elt.elementwise_touches = 0;
+    Cluster c2 = c;
+    c2.gpu = no_elt;
+    const double no_elt_s = predict(r.model, r.train, r.layout, c2).time.compute;
+    c2.gpu.attention_efficiency = 1e9;
+    const double gemm_s = predict(r.model, r.train, r.layout, c2).time.compute;
+    std::printf("compute: element-wise %.4f, attention core %.4f, GEMMs and LM head %.4f\n",
+                t.compute - no_elt_s, no_elt_s - gemm_s, gemm_s);
+    return 0;
+  }
+  std::fprintf(stderr, "error: no run '%s' in the file\n", id.c_str());
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     std::string path = "tests/data/h100_runs.json";  // run from the repository root
     bool fit = false;
+    std::string explain;
+    std::vector<RunOverride> overrides;
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       if (a == "--fit")
         fit = true;
-      else
+      else if (a == "--explain" && i + 1 < argc)
+        explain = argv[++i];
+      else if (a == "--set" && i + 2 < argc) {
+        const std::string source = argv[++i], kv = argv[++i];
+        const size_t eq = kv.find('=');
+        if (eq == std::string::npos || eq == 0)
+          throw braid::UserError("--set " + source + " '" + kv + "': expected KEY=VALUE");
+        overrides.push_back({source, kv.substr(0, eq), kv.substr(eq + 1)});
+      } else
         path = a;
     }
-    const std::vector<PublishedRun> runs = load_published_runs(path);
+    const std::vector<PublishedRun> runs = load_published_runs(path, overrides);
     GpuSpec g = find_gpu("h100-sxm");
+    if (!explain.empty()) return explain_run(runs, g, explain);
     for (const PublishedRun& r : runs)
       if (r.published_params > 0 && r.published_params != r.model.num_params())
         std::printf("note: %s has %lld parameters in the planner, %lld published\n", r.id.c_str(),

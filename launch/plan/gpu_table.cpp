@@ -85,6 +85,11 @@ const std::vector<GpuSpec>& gpu_table() {
                  450, 50, 0, 8, "NVIDIA H100 datasheet")),
       hopper(gpu("h100-pcie", "NVIDIA H100 PCIe 80GB, PCIe Gen5", mib(81559), 51.2, 756.5, 756.5,
                  2000, 64, 50, 0, 8, "NVIDIA H100 datasheet")),
+      // The NVL part: same chip, lower clocks and power (350-400 W); pairs joined by an NVLink
+      // bridge, the rest of a node over PCIe Gen5 (what a ring across pairs runs at).
+      hopper(gpu("h100-nvl", "NVIDIA H100 NVL 94GB, PCIe Gen5 (NVLink bridge per pair)", mib(95830),
+                 60, 835.5, 835.5, 3938, 64, 50, 0, 8,
+                 "NVIDIA H100 datasheet, NVL column (dense = half the sparse figure)")),
       hopper(gpu("h200", "NVIDIA H200 SXM 141GB, NVLink4", mib(143771), 66.9, 989.4, 989.4, 4800,
                  450, 50, 0, 8, "NVIDIA H200 datasheet")),
       gpu("b200", "NVIDIA B200 180GB (HGX), NVLink5", mib(183359), 75, 2250, 2250, 8000, 900, 50,

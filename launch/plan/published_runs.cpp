@@ -2,6 +2,7 @@
 #include "launch/plan/published_runs.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -76,6 +77,11 @@ E enum_value(const char* key, const std::string& text, const std::string& path,
 }  // namespace
 
 std::vector<PublishedRun> load_published_runs(const std::string& path) {
+  return load_published_runs(path, {});
+}
+
+std::vector<PublishedRun> load_published_runs(const std::string& path,
+                                              const std::vector<RunOverride>& overrides) {
   std::ifstream in(path);
   if (!in) user_error("cannot open published-runs file '{}'", path);
   json doc;
@@ -86,6 +92,21 @@ std::vector<PublishedRun> load_published_runs(const std::string& path) {
   }
   if (!doc.contains("runs") || !doc.at("runs").is_array())
     user_error("{}: expected an object with a 'runs' array", path);
+  for (const RunOverride& o : overrides) {
+    int hits = 0;
+    for (json& r : doc.at("runs")) {
+      if (!r.is_object() || r.value("source", std::string()) != o.source) continue;
+      char* end = nullptr;
+      const double number = std::strtod(o.value.c_str(), &end);
+      if (!o.value.empty() && end == o.value.c_str() + o.value.size())
+        r[o.key] = number == std::floor(number) ? json(static_cast<int64_t>(number)) : json(number);
+      else
+        r[o.key] = o.value;
+      ++hits;
+    }
+    if (hits == 0)
+      user_error("{}: no run has source '{}' (override of '{}')", path, o.source, o.key);
+  }
   const std::string gpu_name = doc.value("gpu", std::string("h100-sxm"));
   const GpuSpec gpu = find_gpu(gpu_name);
   std::vector<PublishedRun> runs;
@@ -151,6 +172,22 @@ std::vector<PublishedRun> load_published_runs(const std::string& path) {
     c.intra_bw_gbs = gpu.intra_bw_gbs;
     c.inter_bw_gbs = gpu.inter_bw_gbs;
     p.mem_bw_gbs = optional<double>(r, "gpu_mem_bw_gbs", 0.0, path, p.id);
+    p.peak_low_gpu = optional<std::string>(r, "peak_low_gpu", "", path, p.id);
+    if (!p.peak_low_gpu.empty()) {
+      GpuSpec low;
+      try {
+        low = find_gpu(p.peak_low_gpu);
+      } catch (const UserError& e) {
+        user_error("{}: run '{}', peak_low_gpu: {}", path, p.id, e.what());
+      }
+      p.peak_low_tflops = peak_tflops(low, p.train.precision);
+      if (!(p.peak_low_tflops < peak_tflops(gpu, p.train.precision)))
+        user_error(
+            "{}: run '{}', peak_low_gpu '{}': its peak ({} TFLOP/s) must be below the file's GPU "
+            "'{}' ({} TFLOP/s)",
+            path, p.id, p.peak_low_gpu, p.peak_low_tflops, gpu.name,
+            peak_tflops(gpu, p.train.precision));
+    }
     check_layout(p.model, p.train, p.layout, p.cluster);  // a UserError names the degrees
     runs.push_back(std::move(p));
   }
@@ -163,13 +200,35 @@ double predicted_metric(const PublishedRun& run, const PlanResult& p) {
   return p.time.step();
 }
 
-double relative_error(const PublishedRun& run, const GpuSpec& gpu) {
+namespace {
+
+double error_at(const PublishedRun& run, const GpuSpec& gpu) {
   Cluster c = run.cluster;
   c.gpu = gpu;
   if (run.mem_bw_gbs > 0) c.gpu.mem_bw_gbs = run.mem_bw_gbs;
   const PlanResult p = predict(run.model, run.train, run.layout, c);
   const double ratio = predicted_metric(run, p) / run.reported;
   return run.metric == "step_s" ? 1.0 / ratio - 1.0 : ratio - 1.0;  // a speed ratio either way
+}
+
+}  // namespace
+
+std::pair<double, double> relative_error_range(const PublishedRun& run, const GpuSpec& gpu) {
+  const double high = error_at(run, gpu);
+  if (run.peak_low_tflops <= 0) return {high, high};
+  // The same kernels at the lower peak: every dense rate scales with the clock.
+  GpuSpec low = gpu;
+  const double scale = run.peak_low_tflops / peak_tflops(gpu, run.train.precision);
+  low.tflops_fp32 *= scale;
+  low.tflops_bf16 *= scale;
+  low.tflops_fp16 *= scale;
+  return {error_at(run, low), high};
+}
+
+double relative_error(const PublishedRun& run, const GpuSpec& gpu) {
+  const auto [low, high] = relative_error_range(run, gpu);
+  if (low <= 0 && high >= 0) return 0.0;
+  return std::abs(low) < std::abs(high) ? low : high;
 }
 
 }  // namespace braid::plan
