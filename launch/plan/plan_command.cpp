@@ -395,7 +395,8 @@ void run_plan(const PlanArgs& given) {
     std::string note;
     for (const std::string& p : split_commas(a.device_profile))
       note += plan::check_same_device(plan::find_device(p), p, run_layout);
-    if (run_layout.threads > 0 && c.cpu.threads > 0 && run_layout.threads != c.cpu.threads)
+    if (run_layout.device == "cpu" && run_layout.threads > 0 && c.cpu.threads > 0 &&
+        run_layout.threads != c.cpu.threads)
       note += fmt::format(
           "note: the profile was calibrated on {} threads, the run's ranks ran {} each ({}); "
           "calibrate with OMP_NUM_THREADS={}\n",
