@@ -48,7 +48,7 @@ struct CalibrateOptions {
 
   // The shapes for a GPU `device`: the CPU's are too small to leave a GPU's launch costs behind
   // (a 1024^3 GEMM takes microseconds on an H100), so the same probes run at larger widths,
-  // token counts, sequences and vocabularies (about 40 GiB of device memory at most).
+  // token counts, sequences and vocabularies.
   static CalibrateOptions gpu(std::string device) {
     CalibrateOptions o;
     o.device = std::move(device);

@@ -535,7 +535,7 @@ void add_plan_command(CLI::App& app, plan::Calibrator calibrate) {
   c->add_option("--batch", a.batch, "Serving batch (concurrent sequences)");
   c->add_flag("--calibrate", a.calibrate,
               "Measure this machine (GEMM, attention, LM head, element-wise and memory rates) and "
-              "write a device profile");
+              "write a device profile; a GPU with --device cuda");
   a.opt_device = c->add_option(
       "--device", a.calibrate_device,
       "What --calibrate measures: cpu (default), cuda or cuda:N (a GPU: braid's CUDA kernels,\n"
@@ -543,8 +543,9 @@ void add_plan_command(CLI::App& app, plan::Calibrator calibrate) {
   c->add_option("--out", a.out, "Where --calibrate writes the profile");
   c->add_option(
        "--calibrate-seconds", a.calibrate_seconds,
-       "Wall-clock seconds the whole --calibrate may take (default 40); below this machine's\n"
-       "floor (one warm-up and one timed call of every probe) it takes the floor and says so")
+       "Wall-clock seconds the whole --calibrate may take (default 40, 20 on a GPU); below this\n"
+       "machine's floor (one warm-up and one timed call of every probe) it takes the floor and\n"
+       "says so")
       ->check(CLI::PositiveNumber);
   c->add_option("--calibrate-rounds", a.calibrate_rounds,
                 "Interleaved rounds the probe time is split into (default 6)")
