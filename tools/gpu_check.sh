@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The one prepared check of the CUDA backend on a machine with a GPU, run as one command:
 # builds braid_core with the CUDA backend (BRAID_CORE_ONLY: no MPI, yaml-cpp or oneDNN needed),
-# runs the GPU tests (every CUDA kernel and whole training steps against the CPU) and the GPU
-# benchmark (GPT-2 124M and a 1B Llama in bf16: tokens/s, MFU, peak memory), and prints one
+# runs the GPU tests (every CUDA kernel and whole training steps against the CPU), the GPU
+# benchmark (GPT-2 124M and a 1B Llama in bf16: tokens/s, MFU, peak memory) and the planner's
+# GPU calibration (gpu_calibrate: `braid plan --calibrate --device cuda` in the core-only build,
+# CAL_SECONDS of probes, default 20; the profile is OUTDIR/gpu_profile.json), and prints one
 # table. Within about 8 minutes on one H200.
 #
 #   bash tools/gpu_check.sh --prepare   here, on a machine with the -dev packages: collects what
@@ -13,7 +15,7 @@
 #   bash tools/gpu_check.sh [OUTDIR]    on the GPU machine (carry .gpu_deps): the check itself;
 #                                       logs and the table go to OUTDIR (default $OUT or
 #                                       build-gpu/out)
-# Environment: GPU_ARCH (default 90-real: the H100/H200), JOBS (default all cores).
+# Environment: GPU_ARCH (default 90-real: the H100/H200), JOBS (default all cores), CAL_SECONDS.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 deps=$here/.gpu_deps
@@ -31,8 +33,12 @@ prepare() {
   else
     echo "gpu_check: no .deps/cudnn-frontend (run tools/setup.sh): the check runs without cuDNN attention"
   fi
-  grep -qx '/.gpu_deps/' "$here/.git/info/exclude" 2>/dev/null ||
-    echo '/.gpu_deps/' >>"$here/.git/info/exclude"
+  # (In a git worktree .git is a file: ask git where the exclude file is.)
+  local exclude
+  exclude=$(git -C "$here" rev-parse --git-path info/exclude 2>/dev/null || echo "$here/.git/info/exclude")
+  case $exclude in /*) ;; *) exclude=$here/$exclude ;; esac
+  mkdir -p "$(dirname "$exclude")"
+  grep -qx '/.gpu_deps/' "$exclude" 2>/dev/null || echo '/.gpu_deps/' >>"$exclude"
   echo "gpu_check: .gpu_deps/ is $(du -sh "$deps" | cut -f1); dry run without a GPU:"
   DRY_RUN=1 run_check "$here/build-gpu-dry/out"
 }
@@ -71,7 +77,7 @@ PY
     "-DBRAID_CUDA_LIB_DIRS=$libdirs" "-DBRAID_CUDNN_FRONTEND_DIR=$deps/cudnn-frontend/include" \
     "${dry_args[@]}" >"$out/configure.log" 2>&1 ||
     { tail -30 "$out/configure.log"; return 1; }
-  cmake --build "$build" -j "${JOBS:-$(nproc)}" --target braid_gpu_tests bench_gpu \
+  cmake --build "$build" -j "${JOBS:-$(nproc)}" --target braid_gpu_tests bench_gpu gpu_calibrate \
     >"$out/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$out/build.log" | head -40; return 1; }
   local built=$SECONDS
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
@@ -91,6 +97,10 @@ PY
   else
     "$build/bench_gpu" >>"$out/bench.md" 2>&1 || true
   fi
+  # The planner's device profile of this GPU (exit 77 without one: skipped).
+  local cal_rc=0
+  "$build/gpu_calibrate" --out "$out/gpu_profile.json" --seconds "${CAL_SECONDS:-20}" \
+    >"$out/calibrate.log" 2>&1 || cal_rc=$?
   # The table.
   local passed failed skipped
   passed=$(grep -c '^\[       OK \]' "$out/tests.log" || true)
@@ -109,6 +119,11 @@ PY
       echo "| NCCL 1-rank | exit $nccl_rc: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/nccl.log" | tr '\n' ' ' | sed 's/\[ *//g; s/ *\]//g') |"
       echo "| DP bucket overlap (2 ranks) | skipped: this check runs without MPI (no mpirun on the GPU machine), and NCCL refuses two ranks of one communicator on one GPU; tests/mpi/mp_train_gpu.sh runs the multi-GPU layouts where 2+ GPUs and MPI are present |"
       echo "| attention | $(grep -m1 'cuDNN attention not available' "$out/tests.log" || echo 'cuDNN fused attention where it takes the case') |"
+    fi
+    if [ $cal_rc -eq 77 ]; then
+      echo "| plan --calibrate --device cuda | skipped: $(tail -1 "$out/calibrate.log") |"
+    else
+      echo "| plan --calibrate --device cuda | exit $cal_rc: $(grep -m1 -E '^measured:|error' "$out/calibrate.log" || tail -1 "$out/calibrate.log")$([ -f "$out/gpu_profile.json" ] && echo '; gpu_profile.json, calibrate.log') |"
     fi
     echo
     cat "$out/bench.md"

@@ -9,20 +9,24 @@
 #include "core/kernels/activation.h"
 #include "core/kernels/attention.h"
 #include "core/kernels/cross_entropy.h"
+#include "core/kernels/cuda/runtime.h"
 #include "core/kernels/elementwise.h"
+#include "core/kernels/gemm.h"
 #include "core/kernels/layernorm.h"
+#include "core/kernels/linear.h"
+#include "core/kernels/optimizer.h"
 #include "core/models/block.h"
 #include "core/random.h"
 #include "launch/plan/cpu_model.h"
 #include "launch/plan/model_math.h"
-#include "optim/adamw.h"
 
 namespace braid::plan::probes {
 
 namespace {
 
-Tensor randn(const Shape& shape, uint64_t stream) {
-  Tensor t = Tensor::empty(shape);
+// Tensors on the probes' device (a GPU's get the host's values).
+Tensor randn(ExecContext& c, const Shape& shape, uint64_t stream) {
+  Tensor t = c.empty(shape);
   fill_normal(t, 1.0f, 7, stream);
   return t;
 }
@@ -59,8 +63,8 @@ BlockProbe add_block_probe(Probes& probes, int64_t tokens, int C, bool llama) {
     if (p->value.ndim() == 1) p->value.fill_(1.0f);
     else fill_normal(p->value, 0.02f, 7, hash_string(p->name));
   }
-  st->x = randn({B, T, C}, 13);
-  st->dy = randn({B, T, C}, 14);
+  st->x = randn(*c, {B, T, C}, 13);
+  st->dy = randn(*c, {B, T, C}, 14);
   BlockProbe bp;
   const double n = static_cast<double>(B * T);
   bp.gemm_flops = 6.0 * static_cast<double>(block_matmul_params(m)) * n;
@@ -76,35 +80,41 @@ BlockProbe add_block_probe(Probes& probes, int64_t tokens, int C, bool llama) {
 }
 
 // The optimizer's per-step passes as the trainer runs them on `params` parameters in 48
-// matrices: global gradient norm, clipping (it scales, as it does when it triggers) and AdamW.
-// Work: the bytes of those passes, 10 fp32 arrays (norm reads g; clipping reads and writes g;
-// AdamW reads p, g, m, v and writes p, m, v); zero_grad, the 11th, is left out so the gradients
-// stay non-zero across calls.
+// matrices, with the kernels optim/adamw.cpp calls per tensor: global gradient norm
+// (sum_squares), clipping (scale_inplace: it scales, as it does when it triggers) and AdamW
+// (adamw_update). Work: the bytes of those passes, 10 fp32 arrays (norm reads g; clipping reads
+// and writes g; AdamW reads p, g, m, v and writes p, m, v); zero_grad, the 11th, is left out so
+// the gradients stay non-zero across calls.
 size_t add_optimizer_probe(Probes& probes, int64_t params) {
   constexpr int kTensors = 48;
   const int64_t cols = 256, rows = std::max<int64_t>(1, params / (kTensors * cols));
-  struct State {
-    std::vector<std::unique_ptr<Parameter>> owned;
-    std::vector<Parameter*> ps;
-    std::unique_ptr<AdamW> opt;
+  struct Slot {
+    Tensor w, g, m, v;
   };
-  auto st = std::make_shared<State>();
-  for (int i = 0; i < kTensors; ++i) {
-    auto p = std::make_unique<Parameter>(fmt::format("calibrate.{}.weight", i),
-                                         probes.ctx().zeros({rows, cols}, DType::F32, MemCategory::Weights));
-    fill_normal(p->value, 0.02f, 15, static_cast<uint64_t>(i));
-    fill_normal(p->grad(), 1.0f, 16, static_cast<uint64_t>(i));
-    st->ps.push_back(p.get());
-    st->owned.push_back(std::move(p));
-  }
+  auto st = std::make_shared<std::vector<Slot>>();
   ExecContext* c = &probes.ctx();
-  st->opt = std::make_unique<AdamW>(*c, st->ps, OptimConfig{});
+  for (int i = 0; i < kTensors; ++i) {
+    Slot s{c->zeros({rows, cols}, DType::F32, MemCategory::Weights),
+           c->zeros({rows, cols}, DType::F32, MemCategory::Grads),
+           c->zeros({rows, cols}, DType::F32, MemCategory::OptimizerState),
+           c->zeros({rows, cols}, DType::F32, MemCategory::OptimizerState)};
+    fill_normal(s.w, 0.02f, 15, static_cast<uint64_t>(i));
+    fill_normal(s.g, 1.0f, 16, static_cast<uint64_t>(i));
+    st->push_back(std::move(s));
+  }
+  // AdamW's defaults (betas 0.9, 0.95, eps 1e-8, weight decay 0.1) at step 1, lr 1e-4.
+  const float lr = 1e-4f;
+  const AdamWStep k{0.9f, 0.95f, 1e-8f, lr / (1.0f - 0.9f), 1.0f / std::sqrt(1.0f - 0.95f),
+                    lr * 0.1f};
   const double n = static_cast<double>(kTensors * rows * cols);
   return probes.add(
-      [st, c] {
-        const double norm = global_grad_norm(*c, st->ps);
-        clip_grad_norm(*c, st->ps, norm, static_cast<float>(norm * 0.99999));
-        st->opt->step(1e-4f);
+      [st, c, k] {
+        double sq = 0;
+        for (Slot& s : *st) sq += sum_squares(*c, s.g);
+        const double norm = std::sqrt(sq);
+        const float scale = static_cast<float>(norm * 0.99999 / (norm + 1e-6));
+        for (Slot& s : *st) scale_inplace(*c, s.g, scale);
+        for (Slot& s : *st) adamw_update(*c, s.w, s.m, s.v, s.g, k);
       },
       10.0 * 4.0 * n);
 }
@@ -119,15 +129,16 @@ size_t add_attention_probe(Probes& probes, int64_t tokens, int64_t T, int64_t D,
     Tensor q, k, v, out, lse, dout, dq, dk, dv;
   };
   auto b = std::make_shared<Buffers>();
-  b->q = randn({B, T, H, D}, 1);
-  b->k = randn({B, T, Hkv, D}, 2);
-  b->v = randn({B, T, Hkv, D}, 3);
-  b->out = Tensor::empty({B, T, H, D});
-  b->lse = Tensor::empty({B, H, T});
-  b->dout = randn({B, T, H, D}, 4);
-  b->dq = Tensor::empty(b->q.shape());
-  b->dk = Tensor::empty(b->k.shape());
-  b->dv = Tensor::empty(b->v.shape());
+  ExecContext& c = probes.ctx();
+  b->q = randn(c, {B, T, H, D}, 1);
+  b->k = randn(c, {B, T, Hkv, D}, 2);
+  b->v = randn(c, {B, T, Hkv, D}, 3);
+  b->out = c.empty({B, T, H, D});
+  b->lse = c.empty({B, H, T});
+  b->dout = randn(c, {B, T, H, D}, 4);
+  b->dq = c.empty(b->q.shape());
+  b->dk = c.empty(b->k.shape());
+  b->dv = c.empty(b->v.shape());
   ModelConfig m;
   m.n_embd = static_cast<int>(C);
   m.n_head = static_cast<int>(H);
@@ -145,14 +156,15 @@ size_t add_lm_head_probe(Probes& probes, int64_t N, int64_t C, int64_t V) {
     Tensor x, w, targets, losses, dx, dw;
   };
   auto b = std::make_shared<Buffers>();
-  b->x = randn({N, C}, 5);
-  b->w = randn({V, C}, 6);
+  ExecContext& c = probes.ctx();
+  b->x = randn(c, {N, C}, 5);
+  b->w = randn(c, {V, C}, 6);
   std::vector<int32_t> tv(N);
   for (int64_t i = 0; i < N; ++i) tv[i] = static_cast<int32_t>((i * 131) % V);
-  b->targets = Tensor::from_vector_i32(tv, {N});
-  b->losses = Tensor::empty({N});
-  b->dx = Tensor::empty({N, C});
-  b->dw = Tensor::zeros({V, C});
+  b->targets = c.to_device(Tensor::from_vector_i32(tv, {N}));
+  b->losses = c.empty({N});
+  b->dx = c.empty({N, C});
+  b->dw = c.zeros({V, C});
   const float scale = 1.0f / static_cast<float>(N);
   return probes.add(
       [b, scale, c = &probes.ctx()] {
@@ -169,17 +181,18 @@ size_t add_elementwise_probe(Probes& probes, int64_t N) {
     Tensor x, y, dy, dx, mean, rstd, g, b, dg, db;
   };
   auto t = std::make_shared<Buffers>();
-  t->x = randn({N, C}, 8);
-  t->y = Tensor::empty({N, C});
-  t->dy = randn({N, C}, 9);
-  t->dx = Tensor::empty({N, C});
-  t->mean = Tensor::empty({N});
-  t->rstd = Tensor::empty({N});
-  t->g = Tensor::empty({C});
+  ExecContext& c = probes.ctx();
+  t->x = randn(c, {N, C}, 8);
+  t->y = c.empty({N, C});
+  t->dy = randn(c, {N, C}, 9);
+  t->dx = c.empty({N, C});
+  t->mean = c.empty({N});
+  t->rstd = c.empty({N});
+  t->g = c.empty({C});
   t->g.fill_(1.0f);
-  t->b = Tensor::zeros({C});
-  t->dg = Tensor::zeros({C});
-  t->db = Tensor::zeros({C});
+  t->b = c.zeros({C});
+  t->dg = c.zeros({C});
+  t->db = c.zeros({C});
   return probes.add(
       [t, c = &probes.ctx()] {
         layernorm_forward(*c, t->y, t->mean, t->rstd, t->x, t->g, t->b, 1e-5f);
@@ -196,12 +209,13 @@ size_t add_activation_probe(Probes& probes, int64_t N, bool swiglu) {
     Tensor a, u, dy, y, da, du;
   };
   auto t = std::make_shared<Buffers>();
-  t->a = randn({N, F}, 10);
-  t->u = randn({N, F}, 11);
-  t->dy = randn({N, F}, 12);
-  t->y = Tensor::empty({N, F});
-  t->da = Tensor::empty({N, F});
-  t->du = Tensor::empty({N, F});
+  ExecContext& c = probes.ctx();
+  t->a = randn(c, {N, F}, 10);
+  t->u = randn(c, {N, F}, 11);
+  t->dy = randn(c, {N, F}, 12);
+  t->y = c.empty({N, F});
+  t->da = c.empty({N, F});
+  t->du = c.empty({N, F});
   return probes.add(
       [t, swiglu, c = &probes.ctx()] {
         if (swiglu) {
@@ -218,8 +232,8 @@ size_t add_activation_probe(Probes& probes, int64_t N, bool swiglu) {
 // 100 calls of add_inplace on 16384 floats (one OpenMP region each): seconds per call, from
 // which the byte time is subtracted afterwards to leave the fixed cost.
 size_t add_call_probe(Probes& probes) {
-  auto a = std::make_shared<Tensor>(Tensor::zeros({kCallProbeFloats}));
-  auto b = std::make_shared<Tensor>(Tensor::zeros({kCallProbeFloats}));
+  auto a = std::make_shared<Tensor>(probes.ctx().zeros({kCallProbeFloats}));
+  auto b = std::make_shared<Tensor>(probes.ctx().zeros({kCallProbeFloats}));
   return probes.add(
       [a, b, c = &probes.ctx()] {
         for (int k = 0; k < 100; ++k) add_inplace(*c, *a, *b);
@@ -227,8 +241,20 @@ size_t add_call_probe(Probes& probes) {
       100.0);
 }
 
-// Stream-like copy over the OpenMP threads: bytes read plus bytes written.
+// Stream-like copy over the OpenMP threads (one cudaMemcpyAsync device to device on a GPU):
+// bytes read plus bytes written.
 size_t add_copy_probe(Probes& probes, size_t bytes) {
+  ExecContext& c = probes.ctx();
+  if (!c.device().is_cpu()) {
+    const int64_t floats = static_cast<int64_t>(bytes / sizeof(float));
+    auto src = std::make_shared<Tensor>(c.zeros({floats}));
+    auto dst = std::make_shared<Tensor>(c.zeros({floats}));
+    return probes.add(
+        [src, dst, s = c.stream().handle] {
+          cuda::copy_async(dst->raw(), src->raw(), src->nbytes(), s);
+        },
+        2.0 * static_cast<double>(src->nbytes()));
+  }
   const int64_t chunks = 64;
   const size_t chunk = bytes / chunks;
   auto src = std::make_shared<std::vector<char>>(bytes, 1);
@@ -240,6 +266,38 @@ size_t add_copy_probe(Probes& probes, size_t bytes) {
           std::memcpy(dst->data() + i * chunk, src->data() + i * chunk, chunk);
       },
       2.0 * static_cast<double>(chunk * chunks));
+}
+
+size_t add_square_gemm_probe(Probes& probes, int64_t n, bool use_bf16) {
+  ExecContext& c = probes.ctx();
+  const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+  if (!c.device().is_cpu()) {
+    struct Buffers {
+      Tensor x, w, y, none;
+    };
+    auto b = std::make_shared<Buffers>();
+    const DType dt = use_bf16 ? DType::BF16 : DType::F32;
+    b->x = randn(c, {n, n}, 17).to(dt);
+    b->w = randn(c, {n, n}, 18).to(dt);
+    b->y = c.empty({n, n}, dt);
+    return probes.add([b, cp = &c] { linear_forward(*cp, b->y, b->x, b->w, b->none); }, flops);
+  }
+  auto sq = std::make_shared<std::vector<float>>(3 * n * n, 0.25f);  // A, B, C of (n, n)
+  if (!use_bf16)
+    return probes.add(
+        [sq, n, cp = &c] {
+          float* p = sq->data();
+          gemm_f32(*cp, false, false, n, n, n, 1.0f, p, n, p + n * n, n, 0.0f, p + 2 * n * n, n);
+        },
+        flops);
+  auto sqb = std::make_shared<std::vector<bf16>>(2 * n * n, float_to_bf16(0.25f));
+  return probes.add(
+      [sq, sqb, n, cp = &c] {
+        const bf16* p = sqb->data();
+        gemm_bf16(*cp, false, false, n, n, n, 1.0f, p, n, p + n * n, n, 0.0f,
+                  sq->data() + 2 * n * n, n);
+      },
+      flops);
 }
 
 }  // namespace braid::plan::probes

@@ -29,8 +29,20 @@ inline double seconds_since(Clock::time_point t0) {
 // share of the time, so all rates average over the same stretch of time; a rate is total work
 // over total time (the mean, which is what a training step sums), after one untimed warm-up
 // call per probe.
+//
+// On a GPU the kernels run after their host calls return, so every timed call is followed by
+// a synchronisation of the context's stream: a probe's time is its kernels' time (plus the
+// launch gaps a training step has too), never just the time to queue them; the kernel-group
+// split comes from the profiler's device timeline (core/profile.h). On the CPU the
+// synchronisation is a no-op.
 class Probes {
  public:
+  // Probes on `device`'s own context (a CUDA device must be visible: ExecContext says why not).
+  explicit Probes(Device device = Device::cpu()) {
+    ExecOptions o;
+    o.device = device;
+    ctx_ = std::make_unique<ExecContext>(std::move(o));
+  }
   // The context every probe runs its kernels on (and whose profiler splits their time).
   ExecContext& ctx() { return *ctx_; }
   // The clock run() reads (the steady clock unless a test gives a simulated one).
@@ -65,6 +77,7 @@ class Probes {
       const KernelTimes k0 = ctx_->profiler().times();
       const auto t0 = now_();
       p.fn();
+      ctx_->stream().synchronize();
       p.call_estimate = since(t0);
       p.warmup_groups = ctx_->profiler().times() - k0;
       one_round += p.call_estimate;
@@ -92,6 +105,7 @@ class Probes {
         int64_t calls = 0;
         do {
           p.fn();
+          ctx_->stream().synchronize();
           ++calls;
           dt = since(t0);
         } while (dt + dt / static_cast<double>(calls) <= share);
@@ -131,7 +145,7 @@ class Probes {
     int64_t calls = 0;
     KernelTimes groups;
   };
-  std::unique_ptr<ExecContext> ctx_ = std::make_unique<ExecContext>();
+  std::unique_ptr<ExecContext> ctx_;
   std::function<Clock::time_point()> now_ = [] { return Clock::now(); };
   std::vector<Probe> probes_;
 };
@@ -152,6 +166,11 @@ size_t add_activation_probe(Probes& probes, int64_t N, bool swiglu);
 // 100 add_inplace calls on kCallProbeFloats floats: a parallel region's fixed cost.
 inline constexpr int64_t kCallProbeFloats = 16384;
 size_t add_call_probe(Probes& probes);
+// Stream-like copy of `bytes`: over the OpenMP threads on the CPU, device to device on a GPU.
 size_t add_copy_probe(Probes& probes, size_t bytes);
+// f32 or bf16 GEMM (n, n) x (n, n) on the probes' device: 2 n^3 FLOPs per call. On the CPU
+// through gemm_f32 / gemm_bf16 (f32 output), on a GPU through linear_forward (cuBLASLt; bf16
+// output for bf16, true f32 for f32).
+size_t add_square_gemm_probe(Probes& probes, int64_t n, bool use_bf16);
 
 }  // namespace braid::plan::probes

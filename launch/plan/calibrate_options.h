@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "launch/plan/plan_types.h"
@@ -12,6 +13,8 @@
 namespace braid::plan {
 
 struct CalibrateOptions {
+  // Where to measure: cpu, cuda or cuda:N (parse_calibrate_device, launch/plan/gpu_profile.h).
+  std::string device = "cpu";
   int gemm_size = 1024;            // square GEMM edge (the peak used for MFU)
   size_t copy_bytes = 256u << 20;  // buffer of the stream-like copy
   // The whole calibration (setup, one warm-up call per probe, the timed rounds) ends within
@@ -42,6 +45,31 @@ struct CalibrateOptions {
   int lm_head_vocabs_width = 256;
   // Optimizer passes (norm, clipping, AdamW) over this many parameters in 48 matrices.
   std::vector<int64_t> optimizer_params = {1 << 20, 1 << 22, 1 << 24};
+
+  // The shapes for a GPU `device`: the CPU's are too small to leave a GPU's launch costs behind
+  // (a 1024^3 GEMM takes microseconds on an H100), so the same probes run at larger widths,
+  // token counts, sequences and vocabularies.
+  static CalibrateOptions gpu(std::string device) {
+    CalibrateOptions o;
+    o.device = std::move(device);
+    o.gemm_size = 8192;
+    o.copy_bytes = size_t{1} << 30;
+    o.total_seconds = 20;
+    o.tokens = 8192;
+    o.gemm_widths = {512, 1024, 2048, 4096};
+    o.gemm_token_counts = {2048, 4096, 8192, 16384};
+    o.gemm_tokens_width = 1024;
+    o.attention_seq = 1024;
+    o.attention_width = 2048;
+    o.attention_seqs = {512, 1024, 2048, 4096};
+    o.attention_widths = {512, 1024, 2048, 4096};
+    o.lm_head_widths = {512, 1024, 2048};
+    o.lm_head_ref_vocab = 32768;
+    o.lm_head_vocabs = {8192, 32768, 131072};
+    o.lm_head_vocabs_width = 1024;
+    o.optimizer_params = {int64_t{1} << 22, int64_t{1} << 24, int64_t{1} << 26};
+    return o;
+  }
 };
 
 // How a calibration went: rounds run, the wall time, and the shortest calibration this machine

@@ -9,13 +9,18 @@ std::string calibration_text(const CalibrationRun& run, const CalibrateOptions& 
                              const std::string& out_path) {
   const GpuSpec& g = run.profile.gpu;
   const CpuProfile& k = run.profile.cpu;
-  std::string o = fmt::format(
-      "measured: f32 GEMM {:.1f} GFLOP/s, bf16 GEMM {:.1f} GFLOP/s ({}^3), copy {:.1f} GB/s\n",
-      g.tflops_fp32 * 1e3, g.tflops_bf16 * 1e3, opt.gemm_size, g.mem_bw_gbs);
+  // A GPU's FLOP rates in TFLOP/s, a CPU's in GFLOP/s.
+  const bool gpu = run.profile.device == "cuda";
+  const double scale = gpu ? 1.0 : 1e3;
+  const char* unit = gpu ? "TFLOP/s" : "GFLOP/s";
+  std::string o = gpu ? fmt::format("device: {}\n", g.description) : std::string();
+  o += fmt::format("measured: f32 GEMM {:.1f} {}, bf16 GEMM {:.1f} {} ({}^3), copy {:.1f} GB/s\n",
+                   g.tflops_fp32 * scale, unit, g.tflops_bf16 * scale, unit, opt.gemm_size,
+                   g.mem_bw_gbs);
   auto rates = [&](const std::string& what, const char* key, const std::vector<RatePoint>& v) {
     o += fmt::format("  {:<40}", what);
-    for (const RatePoint& p : v) o += fmt::format(" {} {}: {:.1f}", key, p.key, p.rate * 1e3);
-    o += "  GFLOP/s\n";
+    for (const RatePoint& p : v) o += fmt::format(" {} {}: {:.1f}", key, p.key, p.rate * scale);
+    o += fmt::format("  {}\n", unit);
   };
   rates("GEMMs in a GPT-2 block (fwd + bwd)", "n_embd", k.gemm_by_width);
   rates("GEMMs in a Llama block (fwd + bwd)", "n_embd", k.gemm_llama_by_width);
@@ -44,7 +49,9 @@ std::string calibration_text(const CalibrationRun& run, const CalibrateOptions& 
   o += fmt::format("  {:<40} {:.1f} GB/s\n", "norms and adds (memory-bound)", k.elementwise_gbs);
   o += fmt::format("  {:<40} GELU {:.2f}, SwiGLU {:.2f}  G elements/s\n", "activations fwd+bwd",
                    k.gelu_gelems, k.swiglu_gelems);
-  o += fmt::format("  {:<40} {:.1f} us\n", "fixed cost per parallel kernel call", k.kernel_call_us);
+  o += fmt::format("  {:<40} {:.1f} us\n",
+                   gpu ? "fixed cost per kernel call (launch)" : "fixed cost per parallel kernel call",
+                   k.kernel_call_us);
   o += fmt::format("took {:.1f} s ({} rounds; budget --calibrate-seconds {:g})\n", run.elapsed_s,
                    run.rounds, opt.total_seconds);
   if (run.rounds == 0)
@@ -55,8 +62,9 @@ std::string calibration_text(const CalibrationRun& run, const CalibrateOptions& 
         "about "
         "--calibrate-seconds {:.0f}\n",
         opt.total_seconds, run.elapsed_s, run.floor_s + 1);
-  o += fmt::format("(communication bandwidth = copy bandwidth on this one node)\nwrote {}\n",
-                   out_path);
+  o += gpu ? std::string("(links: see the device line; no collective was measured)\n")
+           : std::string("(communication bandwidth = copy bandwidth on this one node)\n");
+  o += fmt::format("wrote {}\n", out_path);
   return o;
 }
 

@@ -87,6 +87,25 @@ void check_same_step(const ConfigPlanInput& run, const ConfigPlanInput& given,
       given_path, run_path, given_path, list);
 }
 
+std::string check_same_device(const DeviceProfile& profile, const std::string& profile_path,
+                              const RunLayout& run) {
+  const std::string measured = profile.device.empty() ? "cpu" : profile.device;
+  if (measured != run.device)
+    user_error(
+        "--compare: the device profile '{}' was calibrated on {} ({}) but the run trained on {} "
+        "({}: {}); calibrate on the run's device with braid plan --calibrate --device {}",
+        profile_path, measured == "cuda" ? "a GPU" : "the CPU", profile.gpu.name,
+        run.device == "cuda" ? "a GPU" : "the CPU", run.path,
+        run.device_detail.empty() ? "no device recorded: the CPU" : run.device_detail,
+        run.device);
+  if (measured == "cuda" && !profile.gpu.name.empty() &&
+      run.device_detail.find(profile.gpu.name) == std::string::npos)
+    return fmt::format(
+        "note: the profile was calibrated on {}, the run's rank 0 ran on {} ({})\n",
+        profile.gpu.name, run.device_detail, run.path);
+  return "";
+}
+
 MeasuredRun read_run_metrics(const std::string& run_dir) {
   MeasuredRun run;
   run.metrics_path = (std::filesystem::path(run_dir) / "metrics.jsonl").string();
@@ -196,6 +215,10 @@ DeviceProfile average_profiles(const std::vector<DeviceProfile>& profiles) {
   if (profiles.size() == 1) return profiles.front();
   const CpuProfile& first = profiles.front().cpu;
   for (const DeviceProfile& d : profiles) {
+    if ((d.device.empty() ? "cpu" : d.device) !=
+        (profiles.front().device.empty() ? "cpu" : profiles.front().device))
+      user_error("device profiles to average were calibrated on different devices ({} and {})",
+                 profiles.front().gpu.name, d.gpu.name);
     const CpuProfile& p = d.cpu;
     for (const auto& [name, table] : kRateTables) check_same_keys(first.*table, p.*table, name);
     if (p.attention_ref_seq != first.attention_ref_seq ||

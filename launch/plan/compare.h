@@ -41,6 +41,13 @@ MeasuredRun read_run_metrics(const std::string& run_dir);
 void check_same_step(const ConfigPlanInput& run, const ConfigPlanInput& given,
                      const std::string& run_path, const std::string& given_path);
 
+// Throws UserError, naming both files, when the profile was measured on another kind of device
+// than the run trained on (a CPU profile against a GPU run, or the other way round): its kernel
+// rates cannot time that run. `profile_device` is DeviceProfile::device ("" counts as "cpu").
+// Returns a note (or "") when both are GPUs but the run's record does not name the profile's.
+std::string check_same_device(const DeviceProfile& profile, const std::string& profile_path,
+                              const RunLayout& run);
+
 // Profiles measured at different times, as one: each rate is the harmonic mean of the
 // profiles' rates (so predicted times are the mean of the times each profile predicts).
 // Throws UserError when their rate tables do not have the same keys.

@@ -95,6 +95,10 @@ RunLayout read_run_layout(const std::string& run_dir) {
     r.pp = p.value("pp", 1);
     r.zero = p.value("zero", 0);
     r.threads = a.value("threads", 0);
+    if (a.contains("devices") && a["devices"].is_array() && !a["devices"].empty()) {
+      r.device_detail = a["devices"][0].value("device", "");
+      if (r.device_detail.starts_with("cuda")) r.device = "cuda";
+    }
   } catch (const std::exception&) {
     user_error("--compare: '{}': parallel_layout has a value of the wrong type", r.path);
   }

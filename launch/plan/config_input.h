@@ -44,6 +44,10 @@ struct RunLayout {
   std::string path;
   int ranks = 1, dp = 1, tp = 1, pp = 1, zero = 0;
   int threads = 0;  // 0: not recorded
+  // What rank 0 computed on: "cpu" or "cuda" (run.json's devices; runs recorded before it
+  // had them ran on the CPU), and the record's words for it ("cuda:0, NVIDIA H200 (...)").
+  std::string device = "cpu";
+  std::string device_detail;
 };
 // Throws UserError naming the file when it is missing, unreadable or has no layout.
 RunLayout read_run_layout(const std::string& run_dir);

@@ -124,7 +124,7 @@ DeviceProfile find_device(const std::string& name) {
   for (const auto& [alias, real] : kAliases)
     if (n == alias) n = real;
   for (const GpuSpec& g : gpu_table())
-    if (g.name == n) return {g, CpuProfile{}};
+    if (g.name == n) return {g, CpuProfile{}, ""};
   std::string names;
   for (const GpuSpec& g : gpu_table()) names += (names.empty() ? "" : ", ") + g.name;
   user_error(
@@ -233,6 +233,7 @@ DeviceProfile load_device_profile(const std::string& path) {
   get("overhead_gib", g.overhead_gib, false);
   get("gpus_per_node", g.gpus_per_node, false);
   get("source", g.source, false);
+  get("device", profile.device, false);
   read_rates(j, "gemm_f32_train_tflops", "n_embd", k.gemm_by_width, path);
   read_rates(j, "gemm_f32_train_llama_tflops", "n_embd", k.gemm_llama_by_width, path);
   read_rates(j, "attention_gqa4_tflops", "head_dim", k.attention_gqa_by_head_dim, path);
@@ -295,6 +296,7 @@ void save_device_profile(const DeviceProfile& profile, const std::string& path) 
                       {"overhead_gib", g.overhead_gib},
                       {"gpus_per_node", g.gpus_per_node},
                       {"source", g.source}};
+  if (!profile.device.empty()) j["device"] = profile.device;
   if (!k.gemm_by_width.empty()) j["gemm_f32_train_tflops"] = rates_json(k.gemm_by_width, "n_embd");
   if (!k.gemm_llama_by_width.empty())
     j["gemm_f32_train_llama_tflops"] = rates_json(k.gemm_llama_by_width, "n_embd");

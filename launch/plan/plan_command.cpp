@@ -14,6 +14,7 @@
 #include "launch/plan/config_input.h"
 #include "launch/plan/cpu_model.h"
 #include "launch/plan/fit_advice.h"
+#include "launch/plan/gpu_profile.h"
 #include "launch/plan/gpu_table.h"
 #include "launch/plan/inference.h"
 #include "launch/plan/memory_model.h"
@@ -57,6 +58,8 @@ struct PlanArgs {
   std::string serve_dtype = "fp16";
   int64_t context = 0, batch = 1;
   bool calibrate = false;
+  std::string calibrate_device = "cpu";
+  CLI::Option* opt_device = nullptr;
   std::string compare;
   double calibrate_seconds = 0;
   int calibrate_rounds = 0;
@@ -293,7 +296,10 @@ void run_plan(const PlanArgs& given) {
   if (a.calibrate) {
     if (!a.calibrator)
       user_error("--calibrate is not available in this program (it is part of the braid binary)");
-    plan::CalibrateOptions copt;
+    const Device device = plan::parse_calibrate_device(a.calibrate_device);
+    plan::CalibrateOptions copt = device.is_cpu()
+                                      ? plan::CalibrateOptions{}
+                                      : plan::CalibrateOptions::gpu(a.calibrate_device);
     if (a.calibrate_seconds > 0) copt.total_seconds = a.calibrate_seconds;
     if (a.calibrate_rounds > 0) copt.rounds = a.calibrate_rounds;
     const plan::CalibrationRun run = a.calibrator(copt);
@@ -304,6 +310,10 @@ void run_plan(const PlanArgs& given) {
       std::cout << plan::calibration_text(run, copt, a.out);
     return;
   }
+  if (typed(a.opt_device))
+    user_error("--device {} names what --calibrate measures; add --calibrate (a plan's device is "
+               "--gpu or --device-profile)",
+               a.calibrate_device);
   if (!a.overrides.empty() && a.config.empty())
     user_error("--set applies to a --config file; give --config <file.yaml> too");
   std::unique_ptr<plan::ConfigPlanInput> from_config;
@@ -383,8 +393,11 @@ void run_plan(const PlanArgs& given) {
     // Rank 0, which writes the metrics, is stage 0 (ranks are ordered tp, pp, dp).
     const plan::MemoryBreakdown rank0 = plan::stage_memory(m, t, l, c.gpu, 0);
     std::string note;
-    if (run_layout.threads > 0 && c.cpu.threads > 0 && run_layout.threads != c.cpu.threads)
-      note = fmt::format(
+    for (const std::string& p : split_commas(a.device_profile))
+      note += plan::check_same_device(plan::find_device(p), p, run_layout);
+    if (run_layout.device == "cpu" && run_layout.threads > 0 && c.cpu.threads > 0 &&
+        run_layout.threads != c.cpu.threads)
+      note += fmt::format(
           "note: the profile was calibrated on {} threads, the run's ranks ran {} each ({}); "
           "calibrate with OMP_NUM_THREADS={}\n",
           c.cpu.threads, run_layout.threads, run_layout.path, run_layout.threads);
@@ -522,12 +535,17 @@ void add_plan_command(CLI::App& app, plan::Calibrator calibrate) {
   c->add_option("--batch", a.batch, "Serving batch (concurrent sequences)");
   c->add_flag("--calibrate", a.calibrate,
               "Measure this machine (GEMM, attention, LM head, element-wise and memory rates) and "
-              "write a device profile");
+              "write a device profile; a GPU with --device cuda");
+  a.opt_device = c->add_option(
+      "--device", a.calibrate_device,
+      "What --calibrate measures: cpu (default), cuda or cuda:N (a GPU: braid's CUDA kernels,\n"
+      "cuBLASLt GEMMs and device memory bandwidth, at GPU-sized shapes)");
   c->add_option("--out", a.out, "Where --calibrate writes the profile");
   c->add_option(
        "--calibrate-seconds", a.calibrate_seconds,
-       "Wall-clock seconds the whole --calibrate may take (default 40); below this machine's\n"
-       "floor (one warm-up and one timed call of every probe) it takes the floor and says so")
+       "Wall-clock seconds the whole --calibrate may take (default 40, 20 on a GPU); below this\n"
+       "machine's floor (one warm-up and one timed call of every probe) it takes the floor and\n"
+       "says so")
       ->check(CLI::PositiveNumber);
   c->add_option("--calibrate-rounds", a.calibrate_rounds,
                 "Interleaved rounds the probe time is split into (default 6)")

@@ -95,6 +95,9 @@ struct CpuProfile {
 struct DeviceProfile {
   GpuSpec gpu;
   CpuProfile cpu;
+  // Where the kernel rates were measured: "cpu" or "cuda" (--calibrate --device); empty for
+  // the built-in table and for profiles written before the key existed (all CPU calibrations).
+  std::string device;
 };
 
 // The cluster the plan is for.
