@@ -51,6 +51,9 @@ struct Planned {
 Planned planned(const RunConfig& cfg) {
   plan::ConfigPlanInput in = plan::plan_input_from_run_config(cfg);
   in.train.checkpointing = cfg.train.checkpointing;
+  // The compute dtype the run uses (activations, frozen weights); gradients of the trainable
+  // parameters stay f32 (their masters' dtype).
+  in.train.precision = cfg.train.precision;
   in.train.lora_rank = cfg.lora.rank;
   in.train.lora_targets = planner_targets(cfg.lora.effective_targets(cfg.model.is_llama()));
   plan::GpuSpec rank;  // one CPU process: no runtime context to add
