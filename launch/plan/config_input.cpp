@@ -43,12 +43,13 @@ ConfigPlanInput plan_input_from_run_config(const RunConfig& cfg) {
   t.micro_batch = cfg.data.micro_batch;
   t.seq = cfg.data.seq_len;
   t.global_batch = static_cast<int64_t>(cfg.data.micro_batch) * cfg.data.grad_accum * l.dp;
-  // The CPU trainer computes, accumulates and updates everything in fp32.
-  t.precision = Precision::FP32;
+  // The run's compute dtype (activations, 16-bit weights); gradients, masters and the update
+  // stay f32 (optim/mixed_precision.h).
+  t.precision = cfg.train.precision;
   t.grad_precision = Precision::FP32;
   t.optimizer = cfg.optim.name;
   t.zero = 0;
-  t.checkpointing = Checkpointing::None;
+  t.checkpointing = cfg.train.checkpointing;
   t.flash_attention = true;  // attention_forward keeps only the log-sum-exp per row
   t.dropout = 0;             // braid's models have no dropout
   t.sequence_parallel = cfg.parallel.sequence_parallel;  // no effect at tp = 1
