@@ -45,7 +45,7 @@ const GpuSpec* table_gpu_for_device(const std::string& device_name, double total
   if (has(n, "h200"))
     kind = "h200";
   else if (has(n, "h100"))
-    kind = has(n, "pcie") ? "h100-pcie" : "h100-sxm";
+    kind = has(n, "pcie") ? "h100-pcie" : has(n, "nvl") ? "h100-nvl" : "h100-sxm";
   else if (has(n, "a100"))
     kind = total_gib > 60 ? "a100-80gb" : "a100-40gb";
   else if (has(n, "l40s"))

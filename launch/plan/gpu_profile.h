@@ -32,8 +32,9 @@ struct GpuMeasurements {
 };
 
 // The built-in GPU kind a device name reports (cudaGetDeviceProperties' name and total memory:
-// "NVIDIA H100 80GB HBM3" is h100-sxm, "NVIDIA H100 PCIe" h100-pcie, "NVIDIA A100-SXM4-40GB"
-// a100-40gb), or null when none matches.
+// "NVIDIA H100 80GB HBM3" is h100-sxm, "NVIDIA H100 PCIe" h100-pcie, "NVIDIA H100 NVL"
+// h100-nvl, "NVIDIA A100-SXM4-40GB" a100-40gb), or null when none matches. Also what MFU
+// divides by on a GPU (launch/report/peak_cache.h).
 const GpuSpec* table_gpu_for_device(const std::string& device_name, double total_gib);
 
 // The profile: the device's name and memory; the measured f32/bf16 GEMM rates (TFLOP/s) and

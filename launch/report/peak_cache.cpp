@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/kernels/cuda/runtime.h"
 #include "core/kernels/gemm.h"
+#include "launch/plan/gpu_profile.h"
 #include "launch/plan/gpu_table.h"
 
 namespace braid {
@@ -44,23 +45,15 @@ std::string peak_cache_key(const MachineInfo& m) {
 }
 
 PeakChoice gpu_peak(const ExecContext& ctx, Precision precision) {
-  const std::string name = cuda::device_props(ctx.device().index).name;
-  std::string n;
-  for (char c : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (n.rfind("nvidia ", 0) == 0) n = n.substr(7);
-  if (n.rfind("geforce ", 0) == 0) n = n.substr(8);
-  const std::string model = n.substr(0, n.find(' ', n.rfind("rtx", 0) == 0 ? 4 : 0));
-  for (const plan::GpuSpec& g : plan::gpu_table()) {
-    std::string d;
-    for (char c : g.description)
-      d += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (!model.empty() && d.find(model) != std::string::npos) {
-      const double tf = plan::peak_tflops(g, precision);
-      return {tf * 1e12, fmt::format("the published dense {} peak of {} ({})", enum_name(precision),
-                                     g.name, name)};
-    }
-  }
-  return {1e30, fmt::format("{} is not in braid's GPU table; set train.peak_tflops for MFU", name)};
+  const cuda::DeviceProps props = cuda::device_props(ctx.device().index);
+  const plan::GpuSpec* g = plan::table_gpu_for_device(
+      props.name, static_cast<double>(props.total_bytes) / (1024.0 * 1024.0 * 1024.0));
+  if (!g)
+    return {1e30, fmt::format("{} is not in braid's GPU table; set train.peak_tflops for MFU",
+                              props.name)};
+  const double tf = plan::peak_tflops(*g, precision);
+  return {tf * 1e12, fmt::format("the published dense {} peak of {} ({})", enum_name(precision),
+                                 g->name, props.name)};
 }
 
 PeakChoice choose_mfu_peak(ExecContext& ctx, double peak_tflops, const MachineInfo& m,

@@ -98,6 +98,7 @@ TEST(PlanGpuProfile, DeviceNamesFindTheirTableKind) {
   EXPECT_EQ(kind("NVIDIA H200", 140), "h200");
   EXPECT_EQ(kind("NVIDIA H100 80GB HBM3", 79.6), "h100-sxm");
   EXPECT_EQ(kind("NVIDIA H100 PCIe", 79.6), "h100-pcie");
+  EXPECT_EQ(kind("NVIDIA H100 NVL", 93.6), "h100-nvl");
   EXPECT_EQ(kind("NVIDIA A100-SXM4-40GB", 39.4), "a100-40gb");
   EXPECT_EQ(kind("NVIDIA A100-SXM4-80GB", 79.2), "a100-80gb");
   EXPECT_EQ(kind("NVIDIA GeForce RTX 4090", 23.6), "rtx4090");
