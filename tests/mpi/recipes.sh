@@ -34,7 +34,8 @@ grep -q "step      2/2" lora_recipe.log || grep -q "step 2/2" lora_recipe.log ||
 "$BRAID" train "$SRC/configs/gpt2_124m.yaml" --dry-run --set "data.dir=$WORK/demo/data/text" \
   --set data.micro_batch=1 --set data.grad_accum=1 > gpt2_recipe.log 2>&1 ||
   { tail -20 gpt2_recipe.log; fail "configs/gpt2_124m.yaml --dry-run failed"; }
-# 124.4M parameters in f32: 474.8 MiB of weights.
-grep -Eq "^  weights +474\.8" gpt2_recipe.log || { cat gpt2_recipe.log; fail "not the 124M model"; }
+# 124.4M parameters: 237.4 MiB of bf16 weights (the recipe's precision), 474.8 MiB of f32 masters.
+grep -Eq "^  weights +237\.4" gpt2_recipe.log && grep -Eq "^  master weights +474\.8" gpt2_recipe.log ||
+  { cat gpt2_recipe.log; fail "not the 124M model in bf16"; }
 grep -q "micro-batch 1 x 1024" gpt2_recipe.log || fail "not context 1024"
 echo PASS
