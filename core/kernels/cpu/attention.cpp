@@ -172,16 +172,17 @@ void softmax_grad_block(CpuIsa isa, const AttnDims& d, int64_t b, int64_t i0, in
 }
 
 // The causal products of one query block. Query row r of the block sits at absolute position
-// base + r and sees keys [0, base + r]; the helpers work in panels of kPanel rows (or keys),
+// base + r and sees keys [0, base + r]; the helpers work in panels of panel32(isa) rows (or keys),
 // small_gemm's tile height, and skip the keys no row of a panel can see, so the masked half
 // of the diagonal costs almost nothing.
-constexpr int64_t kPanel = 6;
+int64_t panel32(CpuIsa isa) { return isa >= CpuIsa::Avx512 ? 12 : 6; }  // AVX-512 / AVX2 tiles
 
 // s (rows, *) = alpha * a (rows, D) @ bt (D, *), each panel only up to its visible keys.
 void causal_scores(CpuIsa isa, int64_t rows, int64_t base, int64_t D, float alpha, const float* a,
                    int64_t lda, const float* bt, int64_t ldbt, float* s, int64_t lds) {
-  for (int64_t r0 = 0; r0 < rows; r0 += kPanel) {
-    const int64_t pr = std::min(kPanel, rows - r0);
+  const int64_t panel = panel32(isa);
+  for (int64_t r0 = 0; r0 < rows; r0 += panel) {
+    const int64_t pr = std::min(panel, rows - r0);
     cpu::small_gemm(isa, pr, base + r0 + pr, D, alpha, a + r0 * lda, lda, 1, bt, ldbt, false,
                     s + r0 * lds, lds);
   }
@@ -190,8 +191,9 @@ void causal_scores(CpuIsa isa, int64_t rows, int64_t base, int64_t D, float alph
 // c (rows, D) = p (rows, *) @ x (*, D), each panel summing only over its visible keys.
 void causal_rows_product(CpuIsa isa, int64_t rows, int64_t base, int64_t D, const float* p,
                          int64_t ldp, const float* x, int64_t ldx, float* c, int64_t ldc) {
-  for (int64_t r0 = 0; r0 < rows; r0 += kPanel) {
-    const int64_t pr = std::min(kPanel, rows - r0);
+  const int64_t panel = panel32(isa);
+  for (int64_t r0 = 0; r0 < rows; r0 += panel) {
+    const int64_t pr = std::min(panel, rows - r0);
     cpu::small_gemm(isa, pr, D, base + r0 + pr, 1.0f, p + r0 * ldp, ldp, 1, x, ldx, false,
                     c + r0 * ldc, ldc);
   }
@@ -202,8 +204,9 @@ void causal_rows_product(CpuIsa isa, int64_t rows, int64_t base, int64_t D, cons
 void causal_keys_accumulate(CpuIsa isa, int64_t rows, int64_t base, int64_t D, const float* p,
                             int64_t ldp, const float* x, int64_t ldx, float* c, int64_t ldc) {
   const int64_t nk = base + rows;
-  for (int64_t j0 = 0; j0 < nk; j0 += kPanel) {
-    const int64_t pj = std::min(kPanel, nk - j0);
+  const int64_t panel = panel32(isa);
+  for (int64_t j0 = 0; j0 < nk; j0 += panel) {
+    const int64_t pj = std::min(panel, nk - j0);
     const int64_t first_row = std::max<int64_t>(0, j0 - base);
     cpu::small_gemm(isa, pj, D, rows - first_row, 1.0f, p + first_row * ldp + j0, 1, ldp,
                     x + first_row * ldx, ldx, true, c + j0 * ldc, ldc);
@@ -220,7 +223,8 @@ void causal_keys_accumulate(CpuIsa isa, int64_t rows, int64_t base, int64_t D, c
 // side by side) are packed per head or block; the inner dimensions are padded to even with
 // zeros, and the first visible key is rounded down to even (that key is masked: probability 0).
 
-constexpr int64_t kPanel16 = 8;  // small_gemm_bf16_pairs' tile height
+// small_gemm_bf16_pairs' tile height: 8 rows of VDPBF16PS accumulators, 16 on AMX's tiles.
+int64_t panel16(CpuIsa isa) { return isa >= CpuIsa::Amx ? 16 : 8; }
 
 int64_t round_even(int64_t n) { return (n + 1) & ~int64_t{1}; }
 
@@ -297,8 +301,9 @@ void round_rows(cpu::ConvertIsa path, bf16* dst, const float* x, int64_t rows, i
 void causal_scores_bf16(CpuIsa isa, int64_t rows, int64_t base, int64_t D, float alpha,
                         const bf16* a, int64_t lda, const bf16* kt2, int64_t ldb, float* s,
                         int64_t lds) {
-  for (int64_t r0 = 0; r0 < rows; r0 += kPanel16) {
-    const int64_t pr = std::min(kPanel16, rows - r0);
+  const int64_t panel = panel16(isa);
+  for (int64_t r0 = 0; r0 < rows; r0 += panel) {
+    const int64_t pr = std::min(panel, rows - r0);
     cpu::small_gemm_bf16_pairs(isa, pr, base + r0 + pr, D / 2, alpha, a + r0 * lda, lda, kt2, ldb,
                                false, s + r0 * lds, lds);
   }
@@ -308,8 +313,9 @@ void causal_scores_bf16(CpuIsa isa, int64_t rows, int64_t base, int64_t D, float
 // panel summing only over its visible keys (rounded up to even).
 void causal_rows_product_bf16(CpuIsa isa, int64_t rows, int64_t base, int64_t D, const bf16* p,
                               int64_t ldp, const bf16* x2, float* c, int64_t ldc) {
-  for (int64_t r0 = 0; r0 < rows; r0 += kPanel16) {
-    const int64_t pr = std::min(kPanel16, rows - r0);
+  const int64_t panel = panel16(isa);
+  for (int64_t r0 = 0; r0 < rows; r0 += panel) {
+    const int64_t pr = std::min(panel, rows - r0);
     const int64_t keys = round_even(base + r0 + pr);
     cpu::small_gemm_bf16_pairs(isa, pr, D, keys / 2, 1.0f, p + r0 * ldp, ldp, x2, 2 * D, false,
                                c + r0 * ldc, ldc);

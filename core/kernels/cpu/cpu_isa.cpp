@@ -58,16 +58,15 @@ bool avx512_core() {
          (b & bit_AVX512BW) && (b & bit_AVX512VL);
 }
 bool avx512_bf16() { return cpuid(7, 1).eax & bit_AVX512BF16; }
-// Linux (5.16+) enables AMX tile data per process on request; ARCH_GET_XCOMP_SUPP says
-// whether it would be granted, without requesting it (oneDNN asks for itself).
+// Linux (5.16+) enables AMX tile data per process on request (ARCH_REQ_XCOMP_PERM); the
+// request is what tells: a KVM guest seen here grants it while ARCH_GET_XCOMP_SUPP leaves the
+// tile-data bit out. Requesting is idempotent and oneDNN makes the same request for itself.
 bool amx_bf16() {
   const unsigned d = cpuid(7, 0).edx;
   if (!(d & bit_AMX_TILE) || !(d & bit_AMX_BF16) || (xcr0() & kXcr0Tile) != kXcr0Tile) return false;
 #if defined(__linux__)
-  constexpr int kArchGetXcompSupp = 0x1022;
-  uint64_t supported = 0;
-  if (syscall(SYS_arch_prctl, kArchGetXcompSupp, &supported) != 0) return false;
-  return (supported >> kXfeatureTileData) & 1;
+  constexpr int kArchReqXcompPerm = 0x1023;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureTileData) == 0;
 #else
   return true;
 #endif

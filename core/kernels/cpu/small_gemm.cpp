@@ -1,8 +1,10 @@
-// Small single-threaded GEMM: 6 x 16 AVX2 register tiles with masked edges, plus scalar loops
-// for levels below Avx2.
+// Small single-threaded GEMM: 6 x 16 AVX2 and 12 x 32 AVX-512 register tiles with masked edges,
+// plus scalar loops for levels below Avx2; the bf16 pair product on VDPBF16PS and AMX tiles.
 #include "core/kernels/cpu/small_gemm.h"
 
 #include <algorithm>
+#include <cstring>
+#include <utility>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -67,9 +69,8 @@ BRAID_AVX2 inline void store_row(float* c_row, __m256 v0, __m256 v1, __m256 alph
 // The accumulators are named variables, not an array: GCC kept an array on the stack and
 // stored it every iteration, which halved the FMA rate.
 template <int MR, bool Full>
-BRAID_AVX2 void tile(int64_t n, int64_t K, float alpha, const float* a, int64_t a_rs,
-                     int64_t a_cs, const float* b, int64_t ldb, bool accumulate, float* c,
-                     int64_t ldc) {
+BRAID_AVX2 void tile(int64_t n, int64_t K, float alpha, const float* a, int64_t a_rs, int64_t a_cs,
+                     const float* b, int64_t ldb, bool accumulate, float* c, int64_t ldc) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   const __m256i m0 = Full ? _mm256_set1_epi32(-1) : lane_mask(std::min<int64_t>(n, 8));
@@ -85,11 +86,11 @@ BRAID_AVX2 void tile(int64_t n, int64_t K, float alpha, const float* a, int64_t 
       b1 = _mm256_maskload_ps(b_row + 8, m1);
     }
     const float* a_col = a + k * a_cs;
-#define BRAID_TILE_ROW(r)                                          \
-  if constexpr (MR > r) {                                          \
-    const __m256 ar = _mm256_broadcast_ss(a_col + r * a_rs);       \
-    c##r##0 = _mm256_fmadd_ps(ar, b0, c##r##0);                    \
-    c##r##1 = _mm256_fmadd_ps(ar, b1, c##r##1);                    \
+#define BRAID_TILE_ROW(r)                                    \
+  if constexpr (MR > r) {                                    \
+    const __m256 ar = _mm256_broadcast_ss(a_col + r * a_rs); \
+    c##r##0 = _mm256_fmadd_ps(ar, b0, c##r##0);              \
+    c##r##1 = _mm256_fmadd_ps(ar, b1, c##r##1);              \
   }
     BRAID_TILE_ROW(0)
     BRAID_TILE_ROW(1)
@@ -119,8 +120,8 @@ BRAID_AVX2 void row_panel(int64_t N, int64_t K, float alpha, const float* a, int
 }
 
 BRAID_AVX2 void avx2_gemm(int64_t M, int64_t N, int64_t K, float alpha, const float* a,
-                          int64_t a_rs, int64_t a_cs, const float* b, int64_t ldb,
-                          bool accumulate, float* c, int64_t ldc) {
+                          int64_t a_rs, int64_t a_cs, const float* b, int64_t ldb, bool accumulate,
+                          float* c, int64_t ldc) {
   // Row panels outer: the A panel (6 rows) stays in L1 while B streams from L1/L2; the
   // attention blocks keep B (K x N) small enough for L2.
   int64_t i = 0;
@@ -129,16 +130,111 @@ BRAID_AVX2 void avx2_gemm(int64_t M, int64_t N, int64_t K, float alpha, const fl
   const float* a_i = a + i * a_rs;
   float* c_i = c + i * ldc;
   switch (M - i) {
-    case 5: row_panel<5>(N, K, alpha, a_i, a_rs, a_cs, b, ldb, accumulate, c_i, ldc); break;
-    case 4: row_panel<4>(N, K, alpha, a_i, a_rs, a_cs, b, ldb, accumulate, c_i, ldc); break;
-    case 3: row_panel<3>(N, K, alpha, a_i, a_rs, a_cs, b, ldb, accumulate, c_i, ldc); break;
-    case 2: row_panel<2>(N, K, alpha, a_i, a_rs, a_cs, b, ldb, accumulate, c_i, ldc); break;
-    case 1: row_panel<1>(N, K, alpha, a_i, a_rs, a_cs, b, ldb, accumulate, c_i, ldc); break;
-    default: break;
+    case 5:
+      row_panel<5>(N, K, alpha, a_i, a_rs, a_cs, b, ldb, accumulate, c_i, ldc);
+      break;
+    case 4:
+      row_panel<4>(N, K, alpha, a_i, a_rs, a_cs, b, ldb, accumulate, c_i, ldc);
+      break;
+    case 3:
+      row_panel<3>(N, K, alpha, a_i, a_rs, a_cs, b, ldb, accumulate, c_i, ldc);
+      break;
+    case 2:
+      row_panel<2>(N, K, alpha, a_i, a_rs, a_cs, b, ldb, accumulate, c_i, ldc);
+      break;
+    case 1:
+      row_panel<1>(N, K, alpha, a_i, a_rs, a_cs, b, ldb, accumulate, c_i, ldc);
+      break;
+    default:
+      break;
   }
 }
 
 #undef BRAID_AVX2
+
+// ---- f32 on AVX-512 (Avx512 level and up): the same tile arithmetic on zmm ----
+//
+// 12 rows x 32 columns per tile (24 accumulators + 2 B vectors + 1 broadcast <= 32 zmm): each
+// C element is the same FMA chain over k as the AVX2 tile's, then alpha, then the old value,
+// so both give the same bits. Column tails are masked.
+
+#define BRAID_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma")))
+
+constexpr int kMr512 = 12;
+
+template <int Mr, bool Two>
+BRAID_AVX512 void f32_tile512(int64_t K, float alpha, const float* a, int64_t a_rs, int64_t a_cs,
+                              const float* b, int64_t ldb, bool accumulate, float* c, int64_t ldc,
+                              __mmask16 m0, __mmask16 m1) {
+  __m512 acc0[Mr], acc1[Mr];
+#pragma GCC unroll 12
+  for (int r = 0; r < Mr; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    const float* b_row = b + k * ldb;
+    const __m512 b0 = _mm512_maskz_loadu_ps(m0, b_row);
+    const __m512 b1 = Two ? _mm512_maskz_loadu_ps(m1, b_row + 16) : b0;
+    const float* a_col = a + k * a_cs;
+#pragma GCC unroll 12
+    for (int r = 0; r < Mr; ++r) {
+      const __m512 ar = _mm512_set1_ps(a_col[r * a_rs]);
+      acc0[r] = _mm512_fmadd_ps(ar, b0, acc0[r]);
+      if constexpr (Two) acc1[r] = _mm512_fmadd_ps(ar, b1, acc1[r]);
+    }
+  }
+  const __m512 va = _mm512_set1_ps(alpha);
+#pragma GCC unroll 12
+  for (int r = 0; r < Mr; ++r) {
+    float* cr = c + r * ldc;
+    __m512 v0 = _mm512_mul_ps(acc0[r], va);
+    if (accumulate) v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cr));
+    _mm512_mask_storeu_ps(cr, m0, v0);
+    if constexpr (Two) {
+      __m512 v1 = _mm512_mul_ps(acc1[r], va);
+      if (accumulate) v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cr + 16));
+      _mm512_mask_storeu_ps(cr + 16, m1, v1);
+    }
+  }
+}
+
+template <int Mr>
+BRAID_AVX512 void f32_row_panel512(int64_t N, int64_t K, float alpha, const float* a, int64_t a_rs,
+                                   int64_t a_cs, const float* b, int64_t ldb, bool accumulate,
+                                   float* c, int64_t ldc) {
+  for (int64_t j = 0; j < N; j += 32) {
+    const int64_t n = std::min<int64_t>(32, N - j);
+    const __mmask16 m0 = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+    const __mmask16 m1 = n >= 32 ? __mmask16(0xffff) : n > 16 ? __mmask16((1u << (n - 16)) - 1) : 0;
+    if (n > 16)
+      f32_tile512<Mr, true>(K, alpha, a, a_rs, a_cs, b + j, ldb, accumulate, c + j, ldc, m0, m1);
+    else
+      f32_tile512<Mr, false>(K, alpha, a, a_rs, a_cs, b + j, ldb, accumulate, c + j, ldc, m0, m1);
+  }
+}
+
+template <int... Rs>
+BRAID_AVX512 void f32_tail512(int64_t rows, int64_t N, int64_t K, float alpha, const float* a,
+                              int64_t a_rs, int64_t a_cs, const float* b, int64_t ldb,
+                              bool accumulate, float* c, int64_t ldc,
+                              std::integer_sequence<int, Rs...>) {
+  ((rows == Rs + 1
+        ? f32_row_panel512<Rs + 1>(N, K, alpha, a, a_rs, a_cs, b, ldb, accumulate, c, ldc)
+        : void()),
+   ...);
+}
+
+BRAID_AVX512 void avx512_gemm(int64_t M, int64_t N, int64_t K, float alpha, const float* a,
+                              int64_t a_rs, int64_t a_cs, const float* b, int64_t ldb,
+                              bool accumulate, float* c, int64_t ldc) {
+  int64_t i = 0;
+  for (; i + kMr512 <= M; i += kMr512)
+    f32_row_panel512<kMr512>(N, K, alpha, a + i * a_rs, a_rs, a_cs, b, ldb, accumulate, c + i * ldc,
+                             ldc);
+  if (i < M)
+    f32_tail512(M - i, N, K, alpha, a + i * a_rs, a_rs, a_cs, b, ldb, accumulate, c + i * ldc, ldc,
+                std::make_integer_sequence<int, kMr512 - 1>{});
+}
+
+#undef BRAID_AVX512
 #endif
 
 // Kept scalar: it is the order reference of the vector tile, and GCC 12 at -O3 vectorised the
@@ -259,6 +355,99 @@ BRAID_AVX512BF16 void avx512bf16_gemm_pairs(int64_t M, int64_t N, int64_t P, flo
 }
 
 #undef BRAID_AVX512BF16
+
+// ---- AMX: the same pair product on the tile unit (Amx level) ----
+//
+// TDPBF16PS reads exactly the pair layout above: an A tile is 16 rows of 16 pairs (64 bytes),
+// a B tile 16 pair-rows of 16 columns, a C tile 16 x 16 f32. One call configures the tiles
+// (oneDNN's AMX kernels configure their own before each use; the OS granted the tile data
+// when the Amx level was detected), runs 16-row x 32-column blocks
+// over steps of 16 pairs, and releases the tiles. Edge tiles (rows, columns or pairs short of
+// 16) are staged through zero-filled buffers, so no load reads past an operand.
+
+#define BRAID_AMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl")))
+
+struct alignas(64) AmxTileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// Tiles: 0 and 1 accumulate columns [j, j + 16) and [j + 16, j + 32); 2 holds A; 3 and 4 B.
+BRAID_AMX void amx_gemm_pairs(int64_t M, int64_t N, int64_t P, float alpha, const bf16* a,
+                              int64_t lda, const bf16* b, int64_t ldb, bool accumulate, float* c,
+                              int64_t ldc) {
+  AmxTileConfig cfg;
+  for (int t = 0; t < 5; ++t) {
+    cfg.rows[t] = 16;
+    cfg.colsb[t] = 64;
+  }
+  _tile_loadconfig(&cfg);
+  alignas(64) bf16 abuf[16 * 32];
+  alignas(64) bf16 bbuf[2][16 * 32];
+  alignas(64) float cbuf[2][16 * 16];
+  const __m512 va = _mm512_set1_ps(alpha);
+  for (int64_t i = 0; i < M; i += 16) {
+    const int64_t m = std::min<int64_t>(16, M - i);
+    for (int64_t j = 0; j < N; j += 32) {
+      const int64_t n = std::min<int64_t>(32, N - j);
+      _tile_zero(0);
+      _tile_zero(1);
+      for (int64_t p0 = 0; p0 < P; p0 += 16) {
+        const int64_t pk = std::min<int64_t>(16, P - p0);
+        const bf16* a_t = a + i * lda + 2 * p0;
+        if (m == 16 && pk == 16) {
+          _tile_loadd(2, a_t, lda * 2);
+        } else {
+          std::memset(abuf, 0, sizeof(abuf));
+          for (int64_t r = 0; r < m; ++r)
+            std::memcpy(abuf + r * 32, a_t + r * lda, sizeof(bf16) * 2 * pk);
+          _tile_loadd(2, abuf, 64);
+        }
+        // B's two column halves: direct when whole, else staged with zeros past the edges.
+        for (int h = 0; h < 2; ++h) {
+          const int64_t cols = std::min<int64_t>(16, n - 16 * h);
+          if (cols <= 0) break;
+          const bf16* b_t = b + p0 * ldb + 2 * (j + 16 * h);
+          if (cols == 16 && pk == 16) {
+            if (h == 0)
+              _tile_loadd(3, b_t, ldb * 2);
+            else
+              _tile_loadd(4, b_t, ldb * 2);
+          } else {
+            std::memset(bbuf[h], 0, sizeof(bbuf[h]));
+            for (int64_t q = 0; q < pk; ++q)
+              std::memcpy(bbuf[h] + q * 32, b_t + q * ldb, sizeof(bf16) * 2 * cols);
+            if (h == 0)
+              _tile_loadd(3, bbuf[0], 64);
+            else
+              _tile_loadd(4, bbuf[1], 64);
+          }
+        }
+        _tile_dpbf16ps(0, 2, 3);
+        if (n > 16) _tile_dpbf16ps(1, 2, 4);
+      }
+      _tile_stored(0, cbuf[0], 64);
+      if (n > 16) _tile_stored(1, cbuf[1], 64);
+      for (int h = 0; h < 2; ++h) {
+        const int64_t cols = std::min<int64_t>(16, n - 16 * h);
+        if (cols <= 0) break;
+        const __mmask16 mask = cols == 16 ? __mmask16(0xffff) : __mmask16((1u << cols) - 1);
+        for (int64_t r = 0; r < m; ++r) {
+          float* cr = c + (i + r) * ldc + j + 16 * h;
+          __m512 v = _mm512_mul_ps(_mm512_load_ps(cbuf[h] + r * 16), va);
+          if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, cr));
+          _mm512_mask_storeu_ps(cr, mask, v);
+        }
+      }
+    }
+  }
+  _tile_release();
+}
+
+#undef BRAID_AMX
 #endif
 
 }  // namespace
@@ -268,6 +457,8 @@ void small_gemm_bf16_pairs(CpuIsa isa, int64_t M, int64_t N, int64_t P, float al
                            int64_t ldc) {
   if (M <= 0 || N <= 0) return;
 #ifdef BRAID_HAVE_AVX2_PATH
+  if (isa >= CpuIsa::Amx)  // cpu_isa_detected() has requested the tiles from the OS
+    return amx_gemm_pairs(M, N, P, alpha, a, lda, b, ldb, accumulate, c, ldc);
   if (isa >= CpuIsa::Avx512Bf16)
     return avx512bf16_gemm_pairs(M, N, P, alpha, a, lda, b, ldb, accumulate, c, ldc);
 #else
@@ -281,6 +472,8 @@ void small_gemm(CpuIsa isa, int64_t M, int64_t N, int64_t K, float alpha, const 
                 bool accumulate, float* c, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
 #ifdef BRAID_HAVE_AVX2_PATH
+  if (isa >= CpuIsa::Avx512)
+    return avx512_gemm(M, N, K, alpha, a, a_row_stride, a_col_stride, b, ldb, accumulate, c, ldc);
   if (isa >= CpuIsa::Avx2)
     return avx2_gemm(M, N, K, alpha, a, a_row_stride, a_col_stride, b, ldb, accumulate, c, ldc);
 #else

@@ -1,5 +1,6 @@
-// Single-threaded GEMM for the small blocks inside attention (AVX2+FMA register tiles from the
-// Avx2 instruction-set level up, scalar loops below). The interim oneDNN sgemm reached well under
+// Single-threaded GEMM for the small blocks inside attention (AVX2+FMA register tiles at the
+// Avx2 instruction-set level, AVX-512 tiles with the same per-element arithmetic from Avx512
+// up, scalar loops below). The interim oneDNN sgemm reached well under
 // half of its large-GEMM rate on these block shapes, so attention uses this instead.
 #pragma once
 
@@ -25,8 +26,10 @@ void small_gemm(CpuIsa isa, int64_t M, int64_t N, int64_t K, float alpha, const 
 // a + i * lda (lda in bf16 elements, even); B pair-row p holds, for each column j, the two
 // values (b_2p,j, b_2p+1,j) side by side at b + p * ldb + 2 j (ldb in bf16 elements, >= 2 N).
 // Products of bf16 are exact in f32; each pair is added to the f32 accumulator odd element
-// first (VDPBF16PS's order), the pairs in order of p. Avx512Bf16 and above run the vector
-// tile; lower levels (tests, forced paths) the scalar loop with the same order.
+// first (VDPBF16PS's order), the pairs in order of p. Avx512Bf16 runs the vector tile; lower
+// levels (tests, forced paths) the scalar loop with the same order. Amx runs the tile unit
+// (TDPBF16PS, where the OS grants it), whose sums are within f32 rounding of the exact sum in
+// the unit's own order (not the scalar loop's bits) and treat bf16 denormals as zero.
 void small_gemm_bf16_pairs(CpuIsa isa, int64_t M, int64_t N, int64_t P, float alpha, const bf16* a,
                            int64_t lda, const bf16* b, int64_t ldb, bool accumulate, float* c,
                            int64_t ldc);
