@@ -160,6 +160,32 @@ BRAID_AVX2 void avx2_gemm(int64_t M, int64_t N, int64_t K, float alpha, const fl
 
 #define BRAID_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma")))
 
+// The lanes of a 16-column half that hold the first n columns (n may be <= 0 or > 16).
+inline __mmask16 column_mask(int64_t n) {
+  return n >= 16 ? __mmask16(0xffff) : n > 0 ? __mmask16((1u << n) - 1) : __mmask16(0);
+}
+
+// A tile's Mr rows of C: alpha * the accumulators (columns 0-15 and, with Two, 16-31), plus the
+// old values when accumulating, masked to the tile's columns. Shared by the f32 and bf16 tiles.
+template <int Mr, bool Two>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline void store_tile512(
+    const __m512* acc0, const __m512* acc1, float alpha, bool accumulate, float* c, int64_t ldc,
+    __mmask16 m0, __mmask16 m1) {
+  const __m512 va = _mm512_set1_ps(alpha);
+#pragma GCC unroll 12
+  for (int r = 0; r < Mr; ++r) {
+    float* cr = c + r * ldc;
+    __m512 v0 = _mm512_mul_ps(acc0[r], va);
+    if (accumulate) v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cr));
+    _mm512_mask_storeu_ps(cr, m0, v0);
+    if constexpr (Two) {
+      __m512 v1 = _mm512_mul_ps(acc1[r], va);
+      if (accumulate) v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cr + 16));
+      _mm512_mask_storeu_ps(cr + 16, m1, v1);
+    }
+  }
+}
+
 constexpr int kMr512 = 12;
 
 template <int Mr, bool Two>
@@ -181,19 +207,7 @@ BRAID_AVX512 void f32_tile512(int64_t K, float alpha, const float* a, int64_t a_
       if constexpr (Two) acc1[r] = _mm512_fmadd_ps(ar, b1, acc1[r]);
     }
   }
-  const __m512 va = _mm512_set1_ps(alpha);
-#pragma GCC unroll 12
-  for (int r = 0; r < Mr; ++r) {
-    float* cr = c + r * ldc;
-    __m512 v0 = _mm512_mul_ps(acc0[r], va);
-    if (accumulate) v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cr));
-    _mm512_mask_storeu_ps(cr, m0, v0);
-    if constexpr (Two) {
-      __m512 v1 = _mm512_mul_ps(acc1[r], va);
-      if (accumulate) v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cr + 16));
-      _mm512_mask_storeu_ps(cr + 16, m1, v1);
-    }
-  }
+  store_tile512<Mr, Two>(acc0, acc1, alpha, accumulate, c, ldc, m0, m1);
 }
 
 template <int Mr>
@@ -202,8 +216,7 @@ BRAID_AVX512 void f32_row_panel512(int64_t N, int64_t K, float alpha, const floa
                                    float* c, int64_t ldc) {
   for (int64_t j = 0; j < N; j += 32) {
     const int64_t n = std::min<int64_t>(32, N - j);
-    const __mmask16 m0 = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
-    const __mmask16 m1 = n >= 32 ? __mmask16(0xffff) : n > 16 ? __mmask16((1u << (n - 16)) - 1) : 0;
+    const __mmask16 m0 = column_mask(n), m1 = column_mask(n - 16);
     if (n > 16)
       f32_tile512<Mr, true>(K, alpha, a, a_rs, a_cs, b + j, ldb, accumulate, c + j, ldc, m0, m1);
     else
@@ -285,19 +298,7 @@ BRAID_AVX512BF16 void bf16_tile(int64_t P, float alpha, const uint32_t* a, int64
       if constexpr (Two) acc1[r] = _mm512_dpbf16_ps(acc1[r], av, b1);
     }
   }
-  const __m512 va = _mm512_set1_ps(alpha);
-#pragma GCC unroll 8
-  for (int r = 0; r < Mr; ++r) {
-    float* cr = c + r * ldc;
-    __m512 v0 = _mm512_mul_ps(acc0[r], va);
-    if (accumulate) v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cr));
-    _mm512_mask_storeu_ps(cr, m0, v0);
-    if constexpr (Two) {
-      __m512 v1 = _mm512_mul_ps(acc1[r], va);
-      if (accumulate) v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cr + 16));
-      _mm512_mask_storeu_ps(cr + 16, m1, v1);
-    }
-  }
+  store_tile512<Mr, Two>(acc0, acc1, alpha, accumulate, c, ldc, m0, m1);
 }
 
 template <int Mr>
@@ -306,8 +307,7 @@ BRAID_AVX512BF16 void bf16_row_panel(int64_t N, int64_t P, float alpha, const ui
                                      bool accumulate, float* c, int64_t ldc) {
   for (int64_t j = 0; j < N; j += 32) {
     const int64_t n = std::min<int64_t>(32, N - j);
-    const __mmask16 m0 = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
-    const __mmask16 m1 = n >= 32 ? __mmask16(0xffff) : n > 16 ? __mmask16((1u << (n - 16)) - 1) : 0;
+    const __mmask16 m0 = column_mask(n), m1 = column_mask(n - 16);
     if (n > 16)
       bf16_tile<Mr, true>(P, alpha, a, lda32, b + j, ldb32, accumulate, c + j, ldc, m0, m1);
     else
@@ -434,7 +434,7 @@ BRAID_AMX void amx_gemm_pairs(int64_t M, int64_t N, int64_t P, float alpha, cons
       for (int h = 0; h < 2; ++h) {
         const int64_t cols = std::min<int64_t>(16, n - 16 * h);
         if (cols <= 0) break;
-        const __mmask16 mask = cols == 16 ? __mmask16(0xffff) : __mmask16((1u << cols) - 1);
+        const __mmask16 mask = column_mask(cols);
         for (int64_t r = 0; r < m; ++r) {
           float* cr = c + (i + r) * ldc + j + 16 * h;
           __m512 v = _mm512_mul_ps(_mm512_load_ps(cbuf[h] + r * 16), va);
