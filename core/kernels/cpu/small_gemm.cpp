@@ -15,6 +15,13 @@ namespace braid::cpu {
 
 namespace {
 
+// f(std::integral_constant<int, rows>{}) for a row count 1..sizeof...(Rs) known only at run
+// time: the partial last panel of a tiled loop, whose tile height is a template argument.
+template <int... Rs, class F>
+void with_rows(int64_t rows, std::integer_sequence<int, Rs...>, F&& f) {
+  ((rows == Rs + 1 ? f(std::integral_constant<int, Rs + 1>{}) : void()), ...);
+}
+
 void scalar_gemm(int64_t M, int64_t N, int64_t K, float alpha, const float* a, int64_t a_rs,
                  int64_t a_cs, const float* b, int64_t ldb, bool accumulate, float* c,
                  int64_t ldc) {
@@ -129,25 +136,9 @@ BRAID_AVX2 void avx2_gemm(int64_t M, int64_t N, int64_t K, float alpha, const fl
     row_panel<kMr>(N, K, alpha, a + i * a_rs, a_rs, a_cs, b, ldb, accumulate, c + i * ldc, ldc);
   const float* a_i = a + i * a_rs;
   float* c_i = c + i * ldc;
-  switch (M - i) {
-    case 5:
-      row_panel<5>(N, K, alpha, a_i, a_rs, a_cs, b, ldb, accumulate, c_i, ldc);
-      break;
-    case 4:
-      row_panel<4>(N, K, alpha, a_i, a_rs, a_cs, b, ldb, accumulate, c_i, ldc);
-      break;
-    case 3:
-      row_panel<3>(N, K, alpha, a_i, a_rs, a_cs, b, ldb, accumulate, c_i, ldc);
-      break;
-    case 2:
-      row_panel<2>(N, K, alpha, a_i, a_rs, a_cs, b, ldb, accumulate, c_i, ldc);
-      break;
-    case 1:
-      row_panel<1>(N, K, alpha, a_i, a_rs, a_cs, b, ldb, accumulate, c_i, ldc);
-      break;
-    default:
-      break;
-  }
+  with_rows(M - i, std::make_integer_sequence<int, kMr - 1>{}, [&](auto r) {
+    row_panel<decltype(r)::value>(N, K, alpha, a_i, a_rs, a_cs, b, ldb, accumulate, c_i, ldc);
+  });
 }
 
 #undef BRAID_AVX2
@@ -224,17 +215,6 @@ BRAID_AVX512 void f32_row_panel512(int64_t N, int64_t K, float alpha, const floa
   }
 }
 
-template <int... Rs>
-BRAID_AVX512 void f32_tail512(int64_t rows, int64_t N, int64_t K, float alpha, const float* a,
-                              int64_t a_rs, int64_t a_cs, const float* b, int64_t ldb,
-                              bool accumulate, float* c, int64_t ldc,
-                              std::integer_sequence<int, Rs...>) {
-  ((rows == Rs + 1
-        ? f32_row_panel512<Rs + 1>(N, K, alpha, a, a_rs, a_cs, b, ldb, accumulate, c, ldc)
-        : void()),
-   ...);
-}
-
 BRAID_AVX512 void avx512_gemm(int64_t M, int64_t N, int64_t K, float alpha, const float* a,
                               int64_t a_rs, int64_t a_cs, const float* b, int64_t ldb,
                               bool accumulate, float* c, int64_t ldc) {
@@ -242,9 +222,12 @@ BRAID_AVX512 void avx512_gemm(int64_t M, int64_t N, int64_t K, float alpha, cons
   for (; i + kMr512 <= M; i += kMr512)
     f32_row_panel512<kMr512>(N, K, alpha, a + i * a_rs, a_rs, a_cs, b, ldb, accumulate, c + i * ldc,
                              ldc);
-  if (i < M)
-    f32_tail512(M - i, N, K, alpha, a + i * a_rs, a_rs, a_cs, b, ldb, accumulate, c + i * ldc, ldc,
-                std::make_integer_sequence<int, kMr512 - 1>{});
+  const float* a_i = a + i * a_rs;
+  float* c_i = c + i * ldc;
+  with_rows(M - i, std::make_integer_sequence<int, kMr512 - 1>{}, [&](auto r) {
+    f32_row_panel512<decltype(r)::value>(N, K, alpha, a_i, a_rs, a_cs, b, ldb, accumulate, c_i,
+                                         ldc);
+  });
 }
 
 #undef BRAID_AVX512
@@ -327,31 +310,9 @@ BRAID_AVX512BF16 void avx512bf16_gemm_pairs(int64_t M, int64_t N, int64_t P, flo
                           ldc);
   const uint32_t* a_i = a32 + i * lda32;
   float* c_i = c + i * ldc;
-  switch (M - i) {
-    case 7:
-      bf16_row_panel<7>(N, P, alpha, a_i, lda32, b32, ldb32, accumulate, c_i, ldc);
-      break;
-    case 6:
-      bf16_row_panel<6>(N, P, alpha, a_i, lda32, b32, ldb32, accumulate, c_i, ldc);
-      break;
-    case 5:
-      bf16_row_panel<5>(N, P, alpha, a_i, lda32, b32, ldb32, accumulate, c_i, ldc);
-      break;
-    case 4:
-      bf16_row_panel<4>(N, P, alpha, a_i, lda32, b32, ldb32, accumulate, c_i, ldc);
-      break;
-    case 3:
-      bf16_row_panel<3>(N, P, alpha, a_i, lda32, b32, ldb32, accumulate, c_i, ldc);
-      break;
-    case 2:
-      bf16_row_panel<2>(N, P, alpha, a_i, lda32, b32, ldb32, accumulate, c_i, ldc);
-      break;
-    case 1:
-      bf16_row_panel<1>(N, P, alpha, a_i, lda32, b32, ldb32, accumulate, c_i, ldc);
-      break;
-    default:
-      break;
-  }
+  with_rows(M - i, std::make_integer_sequence<int, kMr16 - 1>{}, [&](auto r) {
+    bf16_row_panel<decltype(r)::value>(N, P, alpha, a_i, lda32, b32, ldb32, accumulate, c_i, ldc);
+  });
 }
 
 #undef BRAID_AVX512BF16
