@@ -43,7 +43,7 @@ void AdamW::scale_grads(float s) {
   for (Slot& slot : slots_) scale_inplace(ctx_, slot.p->grad(), s);
 }
 
-void AdamW::clip(double norm, float max_norm) { clip_grad_norm(ctx_, trainable_, norm, max_norm); }
+void AdamW::clip(double norm, float max_norm) { grad_scale_ *= clip_factor(norm, max_norm); }
 
 std::vector<Tensor> AdamW::grads() const {
   std::vector<Tensor> out;
@@ -64,6 +64,8 @@ void AdamW::step(float lr) {
   KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
   ++t_;
   AdamWStep k = adamw_step_constants(cfg_, t_, lr);
+  k.grad_scale = grad_scale_;  // the clip, inside the update
+  grad_scale_ = 1.0f;
   for (Slot& s : slots_) {
     k.decay = s.decay ? lr * cfg_.weight_decay : 0.0f;
     if (s.eight_bit())
@@ -137,11 +139,16 @@ double global_grad_norm(ExecContext& ctx, const std::vector<Parameter*>& params)
   return std::sqrt(sq);
 }
 
+float clip_factor(double norm, float max_norm) {
+  if (max_norm <= 0.0f || !(norm > max_norm)) return 1.0f;
+  return static_cast<float>(max_norm / (norm + 1e-6));
+}
+
 float clip_grad_norm(ExecContext& ctx, const std::vector<Parameter*>& params, double norm,
                      float max_norm) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Optimizer);
-  if (max_norm <= 0.0f || !(norm > max_norm)) return 1.0f;
-  const float scale = static_cast<float>(max_norm / (norm + 1e-6));
+  const float scale = clip_factor(norm, max_norm);
+  if (scale == 1.0f) return 1.0f;
   for (Parameter* p : params)
     if (p->trainable) scale_inplace(ctx, p->grad(), scale);
   return scale;

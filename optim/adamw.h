@@ -30,7 +30,8 @@ class AdamW : public Optimizer {
   // model_parallel_grad_norm over the trainable parameters (parallel/tensor_parallel.h).
   double grad_norm() override;
   void scale_grads(float s) override;
-  void clip(double norm, float max_norm) override;  // clip_grad_norm
+  // The clip factor (clip_factor) is kept and applied inside the next step's update.
+  void clip(double norm, float max_norm) override;
   std::vector<Tensor> grads() const override;
 
   // One update with learning rate lr from each parameter's .grad:
@@ -67,6 +68,7 @@ class AdamW : public Optimizer {
   ModelGroups groups_;
   OptimConfig cfg_;
   int64_t t_ = 0;
+  float grad_scale_ = 1.0f;  // clip's factor, applied by the next step
 };
 
 // Parameters smaller than this keep f32 moments under adamw8bit (bitsandbytes' min_8bit_size).
@@ -88,6 +90,9 @@ float lr_at(const OptimConfig& cfg, int64_t step, int64_t total_steps);
 
 // L2 norm over all trainable gradients (double accumulation, deterministic).
 double global_grad_norm(ExecContext& ctx, const std::vector<Parameter*>& params);
+// The factor that brings a gradient norm down to max_norm: max_norm / (norm + 1e-6), or 1 when
+// max_norm <= 0 or the norm is not larger.
+float clip_factor(double norm, float max_norm);
 // Scales gradients so the global norm is at most max_norm (no-op when max_norm <= 0 or the
 // norm is smaller). Returns the scale applied (1 when none).
 float clip_grad_norm(ExecContext& ctx, const std::vector<Parameter*>& params, double norm,

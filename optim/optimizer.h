@@ -46,8 +46,10 @@ class Optimizer {
   virtual double grad_norm() = 0;
   // Multiplies every gradient this rank's update reads by s.
   virtual void scale_grads(float s) = 0;
-  // Scales the gradients so that their norm (`norm`, from grad_norm) is at most max_norm
-  // (nothing when max_norm <= 0 or the norm is smaller).
+  // Makes the next step() read the gradients scaled so that their norm (`norm`, from
+  // grad_norm) is at most max_norm (nothing when max_norm <= 0 or the norm is smaller). The
+  // factor is applied inside the update (one multiply per element, the bits of scaling the
+  // gradients first): the gradient tensors themselves are not rewritten.
   virtual void clip(double norm, float max_norm) = 0;
   // One update with learning rate lr from the gradients. Collective under ZeRO-1.
   virtual void step(float lr) = 0;

@@ -106,21 +106,15 @@ double ZeroAdamW::grad_norm() {
   return std::sqrt(total);
 }
 
-void ZeroAdamW::clip(double norm, float max_norm) {
-  KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
-  if (max_norm <= 0.0f || !(norm > max_norm)) return;
-  const float scale = static_cast<float>(max_norm / (norm + 1e-6));
-  for (size_t b = 0; b < shards_.size(); ++b) {
-    Tensor g = buckets_.shard(b);
-    scale_inplace(ctx_, g, scale);
-  }
-}
+void ZeroAdamW::clip(double norm, float max_norm) { grad_scale_ *= clip_factor(norm, max_norm); }
 
 void ZeroAdamW::step(float lr) {
   {
     KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
     ++t_;
     AdamWStep k = adamw_step_constants(cfg_, t_, lr);
+    k.grad_scale = grad_scale_;  // the clip, inside the update
+    grad_scale_ = 1.0f;
     for (Segment& s : segments_) {
       k.decay = s.decay ? lr * cfg_.weight_decay : 0.0f;
       Tensor w = update_target(s);

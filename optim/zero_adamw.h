@@ -56,7 +56,7 @@ class ZeroAdamW final : public Optimizer {
   // tied head's copy) skipped, stages summed over pp; model_parallel_grad_norm's rules on the
   // reduced shards. The same double on every rank. Collective over dp, tp and pp.
   double grad_norm() override;
-  // Scales this rank's reduced shards so the global norm is at most max_norm (as clip_grad_norm).
+  // The clip factor (clip_factor), applied inside the next step's update of this rank's shards.
   void clip(double norm, float max_norm) override;
   // Updates this rank's shards, then all-gathers the parameters. Collective.
   void step(float lr) override;
@@ -132,6 +132,7 @@ class ZeroAdamW final : public Optimizer {
   std::vector<Shard> shards_;
   std::vector<Segment> segments_;
   int64_t t_ = 0;
+  float grad_scale_ = 1.0f;  // clip's factor, applied by the next step
 };
 
 }  // namespace braid

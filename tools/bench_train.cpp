@@ -65,7 +65,7 @@ Result run(ExecContext& ctx, const ModelConfig& cfg, int batch, int steps, int w
       for (Parameter* p : model.parameters()) scale_inplace(ctx, p->grad(), 1.0f / loss_scale);
       norm /= loss_scale;
     }
-    clip_grad_norm(ctx, model.parameters(), norm, 1.0f);
+    opt.clip(norm, 1.0f);  // as the trainer does: the factor is applied inside the update
     if (masters)
       masters->step(opt, 1e-4f);
     else

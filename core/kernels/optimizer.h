@@ -12,9 +12,12 @@ struct AdamWStep {
   float step_size;     // lr / (1 - beta1^t)
   float inv_sqrt_bc2;  // 1 / sqrt(1 - beta2^t)
   float decay;         // lr * weight_decay, 0 for parameters that do not decay
+  // Multiplies g (one f32 multiply) before the update: a clip factor applied inside the update
+  // instead of a pass that rewrites the gradients (1: g as it is, bit for bit).
+  float grad_scale = 1.0f;
 };
 
-// In place over w, m, v (same shape, f32) from gradient g:
+// In place over w, m, v (same shape, f32) from gradient g (times s.grad_scale):
 //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
 //   w -= step_size * m / (sqrt(v) * inv_sqrt_bc2 + eps) + decay * w
 void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tensor& g,

@@ -213,7 +213,10 @@ TEST(MixedPrecision, StepsLikeMastersAndAdamWByHand) {
     const double norm = mp->grad_norm();
     EXPECT_EQ(norm, global_grad_norm(ctx, mw.params()));
     EXPECT_FALSE(mp->skip_step(1.0, nullptr, step, [](const std::string&) {}));
-    mp->clip(norm, 0.5f);
+    ASSERT_GT(norm, 0.5) << "the test must clip";
+    const Tensor a_grad = ps.a.grad().clone();
+    mp->clip(norm, 0.5f);  // kept for the update: the gradients are not rewritten
+    EXPECT_TRUE(kernel_test::bitwise_equal(ps.a.grad(), a_grad));
     mp->step(1e-2f);
     clip_grad_norm(ctx, mw.params(), norm, 0.5f);
     mw.step(ref_opt, 1e-2f);

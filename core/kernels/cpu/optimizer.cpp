@@ -27,11 +27,12 @@ void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tenso
   float* vp = v.f32();
   const float* gp = g.f32();
   const float b1 = s.beta1, b2 = s.beta2, eps = s.eps, step_size = s.step_size;
-  const float inv_sqrt_bc2 = s.inv_sqrt_bc2, decay = s.decay;
+  const float inv_sqrt_bc2 = s.inv_sqrt_bc2, decay = s.decay, gs = s.grad_scale;
   const int64_t n = w.numel();
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i) {
-    math::adamw_element(wp[i], mp[i], vp[i], gp[i], b1, b2, eps, step_size, inv_sqrt_bc2, decay);
+    math::adamw_element(wp[i], mp[i], vp[i], gp[i], b1, b2, eps, step_size, inv_sqrt_bc2, decay,
+                        gs);
   }
 }
 
@@ -71,7 +72,7 @@ void adamw8bit_update(ExecContext& ctx, Tensor& w, Tensor& m_codes, Tensor& m_ab
       m[j] = math::dynamic_value(math::kDynamicSigned, mq[i], ma[b]);
       v[j] = math::dynamic_value(math::kDynamicUnsigned, vq[i], va[b]);
       math::adamw_element(wp[i], m[j], v[j], gp[i], s.beta1, s.beta2, s.eps, s.step_size,
-                          s.inv_sqrt_bc2, s.decay);
+                          s.inv_sqrt_bc2, s.decay, s.grad_scale);
       m_max = std::max(m_max, std::fabs(m[j]));
       v_max = std::max(v_max, v[j]);
     }

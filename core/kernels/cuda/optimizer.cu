@@ -21,7 +21,7 @@ __global__ void adamw_kernel(float* __restrict__ w, float* __restrict__ m, float
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float wi = w[i], mi = m[i], vi = v[i];
     math::adamw_element(wi, mi, vi, g[i], c.beta1, c.beta2, c.eps, c.step_size, c.inv_sqrt_bc2,
-                        c.decay);
+                        c.decay, c.grad_scale);
     w[i] = wi;
     m[i] = mi;
     v[i] = vi;
@@ -52,7 +52,7 @@ __global__ void adamw8bit_kernel(float* __restrict__ w, uint8_t* __restrict__ mq
     v[k] = math::dynamic_value(umap, vq[i], v_abs);
     float wi = w[i];
     math::adamw_element(wi, m[k], v[k], g[i], c.beta1, c.beta2, c.eps, c.step_size,
-                        c.inv_sqrt_bc2, c.decay);
+                        c.inv_sqrt_bc2, c.decay, c.grad_scale);
     w[i] = wi;
     m_max = fmaxf(m_max, fabsf(m[k]));
     v_max = fmaxf(v_max, v[k]);

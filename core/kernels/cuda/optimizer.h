@@ -8,7 +8,7 @@ namespace braid::cuda {
 
 // The constants of one AdamW step (core/kernels/optimizer.h's AdamWStep, as plain numbers).
 struct AdamWConstants {
-  float beta1, beta2, eps, step_size, inv_sqrt_bc2, decay;
+  float beta1, beta2, eps, step_size, inv_sqrt_bc2, decay, grad_scale;
 };
 
 // w, m, v (n, f32) updated in place from g (n, f32), element by element with

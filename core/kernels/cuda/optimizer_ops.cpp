@@ -19,7 +19,7 @@ void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tenso
   check_shape(v, w.shape(), "adamw_update v");
   check_shape(g, w.shape(), "adamw_update g");
   launch_adamw(stream_of(ctx), w.f32(), m.f32(), v.f32(), g.f32(), w.numel(),
-               {s.beta1, s.beta2, s.eps, s.step_size, s.inv_sqrt_bc2, s.decay});
+               {s.beta1, s.beta2, s.eps, s.step_size, s.inv_sqrt_bc2, s.decay, s.grad_scale});
   check_launch(op);
 }
 
@@ -46,7 +46,7 @@ void adamw8bit_update(ExecContext& ctx, Tensor& w, Tensor& m_codes, Tensor& m_ab
   check_shape(v_absmax, {blocks}, "adamw8bit_update v_absmax");
   launch_adamw8bit(stream_of(ctx), w.f32(), m_codes.data<uint8_t>(), m_absmax.f32(),
                    v_codes.data<uint8_t>(), v_absmax.f32(), g.f32(), n,
-                   {s.beta1, s.beta2, s.eps, s.step_size, s.inv_sqrt_bc2, s.decay});
+                   {s.beta1, s.beta2, s.eps, s.step_size, s.inv_sqrt_bc2, s.decay, s.grad_scale});
   check_launch(op);
 }
 

@@ -25,9 +25,11 @@ BRAID_HD void adamw_apply(float& w, float m, float v, float eps, float step_size
   w = w - add_rn(mul_rn(step_size, m) / denom, mul_rn(decay, w));
 }
 
-// Both halves (the constants of core/kernels/optimizer.h's AdamWStep).
+// Both halves (the constants of core/kernels/optimizer.h's AdamWStep), g first multiplied by
+// grad_scale (g * 1 is g, bit for bit, so no branch).
 BRAID_HD void adamw_element(float& w, float& m, float& v, float g, float b1, float b2, float eps,
-                            float step_size, float inv_sqrt_bc2, float decay) {
+                            float step_size, float inv_sqrt_bc2, float decay, float grad_scale) {
+  g = mul_rn(g, grad_scale);
   adamw_moments(m, v, g, b1, b2);
   adamw_apply(w, m, v, eps, step_size, inv_sqrt_bc2, decay);
 }
