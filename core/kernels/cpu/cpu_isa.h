@@ -13,9 +13,9 @@ namespace braid {
 enum class CpuIsa : uint8_t {
   Scalar,      // plain C++ loops everywhere (any x86-64, or another architecture)
   Avx2,        // AVX2 + FMA + F16C: small_gemm's register tiles, vec_math rows, AVX2 conversions
-  Avx512,      // + AVX-512 F/DQ/BW/VL: no path of braid's own (oneDNN's avx512_core kernels)
+  Avx512,      // + AVX-512 F/DQ/BW/VL: small_gemm's 12 x 32 zmm tiles (oneDNN's avx512_core)
   Avx512Bf16,  // + AVX512_BF16: VCVTNEPS2BF16 conversions, bf16 dot products (native bf16 GEMM)
-  Amx,         // + AMX-TILE/AMX-BF16 enabled by the OS: oneDNN's AMX bf16 kernels
+  Amx,         // + AMX-TILE/AMX-BF16 granted by the OS: oneDNN's AMX kernels, AMX attention tiles
 };
 
 inline constexpr CpuIsa kAllCpuIsas[] = {CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512,
