@@ -7,21 +7,27 @@ source "$(dirname "$0")/common.bash"
 make_corpus
 "$BRAID" prepare --input corpus --out data --tokenizer bpe --vocab-size 512 --val-fraction 0.1 > /dev/null
 
-# The quickstart model (4 layers, 128 wide, vocab 512) on 2 x 64-token micro-batches.
+# The quickstart model (4 layers, 128 wide, vocab 512) on 2 x 64-token micro-batches, at a
+# learning rate of 1e-3: at the quick start's 3e-3 these small batches make training chaotic
+# (a gradient spike around step 80 in some runs and not in others, whatever the precision:
+# final validation losses 4.8-5.3 over data seeds), so one rounding difference could move the
+# loss by more than the margin below.
 run() {  # run NAME PRECISION [extra --set ...]
   local name=$1 prec=$2; shift 2
   "$BRAID" train "$SRC/configs/quickstart.yaml" --set run.dir="$WORK/runs" --set run.name="$name" \
     --set data.dir="$WORK/data" --set data.micro_batch=2 --set data.seq_len=64 \
     --set train.steps=200 --set optim.decay_steps=200 --set train.log_interval=50 --set train.eval_interval=200 \
     --set train.eval_batches=8 --set train.sample_tokens=0 --set train.peak_tflops=1 \
-    --set checkpoint.interval=200 --set checkpoint.resume=none --set train.precision="$prec" "$@"
+    --set checkpoint.interval=200 --set checkpoint.resume=none --set optim.lr=1e-3 \
+    --set train.precision="$prec" "$@"
 }
 val_loss() { grep '"val_loss"' "runs/$1/metrics.jsonl" | tail -1 | sed 's/.*"val_loss":\([^,}]*\).*/\1/'; }
-# The margin: a 16-bit run's final validation loss is within 3 % of fp32's. Measured here
-# (2 threads): bf16 +1.2 %, fp16 -0.8 %; a broken gradient or master-weight update leaves the
-# loss near ln(512) = 6.2, 25 % off.
-within() {  # within A B: |A - B| <= 0.03 * B
-  awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.03 * b) }'
+# The margin: a 16-bit run's final validation loss is within 1.5 % of fp32's. Measured (Intel
+# Xeon with AMX, 2 threads): bf16 +0.07 %, +0.02 %, +0.005 % on the AMX, AVX512_BF16 and AVX2
+# paths, fp16 -0.001 %; over data seeds 1-3 bf16 and fp16 stayed within 0.3 %. A broken
+# gradient or master-weight update leaves the loss near ln(512) = 6.2, 30 % off.
+within() {  # within A B: |A - B| <= 0.015 * B
+  awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.015 * b) }'
 }
 
 run fp32 fp32 > fp32.log
@@ -31,8 +37,8 @@ f=$(val_loss fp32); b=$(val_loss bf16); h=$(val_loss fp16)
 echo "final val loss: fp32 $f, bf16 $b, fp16 $h"
 # Below the data's unigram entropy (5.33 nats): the model learned more than token frequencies.
 awk -v f="$f" 'BEGIN { exit !(f < 5.2) }' || fail "fp32 did not train (val loss $f)"
-within "$b" "$f" || fail "bf16 val loss $b is not within 3% of fp32 $f"
-within "$h" "$f" || fail "fp16 val loss $h is not within 3% of fp32 $f"
+within "$b" "$f" || fail "bf16 val loss $b is not within 1.5% of fp32 $f"
+within "$h" "$f" || fail "fp16 val loss $h is not within 1.5% of fp32 $f"
 [ "$b" != "$f" ] || fail "bf16 gave fp32's exact loss: the low-precision path did not run"
 grep -q "precision bf16: weights and activations bf16" bf16.log || fail "bf16 run did not log its precision"
 grep -q "conversions" bf16.log || fail "the conversion path was not logged"

@@ -320,11 +320,13 @@ BRAID_AVX512BF16 void avx512bf16_gemm_pairs(int64_t M, int64_t N, int64_t P, flo
 // ---- AMX: the same pair product on the tile unit (Amx level) ----
 //
 // TDPBF16PS reads exactly the pair layout above: an A tile is 16 rows of 16 pairs (64 bytes),
-// a B tile 16 pair-rows of 16 columns, a C tile 16 x 16 f32. One call configures the tiles
-// (oneDNN's AMX kernels configure their own before each use; the OS granted the tile data
-// when the Amx level was detected), runs 16-row x 32-column blocks
-// over steps of 16 pairs, and releases the tiles. Edge tiles (rows, columns or pairs short of
-// 16) are staged through zero-filled buffers, so no load reads past an operand.
+// a B tile 16 pair-rows of 16 columns, a C tile 16 x 16 f32. One call saves the thread's tile
+// configuration, loads its own (the OS granted the tile data when the Amx level was detected),
+// runs 16-row x 32-column blocks over steps of 16 pairs, and restores the saved configuration:
+// oneDNN's AMX kernels skip reconfiguring when they believe theirs is still loaded, and ran
+// with this kernel's configuration otherwise (wrong GEMMs, seen as a worse bf16 loss). Edge
+// tiles (rows, columns or pairs short of 16) are staged through zero-filled buffers, so no
+// load reads past an operand.
 
 #define BRAID_AMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl")))
 
@@ -340,6 +342,10 @@ struct alignas(64) AmxTileConfig {
 BRAID_AMX void amx_gemm_pairs(int64_t M, int64_t N, int64_t P, float alpha, const bf16* a,
                               int64_t lda, const bf16* b, int64_t ldb, bool accumulate, float* c,
                               int64_t ldc) {
+  // oneDNN configures its tiles lazily (only when its per-thread record of the loaded
+  // configuration differs), so the configuration found here is put back at the end.
+  AmxTileConfig saved;
+  _tile_storeconfig(&saved);
   AmxTileConfig cfg;
   for (int t = 0; t < 5; ++t) {
     cfg.rows[t] = 16;
@@ -405,7 +411,10 @@ BRAID_AMX void amx_gemm_pairs(int64_t M, int64_t N, int64_t P, float alpha, cons
       }
     }
   }
-  _tile_release();
+  if (saved.palette != 0)
+    _tile_loadconfig(&saved);
+  else
+    _tile_release();
 }
 
 #undef BRAID_AMX
