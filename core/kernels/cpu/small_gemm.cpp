@@ -323,8 +323,8 @@ BRAID_AVX512BF16 void avx512bf16_gemm_pairs(int64_t M, int64_t N, int64_t P, flo
 // a B tile 16 pair-rows of 16 columns, a C tile 16 x 16 f32. One call saves the thread's tile
 // configuration, loads its own (the OS granted the tile data when the Amx level was detected),
 // runs 16-row x 32-column blocks over steps of 16 pairs, and restores the saved configuration:
-// oneDNN's AMX kernels skip reconfiguring when they believe theirs is still loaded, and ran
-// with this kernel's configuration otherwise (wrong GEMMs, seen as a worse bf16 loss). Edge
+// oneDNN can configure its tiles lazily (skipping the load when its per-thread record says its
+// own configuration is still there), so this kernel leaves the tile state as it found it. Edge
 // tiles (rows, columns or pairs short of 16) are staged through zero-filled buffers, so no
 // load reads past an operand.
 
@@ -342,8 +342,7 @@ struct alignas(64) AmxTileConfig {
 BRAID_AMX void amx_gemm_pairs(int64_t M, int64_t N, int64_t P, float alpha, const bf16* a,
                               int64_t lda, const bf16* b, int64_t ldb, bool accumulate, float* c,
                               int64_t ldc) {
-  // oneDNN configures its tiles lazily (only when its per-thread record of the loaded
-  // configuration differs), so the configuration found here is put back at the end.
+  // The configuration found here is put back at the end (see above).
   AmxTileConfig saved;
   _tile_storeconfig(&saved);
   AmxTileConfig cfg;
