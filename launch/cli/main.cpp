@@ -11,6 +11,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/error.h"
@@ -21,6 +22,7 @@
 #include "launch/cli/commands.h"
 #include "launch/config/edit_distance.h"
 #include "launch/plan/plan_command.h"
+#include "launch/train/signals.h"
 
 namespace {
 
@@ -66,6 +68,10 @@ void reject_negative_numbers(CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // First, before any thread exists: SIGTERM, SIGINT and SIGUSR1 run their handlers on one
+  // thread of their own, never on a thread inside a GEMM kernel (launch/train/signals.h).
+  // `braid supervise` waits for those signals itself (sigtimedwait) and stays as it is.
+  if (argc < 2 || std::string_view(argv[1]) != "supervise") braid::start_signal_thread();
   CLI::App app{"braid: train GPT-2 and Llama style language models", "braid"};
   // Every option's default is shown in --help; subcommands inherit this.
   app.option_defaults()->always_capture_default();

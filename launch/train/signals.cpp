@@ -1,12 +1,16 @@
 // StopSignals: sigaction handlers (SIGTERM, SIGINT, SIGUSR1) that set a flag on the first signal
-// and _exit on the second.
+// and _exit on the second. start_signal_thread: the one thread they run on.
 #include "launch/train/signals.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstring>
+#include <mutex>
+#include <system_error>
+#include <thread>
 
 #include "core/error.h"
 
@@ -43,7 +47,55 @@ void on_stop_signal(int signo) {
                                     "a checkpoint (send it again to exit at once)\n");
 }
 
+// The routed signals and the mask before routing.
+sigset_t routed_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGUSR1);
+  return set;
+}
+std::mutex g_route_mu;
+bool g_routed = false;
+sigset_t g_original_mask;
+
+// In the child of a fork: the mask the process had before routing, so that what it execs
+// (mpirun's daemons, a supervised command) answers SIGTERM as any program does.
+void restore_mask_in_child() { pthread_sigmask(SIG_SETMASK, &g_original_mask, nullptr); }
+
 }  // namespace
+
+bool start_signal_thread() {
+  std::lock_guard<std::mutex> lock(g_route_mu);
+  if (g_routed) return true;
+  const sigset_t set = routed_signals();
+  sigset_t before;
+  if (pthread_sigmask(SIG_BLOCK, &set, &before) != 0) return false;
+  g_original_mask = before;
+  try {
+    std::thread([set] {
+      pthread_setname_np(pthread_self(), "braid-signals");
+      pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+      for (;;) ::pause();  // each handler runs here, then pause() returns
+    }).detach();
+  } catch (const std::system_error&) {
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);  // no thread: handle them where they land
+    return false;
+  }
+  static const int registered = pthread_atfork(nullptr, nullptr, restore_mask_in_child);
+  (void)registered;
+  g_routed = true;
+  return true;
+}
+
+sigset_t original_signal_mask() {
+  std::lock_guard<std::mutex> lock(g_route_mu);
+  if (g_routed) return g_original_mask;
+  sigset_t now;
+  pthread_sigmask(SIG_SETMASK, nullptr, &now);
+  return now;
+}
 
 StopSignals::StopSignals() {
   BRAID_CHECK(!g_installed.exchange(true), "StopSignals is already installed");

@@ -1,7 +1,31 @@
-// StopSignals: SIGTERM, SIGINT and SIGUSR1 turned into a polite "stop after this step" request.
+// StopSignals: SIGTERM, SIGINT and SIGUSR1 turned into a polite "stop after this step" request;
+// start_signal_thread: where those signals are handled.
 #pragma once
 
+#include <signal.h>
+
 namespace braid {
+
+// Routes the process-directed SIGTERM, SIGINT and SIGUSR1 (kill, Slurm, Kubernetes, mpirun's
+// relay, Ctrl-C) to one thread that does nothing else, "braid-signals": the calling thread
+// blocks them, so every thread created after it (OpenMP's, MPI's, the data loader's) does too,
+// and the kernel delivers them to the one thread that does not. The handlers installed for
+// them (StopSignals, the in-flight report, or none: the default action) are unchanged; only the
+// thread they run on is. Call first in main(), before any thread exists.
+//
+// Why: a handler runs on the stack of whichever thread the signal interrupts, below that
+// thread's stack pointer, and oneDNN's AVX-512 f32 GEMM kernels (K above 84) run with the stack
+// pointer moved into a heap workspace. A signal landing there wrote its frame (3 KB with
+// AVX-512 state, 11 KB with AMX tiles) over the heap blocks below the workspace: a rank stopped
+// by SIGTERM or SIGUSR1 mid-GEMM aborted later in malloc or free.
+//
+// Processes forked afterwards (mpirun's daemons, `braid supervise`'s child) start with the
+// mask the process had before this call. Idempotent. Returns false (and changes nothing) when
+// the thread could not be started.
+bool start_signal_thread();
+// The signal mask of the process before start_signal_thread (the current one if not started):
+// what a child process should start with.
+sigset_t original_signal_mask();
 
 // While alive, SIGTERM and SIGINT (Slurm time limits, Kubernetes evictions, preemptible cloud
 // instances, Ctrl-C) and SIGUSR1 no longer kill the process: the first one is recorded for the

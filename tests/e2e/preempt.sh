@@ -3,7 +3,8 @@
 # are bit-identical to an uninterrupted one; so are those after a kill -9 (metrics.jsonl keeps
 # one curve) and after a double SIGTERM. A second writer on a busy run directory is refused
 # with the holder's PID; a diverging run stops with its step and writes no checkpoint for it.
-source "$(dirname "$0")/common.bash"
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/common.bash"
 make_corpus
 "$BRAID" prepare --input corpus --out data --tokenizer byte --val-fraction 0.1 > /dev/null
 
@@ -38,6 +39,8 @@ cfg term
 pid=$!
 wait_step term 3
 expect_fail "pid $pid" "$BRAID" train term.yaml
+# The signal will run its handler on the braid-signals thread, never on a compute thread.
+bash "$HERE/check_signal_routing.sh" $pid || fail "signals are not routed to one thread"
 kill -TERM $pid
 rc=0; wait $pid || rc=$?
 [ $rc -eq 0 ] || fail "SIGTERM: exit $rc (want 0); log: $(tail -5 term1.log)"

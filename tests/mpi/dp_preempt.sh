@@ -6,7 +6,8 @@
 #   dp_preempt.sh <mpirun> <braid> <workdir>
 # (Open MPI's mpirun turns a SIGTERM sent to mpirun itself into a job kill one second later,
 # `odls_base_sigkill_timeout`; docs/multinode.md says to signal the ranks.)
-source "$(dirname "$0")/dp_common.bash"
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/dp_common.bash"
 exe=$(basename "$BRAID")
 
 # run_until_signal NAME WHO: start a long DP=2 run, wait for 15 logged steps, SIGTERM the ranks
@@ -23,6 +24,10 @@ run_until_signal() {
   done
   local ranks; ranks=$(pgrep -P $mpi_pid -x "$exe" || true)
   [ "$(echo $ranks | wc -w)" = 2 ] || { kill -KILL $mpi_pid; fail "expected 2 rank processes of mpirun $mpi_pid, got '$ranks'"; }
+  # Every rank takes the signals on its braid-signals thread, never on a compute thread.
+  for r in $ranks; do
+    bash "$HERE/../e2e/check_signal_routing.sh" "$r" >&2 || { kill -KILL $mpi_pid; fail "rank process $r: signals not routed"; }
+  done
   if [ "$who" = all ]; then kill -TERM $ranks; else kill -TERM $(echo $ranks | cut -d' ' -f2); fi
   local rc=0
   timeout 60 tail --pid=$mpi_pid -f /dev/null || { kill -KILL $mpi_pid; fail "$name: the job did not end within 60 s of SIGTERM"; }
