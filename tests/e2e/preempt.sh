@@ -40,7 +40,7 @@ pid=$!
 wait_step term 3
 expect_fail "pid $pid" "$BRAID" train term.yaml
 # The signal will run its handler on the braid-signals thread, never on a compute thread.
-bash "$HERE/check_signal_routing.sh" $pid || fail "signals are not routed to one thread"
+bash "$HERE/check_signal_routing.bash" $pid || fail "signals are not routed to one thread"
 kill -TERM $pid
 rc=0; wait $pid || rc=$?
 [ $rc -eq 0 ] || fail "SIGTERM: exit $rc (want 0); log: $(tail -5 term1.log)"

@@ -26,7 +26,7 @@ run_until_signal() {
   [ "$(echo $ranks | wc -w)" = 2 ] || { kill -KILL $mpi_pid; fail "expected 2 rank processes of mpirun $mpi_pid, got '$ranks'"; }
   # Every rank takes the signals on its braid-signals thread, never on a compute thread.
   for r in $ranks; do
-    bash "$HERE/../e2e/check_signal_routing.sh" "$r" >&2 || { kill -KILL $mpi_pid; fail "rank process $r: signals not routed"; }
+    bash "$HERE/../e2e/check_signal_routing.bash" "$r" >&2 || { kill -KILL $mpi_pid; fail "rank process $r: signals not routed"; }
   done
   if [ "$who" = all ]; then kill -TERM $ranks; else kill -TERM $(echo $ranks | cut -d' ' -f2); fi
   local rc=0

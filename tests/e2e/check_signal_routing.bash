@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# check_signal_routing.sh PID: braid process PID routes SIGTERM, SIGINT and SIGUSR1 to its one
-# "braid-signals" thread: that thread does not block them, and every thread created after it
-# (OpenMP's, MPI's, the data loader's) and the main thread do. Threads that libraries start
+# bash check_signal_routing.bash PID (a helper of the preemption tests, not a test itself):
+# braid process PID routes SIGTERM, SIGINT and SIGUSR1 to its one "braid-signals" thread: that
+# thread does not block them, and every thread created after it (OpenMP's, MPI's, the data
+# loader's) and the main thread do. Threads that libraries start
 # before main() (OpenBLAS's pool) have lower thread IDs than the signal thread and are only
 # listed. Exit 1 naming the offending thread.
 set -euo pipefail
