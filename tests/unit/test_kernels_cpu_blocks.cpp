@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -173,6 +174,47 @@ TEST_P(KernelsCpuBlocksAt, DotAndSoftmaxGradRowsMatchDouble) {
     softmax_grad_row(isa, dp.data(), a.data(), n, 0.25f, 3.0f);
     for (int64_t j = 0; j < n; ++j)
       ASSERT_NEAR(dp[j], a[j] * (double(b[j]) - 0.25) * 3.0, 1e-6) << n << " " << j;
+  }
+}
+
+// Every level's row primitives give the AVX2 level's bits (the attention and the LM head do not
+// change with the CPU's vector width): row lengths around the 8- and 16-lane chunks, causal
+// rows' typical lengths, scores up to +-30, and a row whose terms underflow to zero.
+TEST_P(KernelsCpuBlocksAt, RowsGiveTheAvx2LevelsBits) {
+  const CpuIsa isa = GetParam();
+  if (isa <= CpuIsa::Avx2) GTEST_SKIP() << "compares the levels above avx2 with avx2";
+  auto bits = [](float x) {
+    uint32_t u;
+    std::memcpy(&u, &x, 4);
+    return u;
+  };
+  std::vector<int64_t> lengths;
+  for (int64_t n = 1; n <= 49; ++n) lengths.push_back(n);
+  for (int64_t n : {63, 64, 65, 100, 255, 256, 257, 1000}) lengths.push_back(n);
+  for (int64_t n : lengths) {
+    auto in = random_values(static_cast<size_t>(n), static_cast<uint32_t>(n) + 77);
+    for (auto& x : in) x *= 30.0f;
+    if (n == 40) in[3] = 500.0f;  // every other term underflows
+    auto a = in, b = in;
+    const float lse_a = softmax_row(CpuIsa::Avx2, a.data(), n, 0.7f);
+    const float lse_b = softmax_row(isa, b.data(), n, 0.7f);
+    ASSERT_EQ(bits(lse_a), bits(lse_b)) << "softmax_row lse, n " << n;
+    for (int64_t j = 0; j < n; ++j)
+      ASSERT_EQ(bits(a[j]), bits(b[j])) << "softmax_row n " << n << " j " << j;
+    a = in, b = in;
+    exp_shifted_row(CpuIsa::Avx2, a.data(), n, lse_a);
+    exp_shifted_row(isa, b.data(), n, lse_a);
+    for (int64_t j = 0; j < n; ++j)
+      ASSERT_EQ(bits(a[j]), bits(b[j])) << "exp_shifted_row n " << n << " j " << j;
+    const auto p = random_values(static_cast<size_t>(n), static_cast<uint32_t>(n) + 5);
+    a = in, b = in;
+    softmax_grad_row(CpuIsa::Avx2, a.data(), p.data(), n, 0.3f, 0.125f);
+    softmax_grad_row(isa, b.data(), p.data(), n, 0.3f, 0.125f);
+    for (int64_t j = 0; j < n; ++j)
+      ASSERT_EQ(bits(a[j]), bits(b[j])) << "softmax_grad_row n " << n << " j " << j;
+    ASSERT_EQ(bits(dot_row(CpuIsa::Avx2, in.data(), p.data(), n)),
+              bits(dot_row(isa, in.data(), p.data(), n)))
+        << "dot_row n " << n;
   }
 }
 

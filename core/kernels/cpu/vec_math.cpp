@@ -145,12 +145,127 @@ BRAID_AVX2 float dot_row(const float* a, const float* b, int64_t n) {
   return sum;
 }
 
-#undef BRAID_AVX2
-
 }  // namespace avx2
 
-#define BRAID_DISPATCH(fn, ...) \
-  return isa >= CpuIsa::Avx2 ? avx2::fn(__VA_ARGS__) : scalar::fn(__VA_ARGS__)
+// The same rows 16 lanes at a time, bit for bit the AVX2 results: each lane runs exp8's
+// operations, the elements below n - n % 8 are the vector ones and the rest go through the
+// scalar tail as there, and softmax_row's sum keeps AVX2's two 8-lane accumulators as the two
+// halves of one zmm register (an odd 8-element chunk goes to the lower one) before the same
+// final reduction. dot_row keeps the AVX2 loop: a 16-lane sum would change its order.
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() and warn about it inside
+// avx512fintrin.h; every lane is written.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+namespace avx512 {
+
+#define BRAID_AVX512 __attribute__((target("avx512f,avx2,fma")))
+
+BRAID_AVX512 inline __m512 exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_set1_ps(88.0f), _mm512_max_ps(_mm512_set1_ps(-87.0f), x));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723e-06f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 720.0f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  const __m512i bits =
+      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+}
+
+BRAID_AVX512 inline __m256 low8(__m512 v) { return _mm512_castps512_ps256(v); }
+BRAID_AVX512 inline __m256 high8(__m512 v) {
+  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+}
+
+BRAID_AVX512 float softmax_row(float* s, int64_t n, float out_scale) {
+  const int64_t n8 = n - n % 8;
+  // The maximum does not depend on the order (finite inputs; a NaN makes every output NaN
+  // through the sum either way).
+  __m512 vmax16 = _mm512_set1_ps(s[0]);
+  int64_t j = 0;
+  for (; j + 16 <= n8; j += 16) vmax16 = _mm512_max_ps(vmax16, _mm512_loadu_ps(s + j));
+  __m256 vmax = _mm256_max_ps(low8(vmax16), high8(vmax16));
+  for (; j < n8; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(s + j));
+  float m = avx2::hmax8(vmax);
+  for (j = n8; j < n; ++j) m = std::max(m, s[j]);
+  const __m512 vm = _mm512_set1_ps(m);
+  __m512 acc = _mm512_setzero_ps();  // lanes 0-7: AVX2's acc0, lanes 8-15: its acc1
+  for (j = 0; j + 16 <= n8; j += 16) {
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm));
+    _mm512_storeu_ps(s + j, e);
+    acc = _mm512_add_ps(acc, e);
+  }
+  __m256 acc0 = low8(acc);
+  if (j < n8) {
+    const __m256 e = avx2::exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), _mm256_set1_ps(m)));
+    _mm256_storeu_ps(s + j, e);
+    acc0 = _mm256_add_ps(acc0, e);
+  }
+  float sum = avx2::hsum8(_mm256_add_ps(acc0, high8(acc)));
+  for (j = n8; j < n; ++j) {
+    s[j] = exp_approx(s[j] - m);
+    sum += s[j];
+  }
+  const float mul = out_scale / sum;
+  const __m512 vmul = _mm512_set1_ps(mul);
+  for (j = 0; j + 16 <= n8; j += 16)
+    _mm512_storeu_ps(s + j, _mm512_mul_ps(_mm512_loadu_ps(s + j), vmul));
+  for (; j < n8; j += 8)
+    _mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), _mm256_set1_ps(mul)));
+  for (j = n8; j < n; ++j) s[j] *= mul;
+  return m + std::log(sum);
+}
+
+BRAID_AVX512 void exp_shifted_row(float* s, int64_t n, float shift) {
+  const int64_t n8 = n - n % 8;
+  const __m512 vs = _mm512_set1_ps(shift);
+  int64_t j = 0;
+  for (; j + 16 <= n8; j += 16)
+    _mm512_storeu_ps(s + j, exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j), vs)));
+  for (; j < n8; j += 8)
+    _mm256_storeu_ps(s + j,
+                     avx2::exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), _mm256_set1_ps(shift))));
+  for (j = n8; j < n; ++j) s[j] = exp_approx(s[j] - shift);
+}
+
+BRAID_AVX512 void softmax_grad_row(float* dp, const float* p, int64_t n, float d, float scale) {
+  const int64_t n8 = n - n % 8;
+  const __m512 vd = _mm512_set1_ps(d), vscale = _mm512_set1_ps(scale);
+  int64_t j = 0;
+  for (; j + 16 <= n8; j += 16) {
+    const __m512 g = _mm512_sub_ps(_mm512_loadu_ps(dp + j), vd);
+    _mm512_storeu_ps(dp + j, _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(p + j), g), vscale));
+  }
+  for (; j < n8; j += 8) {
+    const __m256 g = _mm256_sub_ps(_mm256_loadu_ps(dp + j), _mm256_set1_ps(d));
+    _mm256_storeu_ps(
+        dp + j, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(p + j), g), _mm256_set1_ps(scale)));
+  }
+  for (j = n8; j < n; ++j) dp[j] = p[j] * (dp[j] - d) * scale;
+}
+
+BRAID_AVX512 float dot_row(const float* a, const float* b, int64_t n) {
+  return avx2::dot_row(a, b, n);
+}
+
+#undef BRAID_AVX512
+
+}  // namespace avx512
+#pragma GCC diagnostic pop
+
+#undef BRAID_AVX2
+
+#define BRAID_DISPATCH(fn, ...)                          \
+  return isa >= CpuIsa::Avx512 ? avx512::fn(__VA_ARGS__) \
+         : isa >= CpuIsa::Avx2 ? avx2::fn(__VA_ARGS__)   \
+                               : scalar::fn(__VA_ARGS__)
 #else
 #define BRAID_DISPATCH(fn, ...) return ((void)isa, scalar::fn(__VA_ARGS__))
 #endif
