@@ -143,13 +143,19 @@ GemmPlan default_gemm_plan(GemmBackend backend, CpuIsa isa) {
   return plan;
 }
 
-void gemm_f32_with(ExecContext&, GemmBackend b, bool trans_a, bool trans_b, int64_t M, int64_t N,
-                   int64_t K, float alpha, const float* A, int64_t lda, const float* B, int64_t ldb,
-                   float beta, float* C, int64_t ldc) {
+void gemm_f32_with(ExecContext& ctx, GemmBackend b, bool trans_a, bool trans_b, int64_t M,
+                   int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
+                   int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) return scale_c(M, N, beta, C, ldc);
   switch (b) {
     case GemmBackend::OneDnn:
+      // Inside a parallel region a call stays on its thread: sgemm does, the primitive would not.
+      if (!omp_in_parallel() && onednn_f32_matmul_preferred(trans_a, trans_b, M, N, K)) {
+        const GemmWorkspace::Lease scratch = ctx.gemm_workspace().lease();
+        return gemm_f32_onednn_matmul(*scratch, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb,
+                                      beta, C, ldc);
+      }
       return gemm_f32_onednn(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     case GemmBackend::OpenBlas:
       return gemm_f32_openblas(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);

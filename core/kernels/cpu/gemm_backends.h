@@ -53,9 +53,15 @@ void gemm_bf16_out_onednn(GemmScratch& scratch, bool ta, bool tb, int64_t M, int
 // f32 through the same cached matmul primitive as gemm_bf16_onednn (strides for transposes,
 // alpha as output scale, beta as sum post-op), so that plumbing is testable on CPUs whose
 // oneDNN has no bf16 matmul.
-void gemm_f32_onednn_matmul(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t N,
-                            int64_t K, float alpha, const float* A, int64_t lda, const float* B,
-                            int64_t ldb, float beta, float* C, int64_t ldc);
+void gemm_f32_onednn_matmul(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                            float alpha, const float* A, int64_t lda, const float* B, int64_t ldb,
+                            float beta, float* C, int64_t ldc);
+// True when gemm_f32 on oneDNN should take the matmul primitive rather than dnnl_sgemm: the
+// weight-gradient layout (op(A) = A^T, B as stored) with M and K of at least 1024, on CPUs where
+// oneDNN runs AVX-512 (its brgemm matmul). There, on the benchmark model's shapes, sgemm ran
+// 230-260 GFLOP/s and the primitive 300-330 (docs/benchmarks.md); elsewhere sgemm is as fast or
+// faster. Both give the same bits for every thread count.
+bool onednn_f32_matmul_preferred(bool ta, bool tb, int64_t M, int64_t N, int64_t K);
 // How many matmul primitives a scratch slot holds (tests: the cache is reused, not rebuilt).
 size_t onednn_cached_matmuls(const GemmScratch& scratch);
 void gemm_f32_openblas(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,

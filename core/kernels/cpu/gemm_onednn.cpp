@@ -149,6 +149,15 @@ bool onednn_has_native_bf16() {
   return (isa & bf16_isa) == bf16_isa;
 }
 
+bool onednn_f32_matmul_preferred(bool ta, bool tb, int64_t M, int64_t, int64_t K) {
+  static const bool avx512 = [] {
+    const unsigned isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+    const unsigned core = static_cast<unsigned>(dnnl_cpu_isa_avx512_core);
+    return (isa & core) == core;
+  }();
+  return avx512 && ta && !tb && M >= 1024 && K >= 1024;
+}
+
 std::string onednn_isa_name() {
   switch (dnnl_get_effective_cpu_isa()) {
     case dnnl_cpu_isa_sse41:
