@@ -31,14 +31,20 @@ struct Shape {
   bool peak;
 };
 
+// Which oneDNN kernel an f32 call takes: the plan's choice (what training runs), or one forced.
+enum class F32Kernel { Plan, Sgemm, Matmul };
+
 // One way to run a GEMM: library, dtype and (for bf16) native kernel or widening to f32.
 struct Config {
   GemmBackend backend;
   bool bf16;
   Bf16Mode mode;
+  F32Kernel f32_kernel = F32Kernel::Plan;
   std::string label() const {
     std::string s(braid::gemm_backend_label(backend));
     if (bf16) s += mode == Bf16Mode::Native ? "(native)" : "(widen)";
+    if (f32_kernel == F32Kernel::Sgemm) s += "(sgemm)";
+    if (f32_kernel == F32Kernel::Matmul) s += "(matmul)";
     return s;
   }
 };
@@ -91,6 +97,12 @@ void run_once(braid::ExecContext& ctx, const Config& cfg, bool ta, bool tb, int6
   if (cfg.bf16)
     braid::gemm_bf16_with(ctx, cfg.backend, cfg.mode, ta, tb, M, N, K, 1.0f, buf.a16.data(), lda,
                           buf.b16.data(), ldb, 0.0f, buf.c.data(), N);
+  else if (cfg.f32_kernel == F32Kernel::Sgemm)
+    braid::gemm_f32_onednn(ta, tb, M, N, K, 1.0f, buf.a.data(), lda, buf.b.data(), ldb, 0.0f,
+                           buf.c.data(), N);
+  else if (cfg.f32_kernel == F32Kernel::Matmul)
+    braid::gemm_f32_onednn_matmul(*ctx.gemm_workspace().lease(), ta, tb, M, N, K, 1.0f,
+                                  buf.a.data(), lda, buf.b.data(), ldb, 0.0f, buf.c.data(), N);
   else
     braid::gemm_f32_with(ctx, cfg.backend, ta, tb, M, N, K, 1.0f, buf.a.data(), lda, buf.b.data(),
                          ldb, 0.0f, buf.c.data(), N);
@@ -181,12 +193,17 @@ int main(int argc, char** argv) {
       braid::onednn_has_native_bf16() ? "yes" : "no", braid::gemm_backend_name(ctx.gemm()).c_str(),
       ctx.gemm().bf16_mode == Bf16Mode::Native ? "native" : "widen");
 
-  const std::vector<Config> configs = {{GemmBackend::OneDnn, false, Bf16Mode::Native},
-                                       {GemmBackend::OpenBlas, false, Bf16Mode::Native},
-                                       {GemmBackend::OneDnn, true, Bf16Mode::Native},
-                                       {GemmBackend::OpenBlas, true, Bf16Mode::Native},
-                                       {GemmBackend::OneDnn, true, Bf16Mode::Widen},
-                                       {GemmBackend::OpenBlas, true, Bf16Mode::Widen}};
+  // f32 on oneDNN three ways: as training runs it (sgemm, the weight gradients on the matmul
+  // primitive where onednn_f32_matmul_preferred says so), and each kernel alone.
+  const std::vector<Config> configs = {
+      {GemmBackend::OneDnn, false, Bf16Mode::Native},
+      {GemmBackend::OneDnn, false, Bf16Mode::Native, F32Kernel::Sgemm},
+      {GemmBackend::OneDnn, false, Bf16Mode::Native, F32Kernel::Matmul},
+      {GemmBackend::OpenBlas, false, Bf16Mode::Native},
+      {GemmBackend::OneDnn, true, Bf16Mode::Native},
+      {GemmBackend::OpenBlas, true, Bf16Mode::Native},
+      {GemmBackend::OneDnn, true, Bf16Mode::Widen},
+      {GemmBackend::OpenBlas, true, Bf16Mode::Widen}};
   const std::vector<Shape> shapes = training_shapes();
   Buffers buf;
   fill(buf, 2048 * 8192, 2048 * 8192, 2048 * 8192);

@@ -59,8 +59,8 @@ void gemm_f32_onednn_matmul(GemmScratch& scratch, bool ta, bool tb, int64_t M, i
 // True when gemm_f32 on oneDNN should take the matmul primitive rather than dnnl_sgemm: the
 // weight-gradient layout (op(A) = A^T, B as stored) with M and K of at least 1024, on CPUs where
 // oneDNN runs AVX-512 (its brgemm matmul). There, on the benchmark model's shapes, sgemm ran
-// 230-260 GFLOP/s and the primitive 300-330 (docs/benchmarks.md); elsewhere sgemm is as fast or
-// faster. Both give the same bits for every thread count.
+// 230-245 GFLOP/s and the primitive 305-310 (`bench_gemm`, docs/benchmarks.md); with M = 512
+// sgemm is faster.
 bool onednn_f32_matmul_preferred(bool ta, bool tb, int64_t M, int64_t N, int64_t K);
 // How many matmul primitives a scratch slot holds (tests: the cache is reused, not rebuilt).
 size_t onednn_cached_matmuls(const GemmScratch& scratch);
