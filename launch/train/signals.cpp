@@ -47,7 +47,7 @@ void on_stop_signal(int signo) {
                                     "a checkpoint (send it again to exit at once)\n");
 }
 
-// The routed signals and the mask before routing.
+// What start_signal_thread routes.
 sigset_t routed_signals() {
   sigset_t set;
   sigemptyset(&set);
@@ -58,10 +58,10 @@ sigset_t routed_signals() {
 }
 std::mutex g_route_mu;
 bool g_routed = false;
-sigset_t g_original_mask;
+sigset_t g_original_mask;  // the calling thread's mask before routing
 
 // In the child of a fork: the mask the process had before routing, so that what it execs
-// (mpirun's daemons, a supervised command) answers SIGTERM as any program does.
+// (Open MPI's daemons, say) answers SIGTERM as any program does.
 void restore_mask_in_child() { pthread_sigmask(SIG_SETMASK, &g_original_mask, nullptr); }
 
 }  // namespace
@@ -83,18 +83,9 @@ bool start_signal_thread() {
     pthread_sigmask(SIG_SETMASK, &before, nullptr);  // no thread: handle them where they land
     return false;
   }
-  static const int registered = pthread_atfork(nullptr, nullptr, restore_mask_in_child);
-  (void)registered;
+  pthread_atfork(nullptr, nullptr, restore_mask_in_child);  // once: g_routed guards
   g_routed = true;
   return true;
-}
-
-sigset_t original_signal_mask() {
-  std::lock_guard<std::mutex> lock(g_route_mu);
-  if (g_routed) return g_original_mask;
-  sigset_t now;
-  pthread_sigmask(SIG_SETMASK, nullptr, &now);
-  return now;
 }
 
 StopSignals::StopSignals() {

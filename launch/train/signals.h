@@ -2,8 +2,6 @@
 // start_signal_thread: where those signals are handled.
 #pragma once
 
-#include <signal.h>
-
 namespace braid {
 
 // Routes the process-directed SIGTERM, SIGINT and SIGUSR1 (kill, Slurm, Kubernetes, mpirun's
@@ -19,13 +17,10 @@ namespace braid {
 // AVX-512 state, 11 KB with AMX tiles) over the heap blocks below the workspace: a rank stopped
 // by SIGTERM or SIGUSR1 mid-GEMM aborted later in malloc or free.
 //
-// Processes forked afterwards (mpirun's daemons, `braid supervise`'s child) start with the
-// mask the process had before this call. Idempotent. Returns false (and changes nothing) when
-// the thread could not be started.
+// Processes forked afterwards (e.g. Open MPI's daemons) start with the mask the process had
+// before this call. Idempotent. Returns false (and changes nothing) when the thread could not
+// be started.
 bool start_signal_thread();
-// The signal mask of the process before start_signal_thread (the current one if not started):
-// what a child process should start with.
-sigset_t original_signal_mask();
 
 // While alive, SIGTERM and SIGINT (Slurm time limits, Kubernetes evictions, preemptible cloud
 // instances, Ctrl-C) and SIGUSR1 no longer kill the process: the first one is recorded for the
