@@ -65,6 +65,10 @@ class Parameter {
   // A replica of a parameter owned elsewhere (GPT-2's tied embedding on the last pipeline
   // stage): trained like any other, but not saved by this stage.
   bool replica = false;
+  // A 16-bit copy of value that an optimizer's update rewrites, rounded, in the same pass (the
+  // compute weights of f32 masters: optim/master_weights.h sets it before each step); undefined
+  // when there is none.
+  Tensor rounded_copy;
 
   // The gradient (MemCategory::Grads, value's shape), allocated and zeroed on first use from
   // the value's allocator unless bind_grad gave it a buffer. Only for trainable parameters:

@@ -38,6 +38,7 @@ class AdamW : public Optimizer {
   //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2
   //   p -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)  +  lr * wd * p   (decaying only)
   void step(float lr) override;
+  bool updates_rounded_copies() const override { return true; }
   int64_t steps_taken() const override { return t_; }
   // Whether weight decay applies: not for 1-D tensors, nor names matching cfg.no_decay.
   bool decays(const Parameter& p) const;

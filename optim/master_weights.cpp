@@ -32,7 +32,10 @@ MasterWeights::MasterWeights(ExecContext& ctx, const std::vector<Parameter*>& pa
 
 void MasterWeights::bind_grads() {
   for (size_t i = 0; i < model_.size(); ++i)
-    if (masters_[i]) masters_[i]->bind_grad(model_[i]->grad());
+    if (masters_[i]) {
+      masters_[i]->bind_grad(model_[i]->grad());
+      masters_[i]->rounded_copy = model_[i]->value;
+    }
 }
 
 std::vector<Parameter*> MasterWeights::params() {
@@ -72,7 +75,7 @@ void MasterWeights::load(const std::function<Tensor(const std::string&)>& get) {
 void MasterWeights::step(Optimizer& opt, float lr) {
   bind_grads();
   opt.step(lr);
-  refresh();
+  if (!opt.updates_rounded_copies()) refresh();
 }
 
 void MasterWeights::refresh() {

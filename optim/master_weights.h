@@ -36,8 +36,10 @@ class MasterWeights {
   // Loads f32 weights get(name) returns: into the masters (then refresh()), and into the
   // compute values of the frozen parameters (rounded once).
   void load(const std::function<Tensor(const std::string&)>& get);
-  // One optimizer step on the masters, then refresh(). Rebinds the gradients first, so a
-  // gradient rebound on the model (a data-parallel bucket) is the one the step reads.
+  // One optimizer step on the masters, leaving the compute values rounded from the new masters:
+  // written by the update itself where the optimizer does that (each master's rounded_copy is
+  // its model parameter's value), else by refresh() after it. Rebinds the gradients first, so
+  // a gradient rebound on the model (a data-parallel bucket) is the one the step reads.
   void step(Optimizer& opt, float lr);
   // Writes every master into its model parameter's low-precision value (round to nearest
   // even); after a step and after loading masters from a checkpoint.

@@ -53,6 +53,9 @@ class Optimizer {
   virtual void clip(double norm, float max_norm) = 0;
   // One update with learning rate lr from the gradients. Collective under ZeRO-1.
   virtual void step(float lr) = 0;
+  // Whether step() also rewrites each updated parameter's rounded_copy (core/parameter.h), so
+  // that f32 masters need no separate rounding pass afterwards.
+  virtual bool updates_rounded_copies() const { return false; }
   virtual int64_t steps_taken() const = 0;
   // The gradient tensors step() reads on this rank, in update order (the reduced shards under
   // ZeRO-1).

@@ -119,18 +119,17 @@ void ZeroAdamW::step(float lr) {
       k.decay = s.decay ? lr * cfg_.weight_decay : 0.0f;
       Tensor w = update_target(s);
       const Tensor g = buckets_.shard(s.bucket).slice0(s.shard_begin, s.shard_begin + s.numel);
-      if (s.eight_bit())
+      // bf16/f16: the new masters rounded once, into this rank's part of the weights (by the
+      // update itself where it can); the gather below then moves compute-dtype values.
+      Tensor low = low_precision()
+                       ? dp_.param_shard(s.bucket).slice0(s.shard_begin, s.shard_begin + s.numel)
+                       : Tensor();
+      if (s.eight_bit()) {
         adamw8bit_update(ctx_, w, s.m_codes, s.m_absmax, s.v_codes, s.v_absmax, g, k);
-      else
-        adamw_update(ctx_, w, s.m, s.v, g, k);
-    }
-  }
-  // bf16/f16: round the new masters once, here, into this rank's shard of the weights; then
-  // every rank's new part to every rank (the gather moves compute-dtype values).
-  if (low_precision()) {
-    for (size_t b = 0; b < shards_.size(); ++b) {
-      Tensor w = dp_.param_shard(b);
-      cast(ctx_, w, shards_[b].master);
+        if (low.defined()) cast(ctx_, low, w);
+      } else {
+        adamw_update(ctx_, w, s.m, s.v, g, k, low.defined() ? &low : nullptr);
+      }
     }
   }
   dp_.gather_parameters();

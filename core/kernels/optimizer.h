@@ -20,8 +20,11 @@ struct AdamWStep {
 // In place over w, m, v (same shape, f32) from gradient g (times s.grad_scale):
 //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
 //   w -= step_size * m / (sqrt(v) * inv_sqrt_bc2 + eps) + decay * w
+// rounded (optional; bf16 or f16 with w's number of elements): also receives the new w rounded
+// to its dtype, the bits cast(rounded, w) would give, in the same pass over w (the 16-bit compute
+// weights of f32 masters, without a second read of the masters).
 void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tensor& g,
-                  const AdamWStep& s);
+                  const AdamWStep& s, Tensor* rounded = nullptr);
 
 // 8-bit AdamW (core/kernels/math/adamw8bit.h) over w and g (same shape, f32): each moment is
 // stored as codes (w's numel, u8) and absmax (ceil(numel / 2048), f32), m with the signed and v

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/kernels/cpu/convert.h"
 #include "core/kernels/cpu/cpu_checks.h"
 #include "core/kernels/cpu/cpu_kernels.h"
 #include "core/kernels/math/adamw.h"
@@ -13,7 +14,7 @@
 namespace braid::cpu {
 
 void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tensor& g,
-                  const AdamWStep& s) {
+                  const AdamWStep& s, Tensor* rounded) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Optimizer);
   const char* op = "adamw_update";
   for (auto [t, name] :
@@ -22,17 +23,43 @@ void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tenso
   check_shape(m, w.shape(), "adamw_update m");
   check_shape(v, w.shape(), "adamw_update v");
   check_shape(g, w.shape(), "adamw_update g");
+  const int64_t n = w.numel();
+  if (rounded) {
+    check_cpu(*rounded, op, "rounded");
+    BRAID_CHECK((rounded->dtype() == DType::BF16 || rounded->dtype() == DType::F16) &&
+                    rounded->numel() == n,
+                "{}: rounded is {}; expected bf16 or f16 with {} elements", op,
+                rounded->str(), n);
+  }
   float* wp = w.f32();
   float* mp = m.f32();
   float* vp = v.f32();
   const float* gp = g.f32();
   const float b1 = s.beta1, b2 = s.beta2, eps = s.eps, step_size = s.step_size;
   const float inv_sqrt_bc2 = s.inv_sqrt_bc2, decay = s.decay, gs = s.grad_scale;
-  const int64_t n = w.numel();
+  if (!rounded) {
 #pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    math::adamw_element(wp[i], mp[i], vp[i], gp[i], b1, b2, eps, step_size, inv_sqrt_bc2, decay,
-                        gs);
+    for (int64_t i = 0; i < n; ++i) {
+      math::adamw_element(wp[i], mp[i], vp[i], gp[i], b1, b2, eps, step_size, inv_sqrt_bc2,
+                          decay, gs);
+    }
+    return;
+  }
+  // Blocks small enough that the rounding reads the new weights from L1.
+  constexpr int64_t kBlock = 2048;
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  const ConvertIsa isa = convert_path(ctx.cpu_isa());
+  const DType low = rounded->dtype();
+  char* rp = static_cast<char*>(rounded->raw());
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t lo = b * kBlock, hi = std::min(n, lo + kBlock);
+#pragma omp simd
+    for (int64_t i = lo; i < hi; ++i) {
+      math::adamw_element(wp[i], mp[i], vp[i], gp[i], b1, b2, eps, step_size, inv_sqrt_bc2,
+                          decay, gs);
+    }
+    narrow_from_f32(isa, low, wp + lo, rp + lo * 2, hi - lo);
   }
 }
 

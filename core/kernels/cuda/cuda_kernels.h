@@ -93,7 +93,7 @@ void extract_ranges(ExecContext& ctx, Tensor& part, const Tensor& whole, int dim
 void insert_ranges(ExecContext& ctx, Tensor& whole, const Tensor& part, int dim,
                    const IndexRanges& ranges);
 void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tensor& g,
-                  const AdamWStep& s);
+                  const AdamWStep& s, Tensor* rounded);
 void adamw8bit_update(ExecContext& ctx, Tensor& w, Tensor& m_codes, Tensor& m_absmax,
                       Tensor& v_codes, Tensor& v_absmax, const Tensor& g, const AdamWStep& s);
 void dropout_apply(ExecContext& ctx, Tensor& y, const Tensor& x, float p, uint64_t seed,

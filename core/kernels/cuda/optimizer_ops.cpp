@@ -7,7 +7,7 @@
 namespace braid::cuda {
 
 void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tensor& g,
-                  const AdamWStep& s) {
+                  const AdamWStep& s, Tensor* rounded) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Optimizer);
   const char* op = "adamw_update";
   for (auto [t, name] :
@@ -21,6 +21,7 @@ void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tenso
   launch_adamw(stream_of(ctx), w.f32(), m.f32(), v.f32(), g.f32(), w.numel(),
                {s.beta1, s.beta2, s.eps, s.step_size, s.inv_sqrt_bc2, s.decay, s.grad_scale});
   check_launch(op);
+  if (rounded) cuda::cast(ctx, *rounded, w);  // on the same stream, after the update
 }
 
 void adamw8bit_update(ExecContext& ctx, Tensor& w, Tensor& m_codes, Tensor& m_absmax,
