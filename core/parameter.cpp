@@ -2,6 +2,7 @@
 #include "core/parameter.h"
 
 #include "core/context.h"
+#include "core/kernels/elementwise.h"
 #include "core/kernels/shard_copy.h"
 
 namespace braid {
@@ -110,7 +111,30 @@ Parameter::Parameter(std::string n, Tensor v, bool trainable_)
 Tensor& Parameter::grad() {
   BRAID_CHECK(trainable, "{} is frozen and has no gradient", name);
   if (!grad_.defined()) grad_ = value.new_zeros(value.shape(), DType::F32, MemCategory::Grads);
+  settle_grad();
   return grad_;
+}
+
+const Tensor& Parameter::grad_if_any() const {
+  settle_grad();
+  return grad_;
+}
+
+void Parameter::settle_grad() const {
+  if (!zero_pending_) return;
+  ExecContext& ctx = *zero_pending_;
+  zero_pending_ = nullptr;
+  zero(ctx, grad_);
+}
+
+Tensor& Parameter::grad_for_overwrite(bool* overwrite) {
+  BRAID_CHECK(trainable, "{} is frozen and has no gradient", name);
+  *overwrite = zero_pending_ != nullptr && grad_.defined();
+  if (*overwrite) {
+    zero_pending_ = nullptr;
+    return grad_;
+  }
+  return grad();
 }
 
 void Parameter::bind_grad(Tensor view) {
@@ -118,15 +142,22 @@ void Parameter::bind_grad(Tensor view) {
   check_shape(view, value.shape(), name.c_str());
   check_dtype(view, DType::F32, name.c_str());
   grad_ = std::move(view);
+  zero_pending_ = nullptr;
 }
 
 void Parameter::zero_grad() {
+  zero_pending_ = nullptr;
   if (grad_.defined()) grad_.zero_();
+}
+
+void Parameter::defer_zero_grad(ExecContext& ctx) {
+  if (grad_.defined()) zero_pending_ = &ctx;
 }
 
 void Parameter::freeze() {
   trainable = false;
   grad_ = Tensor();
+  zero_pending_ = nullptr;
 }
 
 }  // namespace braid

@@ -72,20 +72,32 @@ class Parameter {
 
   // The gradient (MemCategory::Grads, value's shape), allocated and zeroed on first use from
   // the value's allocator unless bind_grad gave it a buffer. Only for trainable parameters:
-  // frozen ones never have one.
+  // frozen ones never have one. A zeroing deferred by defer_zero_grad happens here first.
   Tensor& grad();
-  // The gradient if it exists, else an undefined tensor (frozen, or not yet touched).
-  const Tensor& grad_if_any() const { return grad_; }
+  // The gradient if it exists (zeroed first if a zeroing was deferred), else an undefined
+  // tensor (frozen, or not yet touched).
+  const Tensor& grad_if_any() const;
   bool has_grad() const { return grad_.defined(); }
   // Makes `view` (same shape and dtype as value, e.g. a slice of a flat bucket) the gradient
   // buffer. The caller owns its contents: binding does not zero it.
   void bind_grad(Tensor view);
   void zero_grad();  // zeroes an existing gradient (no-op when none)
+  // Zeroes an existing gradient lazily: its contents read as zero from now on, but the zeros are
+  // written (by `zero` on ctx, which must outlive the step) only when grad() or grad_if_any()
+  // next hands the tensor out, and never when grad_for_overwrite does: a step's first
+  // contribution can then write the gradient instead of adding onto a zeroed buffer.
+  void defer_zero_grad(ExecContext& ctx);
+  // The gradient for a caller about to produce one contribution. *overwrite is true when the
+  // contents are a deferred zero: the caller must then write every element (= instead of +=);
+  // false: it adds as usual.
+  Tensor& grad_for_overwrite(bool* overwrite);
   // Freezes the parameter and drops its gradient.
   void freeze();
 
  private:
-  Tensor grad_;
+  void settle_grad() const;  // writes a deferred zeroing
+  mutable Tensor grad_;
+  mutable ExecContext* zero_pending_ = nullptr;  // set by defer_zero_grad until settled
 };
 
 }  // namespace braid

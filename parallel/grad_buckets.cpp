@@ -84,6 +84,7 @@ void GradBuckets::grad_ready(Parameter& p) {
   BRAID_CHECK(m.heard < expected, "{} reported ready {} times in a step of {} contributions",
               p.name, m.heard + 1, expected);
   if (++m.heard < expected) return;  // accumulation: not final for the step yet
+  (void)p.grad();  // a zeroing still deferred (no contribution wrote it) is written now
   Bucket& b = buckets_[m.bucket];
   BRAID_CHECK(b.ready < static_cast<int>(b.slots.size()) && !b.started,
               "{} final twice in one step", p.name);

@@ -20,10 +20,10 @@ void linear_backward_input(ExecContext& ctx, Tensor& dx, const Tensor& dy, const
 }
 
 void linear_backward_weight(ExecContext& ctx, Tensor& dw, Tensor& db, const Tensor& dy,
-                            const Tensor& x) {
+                            const Tensor& x, bool overwrite) {
   KernelArgs args(ctx, "linear_backward_weight",
                   {{&dw, "dw"}, {&db, "db"}, {&dy, "dy"}, {&x, "x"}});
-  BRAID_DISPATCH(args, linear_backward_weight, ctx, dw, db, dy, x);
+  BRAID_DISPATCH(args, linear_backward_weight, ctx, dw, db, dy, x, overwrite);
 }
 
 }  // namespace braid

@@ -10,9 +10,11 @@ void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& 
 // dx (N, IN) = dy W, overwritten (accumulate=false) or added (accumulate=true).
 void linear_backward_input(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor& w,
                            bool accumulate = false);
-// dw (OUT, IN) += dy^T x; db (OUT) += column sums of dy (skipped when db is undefined).
+// dw (OUT, IN) += dy^T x; db (OUT) += column sums of dy (skipped when db is undefined);
+// overwrite: = instead of += (dw's and db's old contents are not read: a step's first
+// contribution to a gradient whose zeroing was deferred, Parameter::grad_for_overwrite).
 // Separate so that pipeline schedules can defer it.
 void linear_backward_weight(ExecContext& ctx, Tensor& dw, Tensor& db, const Tensor& dy,
-                            const Tensor& x);
+                            const Tensor& x, bool overwrite = false);
 
 }  // namespace braid

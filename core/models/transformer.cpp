@@ -114,9 +114,9 @@ void Transformer::init_weights() {
 }
 
 void Transformer::zero_grad(ExecContext& ctx) {
-  KernelTimer timer(ctx.profiler(), KernelGroup::Optimizer);
-  for (Parameter* p : params_)
-    if (p->has_grad()) zero(ctx, p->grad());
+  // Deferred: a gradient is zeroed when first handed out, or not at all where its first
+  // contribution overwrites it (the linear layers' weight-gradient GEMMs).
+  for (Parameter* p : params_) p->defer_zero_grad(ctx);
 }
 
 Tensor Transformer::forward(const Tensor& input, MicroBatch& mb) {

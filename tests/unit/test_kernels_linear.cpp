@@ -1,6 +1,8 @@
 // Linear layer and elementwise CPU kernels vs double references.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/kernels/elementwise.h"
 #include "core/kernels/linear.h"
 #include "kernel_test_util.h"
@@ -77,6 +79,25 @@ TEST(KernelsLinear, WeightGradAccumulatesAndBiasIsOptional) {
   std::vector<double> delta(dw_ref.size());
   for (size_t i = 0; i < delta.size(); ++i) delta[i] = dw_ref[i] - dw_first[i];
   expect_close(dw2, delta, 1e-5, 1e-4, "dw without db");
+}
+
+// overwrite = true writes what accumulating onto zeros gives, bit for bit, without reading the
+// old contents (NaN here), for f32 and bf16 operands, and for an empty batch (N = 0).
+TEST(KernelsLinear, WeightGradOverwriteEqualsAddingOntoZeros) {
+  for (const DType t : {DType::F32, DType::BF16}) {
+    for (const int64_t N : {int64_t{70}, int64_t{0}}) {
+      const int64_t IN = 7, OUT = 5;
+      const Tensor dy = random_tensor({N, OUT}, 7).to(t), x = random_tensor({N, IN}, 8).to(t);
+      Tensor dw = Tensor::zeros({OUT, IN}), db = Tensor::zeros({OUT});
+      linear_backward_weight(test_ctx(), dw, db, dy, x);
+      Tensor dw2 = Tensor::empty({OUT, IN}), db2 = Tensor::empty({OUT});
+      dw2.fill_(std::nanf(""));
+      db2.fill_(std::nanf(""));
+      linear_backward_weight(test_ctx(), dw2, db2, dy, x, /*overwrite=*/true);
+      EXPECT_TRUE(bitwise_equal(dw, dw2)) << dtype_name(t) << " N " << N;
+      EXPECT_TRUE(bitwise_equal(db, db2)) << dtype_name(t) << " N " << N;
+    }
+  }
 }
 
 TEST(KernelsLinear, BiasGradDoesNotDependOnThreadCount) {

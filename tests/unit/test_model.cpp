@@ -84,6 +84,63 @@ TEST_P(ModelGrad, MatchesFiniteDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Families, ModelGrad, ::testing::Values("gpt2", "llama"));
 
+// zero_grad defers the zeroing and the linear layers' first contribution overwrites: a step
+// over gradients full of NaN (left by a "previous step") gives, bit for bit, the gradients of a
+// model whose buffers were really zeroed, for one micro-batch and for two accumulated ones, in
+// f32 and bf16 storage. A gradient neither zeroed nor overwritten keeps its NaN and fails.
+class ModelZeroGrad : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ModelZeroGrad, DeferredZeroingGivesTheZeroedBuffersGradients) {
+  for (DType dt : {DType::F32, DType::BF16}) {
+    for (int micro_batches : {1, 2}) {
+      ModelConfig cfg = tiny(GetParam());
+      Transformer deferred(test_ctx(), cfg), zeroed(test_ctx(), cfg);
+      deferred.init_weights();
+      zeroed.init_weights();
+      for (Transformer* m : {&deferred, &zeroed})
+        for (Parameter* p : m->parameters())
+          if (dt != DType::F32) p->value = p->value.to(dt);
+      const int64_t B = 2, T = 5;
+      auto step = [&](Transformer& m) {
+        for (int k = 0; k < micro_batches; ++k) {
+          MicroBatch mb(test_ctx());
+          m.forward_backward(mb, model_test::tokens_of(B, T, cfg.vocab_size, 10 + k),
+                             model_test::tokens_of(B, T, cfg.vocab_size, 20 + k), 0.1f);
+        }
+      };
+      step(deferred);  // every gradient exists now
+      for (Parameter* p : deferred.parameters()) p->grad().fill_(std::nanf(""));
+      deferred.zero_grad(test_ctx());
+      step(deferred);
+      for (Parameter* p : zeroed.parameters()) p->grad().zero_();
+      step(zeroed);
+      const auto a = model_test::grads_of(deferred), b = model_test::grads_of(zeroed);
+      ASSERT_EQ(a.size(), b.size());
+      for (const auto& [name, g] : a) {
+        ASSERT_EQ(g.size(), b.at(name).size());
+        EXPECT_EQ(0, std::memcmp(g.data(), b.at(name).data(), g.size() * sizeof(float)))
+            << name << ", " << dtype_name(dt) << ", " << micro_batches << " micro-batches";
+      }
+    }
+  }
+  // The parameter's side: a deferred zeroing reads as zero; an overwrite skips it.
+  Parameter p("p", Tensor::zeros({3}));
+  p.grad().fill_(2.0f);
+  p.defer_zero_grad(test_ctx());
+  bool overwrite = false;
+  EXPECT_EQ(p.grad_for_overwrite(&overwrite).f32()[0], 2.0f);  // not zeroed: the caller writes
+  EXPECT_TRUE(overwrite);
+  EXPECT_EQ(p.grad_for_overwrite(&overwrite).f32()[0], 2.0f);
+  EXPECT_FALSE(overwrite);  // the step's second contribution adds
+  p.defer_zero_grad(test_ctx());
+  EXPECT_EQ(p.grad_if_any().f32()[1], 0.0f);
+  p.grad().fill_(2.0f);
+  EXPECT_EQ(p.grad_for_overwrite(&overwrite).f32()[2], 2.0f);
+  EXPECT_FALSE(overwrite);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, ModelZeroGrad, ::testing::Values("gpt2", "llama"));
+
 class ModelDecode : public ::testing::TestWithParam<std::string> {};
 
 // Feeding a sequence through the KV cache (a prompt chunk, then one token at a time) gives the

@@ -138,12 +138,12 @@ void linear_backward_input_16(ExecContext& ctx, Tensor& dx, const Tensor& dy, co
 }
 
 void linear_backward_weight_16(ExecContext& ctx, Tensor& dw, Tensor& db, const Tensor& dy,
-                               const Tensor& x) {
+                               const Tensor& x, bool overwrite) {
   const char* op = "linear_backward_weight";
   F32Staging s(ctx, op);
-  Tensor dw32 = s.out(dw, "dw", true), db32 = s.out(db, "db", true);
+  Tensor dw32 = s.out(dw, "dw", !overwrite), db32 = s.out(db, "db", !overwrite);
   if (!gemm_operands_16(dy, x)) {
-    cpu::linear_backward_weight(ctx, dw32, db32, s.in(dy, "dy"), s.in(x, "x"));
+    cpu::linear_backward_weight(ctx, dw32, db32, s.in(dy, "dy"), s.in(x, "x"), overwrite);
     return s.finish();
   }
   check_2d(dy, op, "dy");
@@ -152,9 +152,13 @@ void linear_backward_weight_16(ExecContext& ctx, Tensor& dw, Tensor& db, const T
   check_shape(x, {N, IN}, "linear_backward_weight x");
   if (dw32.defined()) check_shape(dw32, {OUT, IN}, "linear_backward_weight dw");
   if (db32.defined()) check_shape(db32, {OUT}, "linear_backward_weight db");
+  if (overwrite) {  // what the GEMM does not write below: an empty sum, and the bias sums
+    if (N == 0 && dw32.defined()) dw32.zero_();
+    if (db32.defined()) db32.zero_();
+  }
   if (N > 0 && dw32.defined())
-    gemm_16(ctx, dy.dtype(), true, false, OUT, IN, N, dy.raw(), OUT, x.raw(), IN, 1.0f, dw32.f32(),
-            IN);
+    gemm_16(ctx, dy.dtype(), true, false, OUT, IN, N, dy.raw(), OUT, x.raw(), IN,
+            overwrite ? 0.0f : 1.0f, dw32.f32(), IN);
   if (N > 0 && db32.defined() && OUT > 0) bias_grad(ctx, db32, dy);
   s.finish();
 }
@@ -216,9 +220,10 @@ void linear_backward_input(ExecContext& ctx, Tensor& dx, const Tensor& dy, const
 }
 
 void linear_backward_weight(ExecContext& ctx, Tensor& dw, Tensor& db, const Tensor& dy,
-                            const Tensor& x) {
+                            const Tensor& x, bool overwrite) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
-  if (any_low_precision({&dw, &db, &dy, &x})) return linear_backward_weight_16(ctx, dw, db, dy, x);
+  if (any_low_precision({&dw, &db, &dy, &x}))
+    return linear_backward_weight_16(ctx, dw, db, dy, x, overwrite);
   const char* op = "linear_backward_weight";
   if (dw.defined()) cpu::check_f32(dw, op, "dw");
   if (db.defined()) cpu::check_f32(db, op, "db");
@@ -230,9 +235,14 @@ void linear_backward_weight(ExecContext& ctx, Tensor& dw, Tensor& db, const Tens
   check_shape(x, {N, IN}, "linear_backward_weight x");
   if (dw.defined()) check_shape(dw, {OUT, IN}, "linear_backward_weight dw");
   if (db.defined()) check_shape(db, {OUT}, "linear_backward_weight db");
+  if (overwrite) {  // what the GEMM does not write below: an empty sum, and the bias sums
+    if (N == 0 && dw.defined()) dw.zero_();
+    if (db.defined()) db.zero_();
+  }
   if (N == 0) return;  // nothing to add
   if (dw.defined())
-    gemm_f32(ctx, true, false, OUT, IN, N, 1.0f, dy.f32(), OUT, x.f32(), IN, 1.0f, dw.f32(), IN);
+    gemm_f32(ctx, true, false, OUT, IN, N, 1.0f, dy.f32(), OUT, x.f32(), IN,
+             overwrite ? 0.0f : 1.0f, dw.f32(), IN);
   if (!db.defined() || OUT == 0) return;
 
   bias_grad(ctx, db, dy);

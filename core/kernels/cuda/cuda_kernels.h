@@ -79,7 +79,7 @@ void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& 
 void linear_backward_input(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor& w,
                            bool accumulate);
 void linear_backward_weight(ExecContext& ctx, Tensor& dw, Tensor& db, const Tensor& dy,
-                            const Tensor& x);
+                            const Tensor& x, bool overwrite);
 void rmsnorm_forward(ExecContext& ctx, Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& w,
                      float eps);
 void rmsnorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, const Tensor& dy, const Tensor& x,

@@ -99,7 +99,7 @@ void linear_backward_input(ExecContext& ctx, Tensor& dx, const Tensor& dy, const
 }
 
 void linear_backward_weight(ExecContext& ctx, Tensor& dw, Tensor& db, const Tensor& dy,
-                            const Tensor& x) {
+                            const Tensor& x, bool overwrite) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "linear_backward_weight";
   check_2d(dy, op, "dy");
@@ -113,21 +113,26 @@ void linear_backward_weight(ExecContext& ctx, Tensor& dw, Tensor& db, const Tens
   const DType ab = dy.dtype();
   if ((dw.defined() && x.dtype() != ab) || !writable(dw, ab) || !writable(db, ab)) {
     F32Staging s(ctx);
-    Tensor dw32 = s.out(dw, true), db32 = s.out(db, true);
-    cuda::linear_backward_weight(ctx, dw32, db32, s.in(dy), s.in(x));
+    Tensor dw32 = s.out(dw, !overwrite), db32 = s.out(db, !overwrite);
+    cuda::linear_backward_weight(ctx, dw32, db32, s.in(dy), s.in(x), overwrite);
     return s.finish();
   }
-  if (N == 0) return;  // nothing to add
-  // dw (OUT, IN) += dy^T (OUT, N) @ x (N, IN)
+  const float beta = overwrite ? 0.0f : 1.0f;  // overwrite: old contents are not read
+  if (N == 0) {  // nothing to add; an overwrite writes the empty sums
+    if (overwrite && dw.defined()) cuda::zero(ctx, dw);
+    if (overwrite && db.defined()) cuda::zero(ctx, db);
+    return;
+  }
+  // dw (OUT, IN) (+)= dy^T (OUT, N) @ x (N, IN)
   if (dw.defined())
-    gemm(ctx, true, false, OUT, IN, N, 1.0f, dy.raw(), OUT, x.raw(), IN, 1.0f, dw.raw(), IN, ab,
+    gemm(ctx, true, false, OUT, IN, N, 1.0f, dy.raw(), OUT, x.raw(), IN, beta, dw.raw(), IN, ab,
          dw.dtype());
   if (!db.defined() || OUT == 0) return;
   // db (1, OUT) += ones (1, N) @ dy (N, OUT): the column sums as a GEMM, f32 accumulation.
   Tensor ones = ctx.empty({N}, ab, MemCategory::Workspace);
   launch_fill(stream_of(ctx), ones.raw(), code(ones), 1.0f, N);
   check_launch(op);
-  gemm(ctx, false, false, 1, OUT, N, 1.0f, ones.raw(), N, dy.raw(), OUT, 1.0f, db.raw(), OUT, ab,
+  gemm(ctx, false, false, 1, OUT, N, 1.0f, ones.raw(), N, dy.raw(), OUT, beta, db.raw(), OUT, ab,
        db.dtype());
 }
 
