@@ -13,6 +13,7 @@
 #include "core/kernels/cpu/cpu_kernels.h"
 #include "core/kernels/cpu/lowp.h"
 #include "core/kernels/cpu/small_gemm.h"
+#include "core/kernels/cpu/transpose.h"
 #include "core/kernels/cpu/vec_math.h"
 #include "core/profile.h"
 
@@ -119,14 +120,11 @@ AttnDims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tenso
 }
 
 // kt (D, Tk) <- the transpose of one head's rows of k (row stride ld), so that score GEMMs
-// read B contiguously. Tiles of 16 keys keep both sides of the copy in L1.
-void transpose_head(float* kt, const float* k_head, int64_t Tk, int64_t D, int64_t ld) {
-  constexpr int64_t kTile = 16;
-  for (int64_t t0 = 0; t0 < Tk; t0 += kTile) {
-    const int64_t t1 = std::min(Tk, t0 + kTile);
-    for (int64_t c = 0; c < D; ++c)
-      for (int64_t t = t0; t < t1; ++t) kt[c * Tk + t] = k_head[t * ld + c];
-  }
+// read B contiguously.
+void transpose_head(CpuIsa isa, float* kt, const float* k_head, int64_t Tk, int64_t D,
+                    int64_t ld) {
+  cpu::transpose_u32(isa, reinterpret_cast<uint32_t*>(kt), Tk,
+                     reinterpret_cast<const uint32_t*>(k_head), ld, Tk, D);
 }
 
 // The forward's softmax of one query block's scores s (rows, nk - lo; column c is key lo + c):
@@ -230,28 +228,26 @@ int64_t round_even(int64_t n) { return (n + 1) & ~int64_t{1}; }
 
 // dst (D/2 pair-rows, n columns): pair p of column j = (src[j][2p], src[j][2p + 1]), i.e. the
 // transpose of src's rows read as 32-bit pairs. src rows have stride ld (bf16 elements).
-void pack_pairs_transposed(bf16* dst, const bf16* src, int64_t n, int64_t D, int64_t ld) {
-  uint32_t* d32 = reinterpret_cast<uint32_t*>(dst);
-  const int64_t P = D / 2;
-  constexpr int64_t kTile = 16;  // 16 source rows stay in L1 while their pairs are scattered
-  for (int64_t j0 = 0; j0 < n; j0 += kTile) {
-    const int64_t j1 = std::min(n, j0 + kTile);
-    for (int64_t p = 0; p < P; ++p)
-      for (int64_t j = j0; j < j1; ++j)
-        d32[p * n + j] = reinterpret_cast<const uint32_t*>(src + j * ld)[p];
-  }
+void pack_pairs_transposed(CpuIsa isa, bf16* dst, const bf16* src, int64_t n, int64_t D,
+                           int64_t ld) {
+  cpu::transpose_u32(isa, reinterpret_cast<uint32_t*>(dst), n,
+                     reinterpret_cast<const uint32_t*>(src), ld / 2, n, D / 2);
 }
 
 // dst (ceil(n/2) pair-rows, D columns): pair q of column c = (src[2q][c], src[2q + 1][c]),
 // zero past row n - 1. src rows have stride ld.
 void pack_pairs_rows(bf16* dst, const bf16* src, int64_t n, int64_t D, int64_t ld) {
   for (int64_t q = 0; 2 * q < n; ++q) {
-    const bf16* r0 = src + 2 * q * ld;
-    const bf16* r1 = 2 * q + 1 < n ? r0 + ld : nullptr;
-    bf16* out = dst + 2 * q * D;
-    for (int64_t c = 0; c < D; ++c) {
-      out[2 * c] = r0[c];
-      out[2 * c + 1] = r1 ? r1[c] : bf16{0};
+    const uint16_t* r0 = reinterpret_cast<const uint16_t*>(src + 2 * q * ld);
+    uint32_t* out = reinterpret_cast<uint32_t*>(dst + 2 * q * D);
+    if (2 * q + 1 < n) {
+      const uint16_t* r1 = r0 + ld;
+#pragma omp simd
+      for (int64_t c = 0; c < D; ++c)
+        out[c] = static_cast<uint32_t>(r0[c]) | (static_cast<uint32_t>(r1[c]) << 16);
+    } else {
+#pragma omp simd
+      for (int64_t c = 0; c < D; ++c) out[c] = r0[c];
     }
   }
 }
@@ -278,10 +274,11 @@ void round_row_pairs(cpu::ConvertIsa path, bf16* dst, const float* x, int64_t ro
 
 // dst (D, rows_e) = the transpose of `rows` bf16 rows of D values (stride ld), zero-padded to
 // rows_e = rows rounded up to even: each row of dst holds pairs along the source rows.
-void transpose_rows(bf16* dst, const bf16* src, int64_t rows, int64_t D, int64_t ld) {
+void transpose_rows(CpuIsa isa, bf16* dst, const bf16* src, int64_t rows, int64_t D,
+                    int64_t ld) {
   const int64_t rows_e = round_even(rows);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < D; ++c) dst[c * rows_e + r] = src[r * ld + c];
+  cpu::transpose_u16(isa, reinterpret_cast<uint16_t*>(dst), rows_e,
+                     reinterpret_cast<const uint16_t*>(src), ld, rows, D);
   if (rows_e != rows)
     for (int64_t c = 0; c < D; ++c) dst[c * rows_e + rows] = bf16{0};
 }
@@ -379,7 +376,7 @@ void attention_forward_bf16(ExecContext& ctx, const AttnDims& d, Tensor& out, Te
       const int64_t kv_off = (b * d.Tk * d.Hkv + kvh) * d.D;
       bf16* o_bh = op_ + (b * d.Tq * d.Hq + h) * d.D;
       float* lse_bh = lsep + (b * d.Hq + h) * d.Tq;
-      pack_pairs_transposed(kt2, kp + kv_off, d.Tk, d.D, ldk);
+      pack_pairs_transposed(isa, kt2, kp + kv_off, d.Tk, d.D, ldk);
       pack_pairs_rows(v2, vp + kv_off, d.Tk, d.D, ldk);
       for (int64_t i0 = 0; i0 < d.Tq; i0 += kQueryBlock) {
         const int64_t rows = std::min(kQueryBlock, d.Tq - i0);
@@ -454,8 +451,8 @@ void attention_backward_bf16(ExecContext& ctx, const AttnDims& d, Tensor& dq, Te
     for (int64_t pair = 0; pair < pairs; ++pair) {
       const int64_t b = pair / d.Hkv, kvh = pair % d.Hkv;
       const int64_t kv_base = (b * d.Tk * d.Hkv + kvh) * d.D;
-      pack_pairs_transposed(kt2, kp + kv_base, d.Tk, d.D, ldk);
-      pack_pairs_transposed(vt2, vp + kv_base, d.Tk, d.D, ldk);
+      pack_pairs_transposed(isa, kt2, kp + kv_base, d.Tk, d.D, ldk);
+      pack_pairs_transposed(isa, vt2, vp + kv_base, d.Tk, d.D, ldk);
       pack_pairs_rows(k2, kp + kv_base, d.Tk, d.D, ldk);
       std::fill(dkt, dkt + kv_sz, 0.0f);
       std::fill(dvt, dvt + kv_sz, 0.0f);
@@ -481,8 +478,8 @@ void attention_backward_bf16(ExecContext& ctx, const AttnDims& d, Tensor& dq, Te
           round_row_pairs(path, p2, p, rows, nc, tmp);
           round_row_pairs(path, ds2, ds, rows, nc, tmp);
           round_rows(path, dsb, ds, rows, nc);
-          transpose_rows(dot_t, do_blk, rows, d.D, ldq);
-          transpose_rows(qt, q_blk, rows, d.D, ldq);
+          transpose_rows(isa, dot_t, do_blk, rows, d.D, ldq);
+          transpose_rows(isa, qt, q_blk, rows, d.D, ldq);
           causal_keys_accumulate_bf16(isa, rows, base - lo, d.D, dot_t, p2, dvt + lo, d.Tk);
           causal_rows_product_bf16(isa, rows, base - lo, d.D, dsb, round_even(nc), k2 + lo * d.D,
                                    dqb, d.D);
@@ -492,13 +489,11 @@ void attention_backward_bf16(ExecContext& ctx, const AttnDims& d, Tensor& dq, Te
           causal_keys_accumulate_bf16(isa, rows, base - lo, d.D, qt, ds2, dkt + lo, d.Tk);
         }
       }
-      // dk, dv rows from the transposed sums, one row at a time through a row of f32.
-      for (int64_t t = 0; t < d.Tk; ++t) {
-        for (int64_t c = 0; c < d.D; ++c) do_row[c] = dkt[c * d.Tk + t];
-        cpu::narrow_from_f32(path, DType::BF16, do_row, dkp + kv_base + t * ldk, d.D);
-        for (int64_t c = 0; c < d.D; ++c) do_row[c] = dvt[c * d.Tk + t];
-        cpu::narrow_from_f32(path, DType::BF16, do_row, dvp + kv_base + t * ldk, d.D);
-      }
+      // dk, dv rows from the transposed sums (each row rounded as narrowing it whole would).
+      cpu::transpose_f32_to_bf16(path, isa, reinterpret_cast<uint16_t*>(dkp + kv_base), ldk, dkt,
+                                 d.Tk, d.D, d.Tk);
+      cpu::transpose_f32_to_bf16(path, isa, reinterpret_cast<uint16_t*>(dvp + kv_base), ldk, dvt,
+                                 d.Tk, d.D, d.Tk);
     }
   }
 }
@@ -552,7 +547,7 @@ void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor&
       float* lse_bh = lsep + (b * d.Hq + h) * d.Tq;
       const Rows kr = load_rows(io, k, kv_off, d.Tk, d.D, ldk, kbuf);
       const Rows vr = load_rows(io, v, kv_off, d.Tk, d.D, ldk, vbuf);
-      transpose_head(kt, kr.p, d.Tk, d.D, kr.ld);
+      transpose_head(isa, kt, kr.p, d.Tk, d.D, kr.ld);
       for (int64_t i0 = 0; i0 < d.Tq; i0 += kQueryBlock) {
         const int64_t rows = std::min(kQueryBlock, d.Tq - i0);
         const int64_t nk = d.offset() + i0 + rows;  // keys visible to the block's last row
@@ -640,8 +635,8 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
       int64_t lddk = 0, lddv = 0;
       float* dk_b = out_rows(dk, kv_base, ldk, dkbuf, &lddk, d.D);
       float* dv_b = out_rows(dv, kv_base, ldk, dvbuf, &lddv, d.D);
-      transpose_head(kt, kr.p, d.Tk, d.D, kr.ld);
-      transpose_head(vt, vr.p, d.Tk, d.D, vr.ld);
+      transpose_head(isa, kt, kr.p, d.Tk, d.D, kr.ld);
+      transpose_head(isa, vt, vr.p, d.Tk, d.D, vr.ld);
       for (int64_t t = 0; t < d.Tk; ++t) {
         std::memset(dk_b + t * lddk, 0, sizeof(float) * static_cast<size_t>(d.D));
         std::memset(dv_b + t * lddv, 0, sizeof(float) * static_cast<size_t>(d.D));
