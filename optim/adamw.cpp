@@ -70,8 +70,8 @@ void AdamW::step(float lr) {
     k.decay = s.decay ? lr * cfg_.weight_decay : 0.0f;
     Tensor& low = s.p->rounded_copy;
     if (s.eight_bit()) {
-      adamw8bit_update(ctx_, s.p->value, s.m_codes, s.m_absmax, s.v_codes, s.v_absmax,
-                       s.p->grad(), k);
+      adamw8bit_update(ctx_, s.p->value, s.m_codes, s.m_absmax, s.v_codes, s.v_absmax, s.p->grad(),
+                       k);
       if (low.defined()) cast(ctx_, low, s.p->value);
     } else {
       adamw_update(ctx_, s.p->value, s.m, s.v, s.p->grad(), k, low.defined() ? &low : nullptr);

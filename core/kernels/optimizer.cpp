@@ -11,8 +11,9 @@ namespace braid {
 void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tensor& g,
                   const AdamWStep& s, Tensor* rounded) {
   const Tensor none;
-  KernelArgs args(ctx, "adamw_update",
-                  {{&w, "w"}, {&m, "m"}, {&v, "v"}, {&g, "g"}, {rounded ? rounded : &none, "rounded"}});
+  KernelArgs args(
+      ctx, "adamw_update",
+      {{&w, "w"}, {&m, "m"}, {&v, "v"}, {&g, "g"}, {rounded ? rounded : &none, "rounded"}});
   BRAID_DISPATCH(args, adamw_update, ctx, w, m, v, g, s, rounded);
 }
 

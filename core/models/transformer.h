@@ -81,7 +81,8 @@ class Transformer : public Module {
   // for bit on the same batch), keeping nothing. forward_eval works on every stage;
   // loss_eval on the last. sample_starts: packed samples (MicroBatch::sample_starts), each
   // with its own positions and attention, as in training.
-  Tensor forward_eval(ExecContext& ctx, const Tensor& input, const Tensor& sample_starts = Tensor());
+  Tensor forward_eval(ExecContext& ctx, const Tensor& input,
+                      const Tensor& sample_starts = Tensor());
   LossSum loss_eval(ExecContext& ctx, const Tensor& h, const Tensor& targets);
 
   // Whole model: one micro-batch's forward and backward; returns its loss sum.

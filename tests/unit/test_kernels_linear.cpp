@@ -113,7 +113,8 @@ TEST(KernelsLinear, BiasGradDoesNotDependOnThreadCount) {
 
 TEST(KernelsLinear, RejectsMismatchedShapes) {
   Tensor x = random_tensor({5, 7}, 1), w = random_tensor({3, 6}, 2), y = Tensor::empty({5, 3});
-  expect_error_with([&] { linear_forward(test_ctx(), y, x, w, Tensor()); }, {"w", "[3, 6]", "[3, 7]"});
+  expect_error_with([&] { linear_forward(test_ctx(), y, x, w, Tensor()); },
+                    {"w", "[3, 6]", "[3, 7]"});
 }
 
 TEST(KernelsElementwise, AddAliasingAndInPlaceOps) {
@@ -137,7 +138,11 @@ TEST(KernelsElementwise, AddAliasingAndInPlaceOps) {
   scale_inplace(test_ctx(), acc, -0.5f);
   for (double& v : sum) v *= -0.5;
   expect_close(acc, sum, 1e-7, 1e-6, "scale_inplace");
-  expect_error_with([&] { add_inplace(test_ctx(), acc, Tensor::empty({7, 5})); }, {"[7, 5]", "[5, 7]"});
+  expect_error_with(
+      [&] {
+        add_inplace(test_ctx(), acc, Tensor::empty({7, 5}));
+      },
+      {"[7, 5]", "[5, 7]"});
 }
 
 TEST(KernelsElementwise, SumSquaresIsAccurateAndThreadIndependent) {

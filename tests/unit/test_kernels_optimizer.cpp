@@ -52,7 +52,8 @@ class AdamWRounded : public kernel_test::AtCpuIsa {};
 TEST_P(AdamWRounded, WritesTheCastOfTheNewWeights) {
   const int64_t n = 2 * 2048 + 37;
   for (DType low : {DType::BF16, DType::F16}) {
-    Tensor w = kernel_test::random_tensor({n}, 1), m = kernel_test::random_tensor({n}, 2, -1e-2, 1e-2);
+    Tensor w = kernel_test::random_tensor({n}, 1),
+           m = kernel_test::random_tensor({n}, 2, -1e-2, 1e-2);
     Tensor v = kernel_test::random_tensor({n}, 3, 0.0, 1e-3);
     Tensor w2 = w.clone(), m2 = m.clone(), v2 = v.clone();
     Tensor rounded = Tensor::zeros({n}, low), expect = Tensor::zeros({n}, low);
@@ -71,9 +72,9 @@ TEST_P(AdamWRounded, WritesTheCastOfTheNewWeights) {
   }
   Tensor w = kernel_test::random_tensor({8}, 1), m = w.clone(), v = w.clone();
   Tensor wrong = Tensor::zeros({7}, DType::BF16);
-  EXPECT_THROW(adamw_update(ctx(), w, m, v, w, AdamWStep{0.9f, 0.95f, 1e-8f, 1e-3f, 1.0f, 0.0f},
-                            &wrong),
-               std::exception);
+  EXPECT_THROW(
+      adamw_update(ctx(), w, m, v, w, AdamWStep{0.9f, 0.95f, 1e-8f, 1e-3f, 1.0f, 0.0f}, &wrong),
+      std::exception);
 }
 
 INSTANTIATE_TEST_SUITE_P(Levels, AdamWRounded, ::testing::ValuesIn(kAllCpuIsas),

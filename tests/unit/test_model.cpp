@@ -159,9 +159,11 @@ TEST_P(ModelDecode, KvCacheMatchesFullForward) {
   KVCache cache = model.make_cache(test_ctx(), T);
   double sum = 0.0;
   const int64_t prompt = 3;
-  Tensor logits = model.decode(test_ctx(), tokens.view({T}).slice0(0, prompt).view({1, prompt}), cache);
+  Tensor logits =
+      model.decode(test_ctx(), tokens.view({T}).slice0(0, prompt).view({1, prompt}), cache);
   for (int64_t t = prompt - 1; t + 1 < T; ++t) {
-    if (t >= prompt) logits = model.decode(test_ctx(), tokens.view({T}).slice0(t, t + 1).view({1, 1}), cache);
+    if (t >= prompt)
+      logits = model.decode(test_ctx(), tokens.view({T}).slice0(t, t + 1).view({1, 1}), cache);
     const float* z = logits.f32();
     double mx = z[0];
     for (int v = 1; v < cfg.vocab_size; ++v) mx = std::max(mx, static_cast<double>(z[v]));
@@ -195,7 +197,8 @@ TEST(Model, ParameterNamesAndCounts) {
   n = 0;
   for (Parameter* p : lm.parameters()) n += p->value.numel();
   EXPECT_EQ(n, l.num_params());
-  EXPECT_EQ(lm.find_parameter("model.layers.0.self_attn.k_proj.weight")->value.shape(), (Shape{4, 8}));
+  EXPECT_EQ(lm.find_parameter("model.layers.0.self_attn.k_proj.weight")->value.shape(),
+            (Shape{4, 8}));
   EXPECT_NE(lm.find_parameter("lm_head.weight"), nullptr);
   EXPECT_NE(lm.find_parameter("model.norm.weight"), nullptr);
 }
@@ -217,13 +220,15 @@ TEST(Model, InitIsSeededAndScaled) {
     return std::sqrt(s / t.numel());
   };
   EXPECT_NEAR(stddev(a.find_parameter("transformer.h.0.mlp.c_fc.weight")->value), 0.02, 0.002);
-  EXPECT_NEAR(stddev(a.find_parameter("transformer.h.0.mlp.c_proj.weight")->value), 0.02 / 2.0, 0.001);
+  EXPECT_NEAR(stddev(a.find_parameter("transformer.h.0.mlp.c_proj.weight")->value), 0.02 / 2.0,
+              0.001);
   EXPECT_EQ(a.find_parameter("transformer.h.0.ln_1.weight")->value.f32()[3], 1.0f);
   EXPECT_EQ(a.find_parameter("transformer.h.0.ln_1.bias")->value.f32()[3], 0.0f);
   g.seed = 8;
   Transformer c(test_ctx(), g);
   c.init_weights();
-  EXPECT_NE(c.find_parameter("transformer.wte.weight")->value.f32()[0], a.find_parameter("transformer.wte.weight")->value.f32()[0]);
+  EXPECT_NE(c.find_parameter("transformer.wte.weight")->value.f32()[0],
+            a.find_parameter("transformer.wte.weight")->value.f32()[0]);
 }
 
 }  // namespace

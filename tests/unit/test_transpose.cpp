@@ -51,8 +51,9 @@ TEST_P(Transpose, MovesEveryElementOnce) {
 TEST_P(Transpose, F32ToBf16RoundsLikeNarrowingEachRow) {
   const CpuIsa isa = GetParam();
   const cpu::ConvertIsa path = cpu::convert_path(isa);
-  const float specials[] = {1e-40f, -3e-39f, 1.17e-38f, std::numeric_limits<float>::infinity(),
-                            std::nanf(""), -0.0f, 3.0e38f, 1.00390625f};
+  const float specials[] = {
+      1e-40f,        -3e-39f, 1.17e-38f, std::numeric_limits<float>::infinity(),
+      std::nanf(""), -0.0f,   3.0e38f,   1.00390625f};
   for (const auto& sz : kSizes) {
     const int64_t rows = sz[0], cols = sz[1], lds = cols + 1, ldd = rows + 2;
     std::vector<float> src(static_cast<size_t>(rows * lds));

@@ -121,8 +121,7 @@ AttnDims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tenso
 
 // kt (D, Tk) <- the transpose of one head's rows of k (row stride ld), so that score GEMMs
 // read B contiguously.
-void transpose_head(CpuIsa isa, float* kt, const float* k_head, int64_t Tk, int64_t D,
-                    int64_t ld) {
+void transpose_head(CpuIsa isa, float* kt, const float* k_head, int64_t Tk, int64_t D, int64_t ld) {
   cpu::transpose_u32(isa, reinterpret_cast<uint32_t*>(kt), Tk,
                      reinterpret_cast<const uint32_t*>(k_head), ld, Tk, D);
 }
@@ -274,8 +273,7 @@ void round_row_pairs(cpu::ConvertIsa path, bf16* dst, const float* x, int64_t ro
 
 // dst (D, rows_e) = the transpose of `rows` bf16 rows of D values (stride ld), zero-padded to
 // rows_e = rows rounded up to even: each row of dst holds pairs along the source rows.
-void transpose_rows(CpuIsa isa, bf16* dst, const bf16* src, int64_t rows, int64_t D,
-                    int64_t ld) {
+void transpose_rows(CpuIsa isa, bf16* dst, const bf16* src, int64_t rows, int64_t D, int64_t ld) {
   const int64_t rows_e = round_even(rows);
   cpu::transpose_u16(isa, reinterpret_cast<uint16_t*>(dst), rows_e,
                      reinterpret_cast<const uint16_t*>(src), ld, rows, D);

@@ -28,8 +28,7 @@ void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tenso
     check_cpu(*rounded, op, "rounded");
     BRAID_CHECK((rounded->dtype() == DType::BF16 || rounded->dtype() == DType::F16) &&
                     rounded->numel() == n,
-                "{}: rounded is {}; expected bf16 or f16 with {} elements", op,
-                rounded->str(), n);
+                "{}: rounded is {}; expected bf16 or f16 with {} elements", op, rounded->str(), n);
   }
   float* wp = w.f32();
   float* mp = m.f32();
@@ -40,8 +39,8 @@ void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tenso
   if (!rounded) {
 #pragma omp parallel for simd schedule(static)
     for (int64_t i = 0; i < n; ++i) {
-      math::adamw_element(wp[i], mp[i], vp[i], gp[i], b1, b2, eps, step_size, inv_sqrt_bc2,
-                          decay, gs);
+      math::adamw_element(wp[i], mp[i], vp[i], gp[i], b1, b2, eps, step_size, inv_sqrt_bc2, decay,
+                          gs);
     }
     return;
   }
@@ -56,8 +55,8 @@ void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tenso
     const int64_t lo = b * kBlock, hi = std::min(n, lo + kBlock);
 #pragma omp simd
     for (int64_t i = lo; i < hi; ++i) {
-      math::adamw_element(wp[i], mp[i], vp[i], gp[i], b1, b2, eps, step_size, inv_sqrt_bc2,
-                          decay, gs);
+      math::adamw_element(wp[i], mp[i], vp[i], gp[i], b1, b2, eps, step_size, inv_sqrt_bc2, decay,
+                          gs);
     }
     narrow_from_f32(isa, low, wp + lo, rp + lo * 2, hi - lo);
   }
@@ -74,8 +73,8 @@ void adamw8bit_update(ExecContext& ctx, Tensor& w, Tensor& m_codes, Tensor& m_ab
   check_f32(m_absmax, op, "m_absmax");
   check_f32(v_absmax, op, "v_absmax");
   const int64_t n = w.numel(), blocks = adamw8bit_blocks(n);
-  for (auto [t, name] : {std::pair<const Tensor*, const char*>{&m_codes, "m_codes"},
-                         {&v_codes, "v_codes"}}) {
+  for (auto [t, name] :
+       {std::pair<const Tensor*, const char*>{&m_codes, "m_codes"}, {&v_codes, "v_codes"}}) {
     check_cpu(*t, op, name);
     BRAID_CHECK(t->dtype() == DType::U8 && t->numel() == n,
                 "{}: {} is {}; expected u8 with {} elements", op, name, t->str(), n);

@@ -66,7 +66,8 @@ __attribute__((target("avx512f"))) void block_u16(uint16_t* dst, int64_t ldd, co
                                                   int64_t lds) {
   __m512i r[16];
   for (int i = 0; i < 16; ++i)
-    r[i] = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i * lds)));
+    r[i] =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i * lds)));
   transpose16(r);
   for (int i = 0; i < 16; ++i)
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i * ldd), _mm512_cvtepi32_epi16(r[i]));
@@ -105,36 +106,44 @@ void tiled(int64_t rows, int64_t cols, Block block, Edge edge) {
 
 }  // namespace
 
-void transpose_u32(CpuIsa isa, uint32_t* dst, int64_t ldd, const uint32_t* src, int64_t lds,
-                   int64_t rows, int64_t cols) {
+namespace {
+
+// 16 x 16 blocks by `block` (a block_u32 / block_u16) at AVX-512 and up, plain loops elsewhere.
+template <class T, class Block>
+void transpose_with(CpuIsa isa, Block block, T* dst, int64_t ldd, const T* src, int64_t lds,
+                    int64_t rows, int64_t cols) {
 #ifdef BRAID_X86
   if (isa >= CpuIsa::Avx512) {
     return tiled(
         rows, cols,
-        [&](int64_t r, int64_t c) { block_u32(dst + c * ldd + r, ldd, src + r * lds + c, lds); },
+        [&](int64_t r, int64_t c) { block(dst + c * ldd + r, ldd, src + r * lds + c, lds); },
         [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
           plain(dst, ldd, src, lds, r0, r1, c0, c1);
         });
   }
+#else
+  (void)block;
 #endif
   (void)isa;
   plain(dst, ldd, src, lds, 0, rows, 0, cols);
 }
 
+#ifndef BRAID_X86
+// Never called off x86 (the level is never AVX-512 there); a name for transpose_with.
+void block_u32(uint32_t*, int64_t, const uint32_t*, int64_t) {}
+void block_u16(uint16_t*, int64_t, const uint16_t*, int64_t) {}
+#endif
+
+}  // namespace
+
+void transpose_u32(CpuIsa isa, uint32_t* dst, int64_t ldd, const uint32_t* src, int64_t lds,
+                   int64_t rows, int64_t cols) {
+  transpose_with(isa, block_u32, dst, ldd, src, lds, rows, cols);
+}
+
 void transpose_u16(CpuIsa isa, uint16_t* dst, int64_t ldd, const uint16_t* src, int64_t lds,
                    int64_t rows, int64_t cols) {
-#ifdef BRAID_X86
-  if (isa >= CpuIsa::Avx512) {
-    return tiled(
-        rows, cols,
-        [&](int64_t r, int64_t c) { block_u16(dst + c * ldd + r, ldd, src + r * lds + c, lds); },
-        [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-          plain(dst, ldd, src, lds, r0, r1, c0, c1);
-        });
-  }
-#endif
-  (void)isa;
-  plain(dst, ldd, src, lds, 0, rows, 0, cols);
+  transpose_with(isa, block_u16, dst, ldd, src, lds, rows, cols);
 }
 
 void transpose_f32_to_bf16(ConvertIsa path, CpuIsa isa, uint16_t* dst, int64_t ldd,

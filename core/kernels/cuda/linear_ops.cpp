@@ -118,7 +118,8 @@ void linear_backward_weight(ExecContext& ctx, Tensor& dw, Tensor& db, const Tens
     return s.finish();
   }
   const float beta = overwrite ? 0.0f : 1.0f;  // overwrite: old contents are not read
-  if (N == 0) {  // nothing to add; an overwrite writes the empty sums
+  // N == 0: nothing to add; an overwrite writes the empty sums.
+  if (N == 0) {
     if (overwrite && dw.defined()) cuda::zero(ctx, dw);
     if (overwrite && db.defined()) cuda::zero(ctx, db);
     return;

@@ -36,8 +36,8 @@ void adamw8bit_update(ExecContext& ctx, Tensor& w, Tensor& m_codes, Tensor& m_ab
     BRAID_CHECK(t->defined() && t->dtype() == DType::F32, "{}: {} is {}; expected f32", op, name,
                 t->defined() ? t->str() : std::string("undefined"));
   }
-  for (auto [t, name] : {std::pair<const Tensor*, const char*>{&m_codes, "m_codes"},
-                         {&v_codes, "v_codes"}}) {
+  for (auto [t, name] :
+       {std::pair<const Tensor*, const char*>{&m_codes, "m_codes"}, {&v_codes, "v_codes"}}) {
     BRAID_CHECK(t->defined() && t->dtype() == DType::U8 && t->numel() == n,
                 "{}: {} is {}; expected u8 with {} elements", op, name,
                 t->defined() ? t->str() : std::string("undefined"), n);
