@@ -156,6 +156,14 @@ TEST(KernelsElementwise, SumSquaresIsAccurateAndThreadIndependent) {
   EXPECT_NEAR(r1, ref, 1e-9 * ref);
   EXPECT_EQ(r1, r3);
   EXPECT_EQ(sum_squares(test_ctx(), Tensor::empty({0})), 0.0);
+  // The documented order, which every CPU follows: 16 interleaved double accumulators added
+  // in order. 1 + 2^-54 rounds back to 1, so adding the fifteen 2^-54 lanes to lane 0's 1 one
+  // at a time leaves exactly 1; any other grouping (pairs of lanes, a tree, the reverse) sums
+  // some of them first and ends above 1.
+  Tensor y = Tensor::empty({16});
+  y.f32()[0] = 1.0f;
+  for (int i = 1; i < 16; ++i) y.f32()[i] = std::ldexp(1.0f, -27);
+  EXPECT_EQ(sum_squares(test_ctx(), y), 1.0);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "core/kernels/cpu/convert.h"
 #include "core/kernels/cpu/cpu_checks.h"
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/cpu/fast_math.h"
 #include "core/kernels/cpu/lowp.h"
 #include "core/profile.h"
 
@@ -77,8 +78,30 @@ void scale_inplace(ExecContext& ctx, Tensor& x, float s) {
   for (int64_t i = 0; i < n; ++i) xp[i] *= s;
 }
 
-// Fixed-size blocks summed in double, then added in block order: the result is the same for
-// any thread count (stronger than the header promises, and free).
+namespace {
+
+// The squares of one block summed in double over 16 interleaved accumulators (element i into
+// accumulator i % 16), which are then added in order. x * x is exact in double, so a fused
+// multiply-add, or vectors of any width, give every accumulator the same bits: the result does
+// not depend on the instruction set the clone runs.
+BRAID_CPU_CLONES double sum_squares_block(const float* x, int64_t n) {
+  constexpr int kLanes = 16;
+  double acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+#pragma omp simd
+    for (int j = 0; j < kLanes; ++j) acc[j] += static_cast<double>(x[i + j]) * x[i + j];
+  }
+  for (int j = 0; i + j < n; ++j) acc[j] += static_cast<double>(x[i + j]) * x[i + j];
+  double s = 0.0;
+  for (int j = 0; j < kLanes; ++j) s += acc[j];
+  return s;
+}
+
+}  // namespace
+
+// Fixed-size blocks (sum_squares_block), then added in block order: the result is the same for
+// any thread count and instruction set (stronger than the header promises).
 double sum_squares(ExecContext& ctx, const Tensor& x) {
   if (any_low_precision({&x})) {  // bf16/f16 storage: f32 arithmetic on staged copies
     F32Staging s(ctx, "sum_squares");
@@ -93,10 +116,7 @@ double sum_squares(ExecContext& ctx, const Tensor& x) {
 #pragma omp parallel for schedule(static)
   for (int64_t k = 0; k < blocks; ++k) {
     const int64_t i0 = k * kBlock, i1 = std::min(n, i0 + kBlock);
-    double s = 0.0;
-#pragma omp simd reduction(+ : s)
-    for (int64_t i = i0; i < i1; ++i) s += static_cast<double>(xp[i]) * xp[i];
-    partial[static_cast<size_t>(k)] = s;
+    partial[static_cast<size_t>(k)] = sum_squares_block(xp + i0, i1 - i0);
   }
   double total = 0.0;
   for (double p : partial) total += p;
