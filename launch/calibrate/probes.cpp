@@ -81,10 +81,10 @@ BlockProbe add_block_probe(Probes& probes, int64_t tokens, int C, bool llama) {
 
 // The optimizer's per-step passes as the trainer runs them on `params` parameters in 48
 // matrices, with the kernels optim/adamw.cpp calls per tensor: global gradient norm
-// (sum_squares), clipping (scale_inplace: it scales, as it does when it triggers) and AdamW
-// (adamw_update). Work: the bytes of those passes, 10 fp32 arrays (norm reads g; clipping reads
-// and writes g; AdamW reads p, g, m, v and writes p, m, v); zero_grad, the 11th, is left out so
-// the gradients stay non-zero across calls.
+// (sum_squares) and AdamW (adamw_update, with the clip factor applied inside it, as when
+// clipping triggers). Work: the bytes of those passes, 8 fp32 arrays (norm reads g; AdamW reads
+// p, g, m, v and writes p, m, v). zero_grad writes nothing of its own: the step's first
+// weight-gradient contributions overwrite the gradients.
 size_t add_optimizer_probe(Probes& probes, int64_t params) {
   constexpr int kTensors = 48;
   const int64_t cols = 256, rows = std::max<int64_t>(1, params / (kTensors * cols));
@@ -104,19 +104,19 @@ size_t add_optimizer_probe(Probes& probes, int64_t params) {
   }
   // AdamW's defaults (betas 0.9, 0.95, eps 1e-8, weight decay 0.1) at step 1, lr 1e-4.
   const float lr = 1e-4f;
-  const AdamWStep k{0.9f, 0.95f, 1e-8f, lr / (1.0f - 0.9f), 1.0f / std::sqrt(1.0f - 0.95f),
-                    lr * 0.1f};
+  const AdamWStep k0{0.9f, 0.95f, 1e-8f, lr / (1.0f - 0.9f), 1.0f / std::sqrt(1.0f - 0.95f),
+                     lr * 0.1f};
   const double n = static_cast<double>(kTensors * rows * cols);
   return probes.add(
-      [st, c, k] {
+      [st, c, k0] {
         double sq = 0;
         for (Slot& s : *st) sq += sum_squares(*c, s.g);
         const double norm = std::sqrt(sq);
-        const float scale = static_cast<float>(norm * 0.99999 / (norm + 1e-6));
-        for (Slot& s : *st) scale_inplace(*c, s.g, scale);
+        AdamWStep k = k0;
+        k.grad_scale = static_cast<float>(norm * 0.99999 / (norm + 1e-6));
         for (Slot& s : *st) adamw_update(*c, s.w, s.m, s.v, s.g, k);
       },
-      10.0 * 4.0 * n);
+      8.0 * 4.0 * n);
 }
 
 // Causal attention forward + backward on `tokens` tokens of sequences of length T at n_embd

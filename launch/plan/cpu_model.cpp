@@ -83,7 +83,7 @@ double edge_elementwise_bytes_per_token(const ModelConfig& m) {
 double optimizer_step_bytes(double params, const std::string& optimizer) {
   // adamw8bit: as adamw, but the update moves 4 arrays' worth (w read and written, g read, the
   // two 1-byte moments read and written: one f32 array) instead of 7.
-  const double arrays = optimizer == "sgd" ? 9.0 : (optimizer == "adamw8bit" ? 8.0 : 11.0);
+  const double arrays = optimizer == "sgd" ? 6.0 : (optimizer == "adamw8bit" ? 5.0 : 8.0);
   return arrays * kF32 * params;
 }
 

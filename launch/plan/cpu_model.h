@@ -36,9 +36,10 @@ double block_activation_seconds_per_token(const ModelConfig& m, const CpuProfile
 // The same for the embedding lookup/scatter and the final norm (once per token, not per block).
 double edge_elementwise_bytes_per_token(const ModelConfig& m);
 
-// Bytes the per-step passes over all parameters move: zero_grad writes g, the global norm reads
-// g, clipping reads and writes g, AdamW reads p, g, m, v and writes p, m, v (SGD with momentum:
-// reads p, g, m, writes p, m): 11 (AdamW) or 9 (SGD) fp32 arrays.
+// Bytes the per-step passes over all parameters move: the global norm reads g, AdamW reads p, g,
+// m, v and writes p, m, v with the clip factor applied as it reads g (SGD with momentum: reads
+// p, g, m, writes p, m): 8 (AdamW) or 6 (SGD) fp32 arrays. zero_grad moves nothing: the step's
+// first weight-gradient contributions overwrite the gradients.
 double optimizer_step_bytes(double params, const std::string& optimizer);
 
 // Parallel kernel calls (OpenMP regions: each element-wise kernel and each GEMM) of one block,
