@@ -31,7 +31,7 @@ enum class KernelGroup : int {
   LmHead,       // the fused LM head + cross-entropy
   Elementwise,  // norms, adds, bias, RoPE, embedding, QKV split/merge copies
   Activation,   // GELU, SwiGLU
-  Optimizer,    // per-step passes over all parameters: zero_grad, norm, clipping, AdamW
+  Optimizer,    // per-step passes over all parameters: the gradient norm, AdamW (clip inside)
   kCount
 };
 constexpr int kKernelGroups = static_cast<int>(KernelGroup::kCount);
