@@ -36,20 +36,11 @@ void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tenso
   const float* gp = g.f32();
   const float b1 = s.beta1, b2 = s.beta2, eps = s.eps, step_size = s.step_size;
   const float inv_sqrt_bc2 = s.inv_sqrt_bc2, decay = s.decay, gs = s.grad_scale;
-  if (!rounded) {
-#pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      math::adamw_element(wp[i], mp[i], vp[i], gp[i], b1, b2, eps, step_size, inv_sqrt_bc2, decay,
-                          gs);
-    }
-    return;
-  }
   // Blocks small enough that the rounding reads the new weights from L1.
   constexpr int64_t kBlock = 2048;
   const int64_t blocks = (n + kBlock - 1) / kBlock;
   const ConvertIsa isa = convert_path(ctx.cpu_isa());
-  const DType low = rounded->dtype();
-  char* rp = static_cast<char*>(rounded->raw());
+  char* rp = rounded ? static_cast<char*>(rounded->raw()) : nullptr;
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t lo = b * kBlock, hi = std::min(n, lo + kBlock);
@@ -58,7 +49,7 @@ void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tenso
       math::adamw_element(wp[i], mp[i], vp[i], gp[i], b1, b2, eps, step_size, inv_sqrt_bc2, decay,
                           gs);
     }
-    narrow_from_f32(isa, low, wp + lo, rp + lo * 2, hi - lo);
+    if (rp) narrow_from_f32(isa, rounded->dtype(), wp + lo, rp + lo * 2, hi - lo);
   }
 }
 

@@ -104,10 +104,6 @@ void tiled(int64_t rows, int64_t cols, Block block, Edge edge) {
   if (R < rows) edge(R, rows, 0, cols);
 }
 
-}  // namespace
-
-namespace {
-
 // 16 x 16 blocks by `block` (a block_u32 / block_u16) at AVX-512 and up, plain loops elsewhere.
 template <class T, class Block>
 void transpose_with(CpuIsa isa, Block block, T* dst, int64_t ldd, const T* src, int64_t lds,
