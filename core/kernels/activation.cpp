@@ -18,6 +18,18 @@ void gelu_backward(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor&
   BRAID_DISPATCH(args, gelu_backward, ctx, dx, dy, x);
 }
 
+void gelu_forward_with_derivative(ExecContext& ctx, Tensor& y, Tensor& dydx, const Tensor& x) {
+  KernelArgs args(ctx, "gelu_forward_with_derivative", {{&y, "y"}, {&dydx, "dydx"}, {&x, "x"}});
+  BRAID_DISPATCH(args, gelu_forward_with_derivative, ctx, y, dydx, x);
+}
+
+void gelu_backward_with_derivative(ExecContext& ctx, Tensor& dx, const Tensor& dy,
+                                   const Tensor& dydx) {
+  KernelArgs args(ctx, "gelu_backward_with_derivative",
+                  {{&dx, "dx"}, {&dy, "dy"}, {&dydx, "dydx"}});
+  BRAID_DISPATCH(args, gelu_backward_with_derivative, ctx, dx, dy, dydx);
+}
+
 void swiglu_forward(ExecContext& ctx, Tensor& y, const Tensor& gate, const Tensor& up) {
   KernelArgs args(ctx, "swiglu_forward", {{&y, "y"}, {&gate, "gate"}, {&up, "up"}});
   BRAID_DISPATCH(args, swiglu_forward, ctx, y, gate, up);

@@ -13,15 +13,25 @@ Tensor Gelu::apply(ExecContext& ctx, const Tensor& a, const Tensor& /*b*/) {
 }
 
 Tensor Gelu::forward2(const Tensor& a, const Tensor& b, MicroBatch& mb) {
-  Tensor y = apply(mb.ctx(), a, b);
-  mb.push(a);
+  if (keeps_inputs()) {
+    Tensor y = apply(mb.ctx(), a, b);
+    mb.push(a);
+    return y;
+  }
+  Tensor y = empty_like(a);
+  Tensor d = a;  // a's memory becomes gelu'(a): nothing reads a after this layer's forward
+  gelu_forward_with_derivative(mb.ctx(), y, d, a);
+  mb.push(d);
   return y;
 }
 
 Tensor Gelu::backward2(const Tensor& dy, MicroBatch& mb, Tensor* /*db*/) {
-  Tensor a = mb.pop();
-  Tensor da = dy;
-  gelu_backward(mb.ctx(), da, dy, a);  // in place: dy's memory becomes da
+  Tensor kept = mb.pop();  // a, or gelu'(a)
+  Tensor da = dy;          // in place: dy's memory becomes da
+  if (keeps_inputs())
+    gelu_backward(mb.ctx(), da, dy, kept);
+  else
+    gelu_backward_with_derivative(mb.ctx(), da, dy, kept);
   return da;
 }
 

@@ -19,12 +19,24 @@ class ActivationFn : public Module {
   // da from dy (returned; may reuse dy's memory), and db for SwiGLU.
   virtual Tensor backward2(const Tensor& dy, MicroBatch& mb, Tensor* db) = 0;
 
+  // Whether forward2 must leave its inputs unchanged because something recomputes from them
+  // later (selective checkpointing). Otherwise GELU overwrites its input with what its backward
+  // needs.
+  void set_keeps_inputs(bool keep) { keeps_inputs_ = keep; }
+  bool keeps_inputs() const { return keeps_inputs_; }
+
   // The one-input Module interface (GELU).
   Tensor forward(const Tensor& x, MicroBatch& mb) override { return forward2(x, Tensor(), mb); }
   Tensor backward(const Tensor& dy, MicroBatch& mb) override { return backward2(dy, mb, nullptr); }
   Tensor infer(const Tensor& x, InferState& st) override { return apply(st.ctx, x, Tensor()); }
+
+ private:
+  bool keeps_inputs_ = false;
 };
 
+// GELU keeps gelu'(a) for its backward, written over its input a (one exp per element in the
+// forward, a multiply in the backward); with keeps_inputs() it keeps a and recomputes the
+// derivative in the backward instead.
 class Gelu final : public ActivationFn {
  public:
   using ActivationFn::ActivationFn;

@@ -71,6 +71,7 @@ ActivationFn& as_activation(Module& m) {
 
 RecomputeActivation::RecomputeActivation(std::unique_ptr<Module> inner)
     : ActivationFn(inner->path()), inner_(as_activation(*inner)) {
+  inner_.set_keeps_inputs(true);  // apply() runs again on the inputs in the backward
   add_slot("recomputed", std::move(inner));
 }
 

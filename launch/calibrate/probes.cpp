@@ -60,8 +60,10 @@ BlockProbe add_block_probe(Probes& probes, int64_t tokens, int C, bool llama) {
   std::vector<Parameter*> ps;
   st->model->collect_parameters(ps);
   for (Parameter* p : ps) {
-    if (p->value.ndim() == 1) p->value.fill_(1.0f);
-    else fill_normal(p->value, 0.02f, 7, hash_string(p->name));
+    if (p->value.ndim() == 1)
+      p->value.fill_(1.0f);
+    else
+      fill_normal(p->value, 0.02f, 7, hash_string(p->name));
   }
   st->x = randn(*c, {B, T, C}, 13);
   st->dy = randn(*c, {B, T, C}, 14);
@@ -104,7 +106,7 @@ size_t add_optimizer_probe(Probes& probes, int64_t params) {
   }
   // AdamW's defaults (betas 0.9, 0.95, eps 1e-8, weight decay 0.1) at step 1, lr 1e-4.
   const float lr = 1e-4f;
-  const AdamWStep k0{0.9f, 0.95f, 1e-8f, lr / (1.0f - 0.9f), 1.0f / std::sqrt(1.0f - 0.95f),
+  const AdamWStep k0{0.9f,     0.95f, 1e-8f, lr / (1.0f - 0.9f), 1.0f / std::sqrt(1.0f - 0.95f),
                      lr * 0.1f};
   const double n = static_cast<double>(kTensors * rows * cols);
   return probes.add(
@@ -222,8 +224,10 @@ size_t add_activation_probe(Probes& probes, int64_t N, bool swiglu) {
           swiglu_forward(*c, t->y, t->a, t->u);
           swiglu_backward(*c, t->da, t->du, t->dy, t->a, t->u);
         } else {
-          gelu_forward(*c, t->y, t->a);
-          gelu_backward(*c, t->da, t->dy, t->a);
+          // As training runs it: the derivative kept (in u, not over a, so every call sees
+          // the same input), then a multiply.
+          gelu_forward_with_derivative(*c, t->y, t->u, t->a);
+          gelu_backward_with_derivative(*c, t->da, t->dy, t->u);
         }
       },
       static_cast<double>(N) * F);
@@ -270,7 +274,8 @@ size_t add_copy_probe(Probes& probes, size_t bytes) {
 
 size_t add_square_gemm_probe(Probes& probes, int64_t n, bool use_bf16) {
   ExecContext& c = probes.ctx();
-  const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+  const double flops =
+      2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
   if (!c.device().is_cpu()) {
     struct Buffers {
       Tensor x, w, y, none;

@@ -47,6 +47,26 @@ TEST_P(GpuActivation, GeluForwardBackwardMatchCpu) {
   }
 }
 
+// Training's pair: the derivative kept over the input, then a multiply.
+TEST_P(GpuActivation, GeluWithDerivativeMatchesCpu) {
+  const DType dt = GetParam();
+  for (const Shape& sh : kShapes) {
+    const std::string at = std::to_string(sh[0]) + "x" + std::to_string(sh[1]);
+    const Tensor x = random_host(sh, dt, 6, -60.0f, 60.0f), dy = random_host(sh, dt, 7);
+    Tensor y_c = Tensor::empty(sh, dt), d_c = x.clone();
+    gelu_forward_with_derivative(cpu(), y_c, d_c, d_c);
+    Tensor y = poisoned(sh, dt), d = up(x);
+    gelu_forward_with_derivative(gpu(), y, d, d);
+    EXPECT_TRUE(close(y, y_c, atol(dt), rtol(dt))) << "y " << at;
+    EXPECT_TRUE(close(d, d_c, atol(dt), rtol(dt))) << "dydx " << at;
+    Tensor dx_c = Tensor::empty(sh, dt);
+    gelu_backward_with_derivative(cpu(), dx_c, dy, d_c);
+    Tensor dx = up(dy);  // in place: dx = dy, from the CPU's derivative
+    gelu_backward_with_derivative(gpu(), dx, dx, up(d_c));
+    EXPECT_TRUE(close(dx, dx_c, 0, 0)) << "dx " << at;  // one rounded product: exact
+  }
+}
+
 TEST_P(GpuActivation, SwigluForwardBackwardMatchCpu) {
   const DType dt = GetParam();
   for (const Shape& sh : kShapes) {

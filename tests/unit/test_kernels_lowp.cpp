@@ -373,6 +373,15 @@ TEST_P(KernelsLowp, TileConvertedKernelsGiveNarrowedF32Bits) {
     gelu_backward(ctx(), y, dy, x);
     gelu_backward(ctx(), ylo, as(dy, t), as(x, t));
     same(ylo, y, t, "gelu dx");
+    Tensor d = x.clone(), dlo = as(x, t);  // the derivative over the input
+    gelu_forward_with_derivative(ctx(), y, d, d);
+    gelu_forward_with_derivative(ctx(), ylo, dlo, dlo);
+    same(ylo, y, t, "gelu_forward_with_derivative y");
+    same(dlo, d, t, "gelu_forward_with_derivative dydx");
+    Tensor dlo_f32 = dlo.to(DType::F32);
+    gelu_backward_with_derivative(ctx(), y, dy, dlo_f32);
+    gelu_backward_with_derivative(ctx(), ylo, as(dy, t), dlo);
+    same(ylo, y, t, "gelu_backward_with_derivative dx");
     add(ctx(), y, x, u);
     add(ctx(), ylo, as(x, t), as(u, t));
     same(ylo, y, t, "add");

@@ -57,6 +57,34 @@ TEST(KernelsActivation, GeluForwardBackwardAndAliasing) {
   EXPECT_TRUE(bitwise_equal(dy_alias, dx));
 }
 
+// Training's pair: the forward keeps gelu'(x) (here over x itself, as the model does) and the
+// backward multiplies by it; the same bits as gelu_forward and gelu_backward.
+TEST(KernelsActivation, GeluWithDerivativeGivesGeluAndGeluBackwardBits) {
+  const Shape shape = {37, 444};  // three spans of 8192 per thread split, the last partial
+  Tensor x = activation_input(shape, 6);
+  Tensor dy = random_tensor(shape, 7);
+  Tensor y_ref = nan_tensor(shape), dx_ref = nan_tensor(shape);
+  gelu_forward(test_ctx(), y_ref, x);
+  gelu_backward(test_ctx(), dx_ref, dy, x);
+
+  Tensor y = nan_tensor(shape), d = x.clone();
+  gelu_forward_with_derivative(test_ctx(), y, d, d);  // the derivative over the input
+  EXPECT_TRUE(bitwise_equal(y, y_ref));
+  Tensor dx = nan_tensor(shape);
+  gelu_backward_with_derivative(test_ctx(), dx, dy, d);
+  EXPECT_TRUE(bitwise_equal(dx, dx_ref));
+  Tensor dy_alias = dy.clone();
+  gelu_backward_with_derivative(test_ctx(), dy_alias, dy_alias, d);  // dx aliases dy
+  EXPECT_TRUE(bitwise_equal(dy_alias, dx_ref));
+
+  Tensor y2 = nan_tensor(shape), d2 = nan_tensor(shape);  // into a separate tensor
+  gelu_forward_with_derivative(test_ctx(), y2, d2, x);
+  EXPECT_TRUE(bitwise_equal(y2, y_ref));
+  EXPECT_TRUE(bitwise_equal(d2, d));
+  expect_error_with([&] { gelu_forward_with_derivative(test_ctx(), d2, d2, x); },
+                    {"gelu_forward_with_derivative", "y must not share memory"});
+}
+
 TEST(KernelsActivation, SwigluForwardAndBackward) {
   const Shape shape = {5, 7};
   Tensor gate = activation_input(shape, 3), up = random_tensor(shape, 4, -2.0, 2.0);

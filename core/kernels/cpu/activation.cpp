@@ -36,6 +36,18 @@ BRAID_CPU_CLONES void gelu_backward_span(float* dx, const float* dy, const float
   for (int64_t i = 0; i < n; ++i) dx[i] = math::gelu_grad(dy[i], x[i]);
 }
 
+// d may be x (y may not).
+BRAID_CPU_CLONES void gelu_with_derivative_span(float* y, float* d, const float* x, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) math::gelu_with_derivative(x[i], y[i], d[i]);
+}
+
+// dx = dy * d; dx may be dy.
+BRAID_CPU_CLONES void mul_span(float* dx, const float* dy, const float* d, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * d[i];
+}
+
 BRAID_CPU_CLONES void swiglu_forward_span(float* y, const float* gate, const float* up, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) y[i] = math::swiglu(gate[i], up[i]);
@@ -84,6 +96,47 @@ void gelu_backward(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor&
                    const float* dys = io.in(dy, s, len, buf + kSpan);
                    float* dxs = io.out(dx, s, buf + 2 * kSpan);
                    gelu_backward_span(dxs, dys, xs, len);
+                   io.store(dx, s, len, dxs);
+                 });
+}
+
+void gelu_forward_with_derivative(ExecContext& ctx, Tensor& y, Tensor& dydx, const Tensor& x) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Activation);
+  const char* op = "gelu_forward_with_derivative";
+  cpu::check_float_args(op, {{&x, "x"}, {&y, "y"}, {&dydx, "dydx"}});
+  check_shape(y, x.shape(), "gelu_forward_with_derivative y");
+  check_shape(dydx, x.shape(), "gelu_forward_with_derivative dydx");
+  BRAID_CHECK(y.raw() != x.raw() && y.raw() != dydx.raw(),
+              "gelu_forward_with_derivative: y must not share memory with x or dydx");
+  // x: any shape; y, dydx: the same shape; dydx may be x itself (16-bit spans are widened
+  // before anything is stored).
+  const TileIo io(ctx);
+  parallel_spans(ctx, x.numel(), kSpan, 3, any_low_precision({&y, &dydx, &x}),
+                 [&](int64_t s, int64_t len, float* buf) {
+                   const float* xs = io.in(x, s, len, buf);
+                   float* ys = io.out(y, s, buf + kSpan);
+                   float* ds = io.out(dydx, s, buf + 2 * kSpan);
+                   gelu_with_derivative_span(ys, ds, xs, len);
+                   io.store(y, s, len, ys);
+                   io.store(dydx, s, len, ds);
+                 });
+}
+
+void gelu_backward_with_derivative(ExecContext& ctx, Tensor& dx, const Tensor& dy,
+                                   const Tensor& dydx) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Activation);
+  const char* op = "gelu_backward_with_derivative";
+  cpu::check_float_args(op, {{&dydx, "dydx"}, {&dy, "dy"}, {&dx, "dx"}});
+  check_shape(dy, dydx.shape(), "gelu_backward_with_derivative dy");
+  check_shape(dx, dydx.shape(), "gelu_backward_with_derivative dx");
+  // dx may be dy or dydx.
+  const TileIo io(ctx);
+  parallel_spans(ctx, dydx.numel(), kSpan, 3, any_low_precision({&dx, &dy, &dydx}),
+                 [&](int64_t s, int64_t len, float* buf) {
+                   const float* ds = io.in(dydx, s, len, buf);
+                   const float* dys = io.in(dy, s, len, buf + kSpan);
+                   float* dxs = io.out(dx, s, buf + 2 * kSpan);
+                   mul_span(dxs, dys, ds, len);
                    io.store(dx, s, len, dxs);
                  });
 }

@@ -12,6 +12,12 @@ void launch_gelu_forward(void* stream, void* y, int ty, const void* x, int tx, i
 // dx = dy * gelu'(x); dx may be dy.
 void launch_gelu_backward(void* stream, void* dx, int tdx, const void* dy, int tdy, const void* x,
                           int tx, int64_t n);
+// y = gelu(x) and d = gelu'(x); d may be x, y may not.
+void launch_gelu_with_derivative(void* stream, void* y, int ty, void* d, int td, const void* x,
+                                 int tx, int64_t n);
+// dx = dy * d; dx may be dy or d.
+void launch_mul(void* stream, void* dx, int tdx, const void* dy, int tdy, const void* d, int td,
+                int64_t n);
 // y = silu(gate) * up.
 void launch_swiglu_forward(void* stream, void* y, int ty, const void* gate, int tg, const void* up,
                            int tu, int64_t n);

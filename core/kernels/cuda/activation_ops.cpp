@@ -28,6 +28,35 @@ void gelu_backward(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor&
   check_launch("gelu_backward");
 }
 
+void gelu_forward_with_derivative(ExecContext& ctx, Tensor& y, Tensor& dydx, const Tensor& x) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Activation);
+  const char* op = "gelu_forward_with_derivative";
+  check_float(x, op, "x");
+  check_float(y, op, "y");
+  check_float(dydx, op, "dydx");
+  check_shape(y, x.shape(), "gelu_forward_with_derivative y");
+  check_shape(dydx, x.shape(), "gelu_forward_with_derivative dydx");
+  BRAID_CHECK(y.raw() != x.raw() && y.raw() != dydx.raw(),
+              "gelu_forward_with_derivative: y must not share memory with x or dydx");
+  launch_gelu_with_derivative(stream_of(ctx), y.raw(), code(y), dydx.raw(), code(dydx), x.raw(),
+                              code(x), x.numel());
+  check_launch(op);
+}
+
+void gelu_backward_with_derivative(ExecContext& ctx, Tensor& dx, const Tensor& dy,
+                                   const Tensor& dydx) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Activation);
+  const char* op = "gelu_backward_with_derivative";
+  check_float(dydx, op, "dydx");
+  check_float(dy, op, "dy");
+  check_float(dx, op, "dx");
+  check_shape(dy, dydx.shape(), "gelu_backward_with_derivative dy");
+  check_shape(dx, dydx.shape(), "gelu_backward_with_derivative dx");
+  launch_mul(stream_of(ctx), dx.raw(), code(dx), dy.raw(), code(dy), dydx.raw(), code(dydx),
+             dydx.numel());
+  check_launch(op);
+}
+
 void swiglu_forward(ExecContext& ctx, Tensor& y, const Tensor& gate, const Tensor& up) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Activation);
   check_float(gate, "swiglu_forward", "gate");

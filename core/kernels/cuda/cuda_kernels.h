@@ -33,6 +33,9 @@ void upload_small(ExecContext& ctx, Tensor& dst, const Tensor& src);
 
 void gelu_forward(ExecContext& ctx, Tensor& y, const Tensor& x);
 void gelu_backward(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor& x);
+void gelu_forward_with_derivative(ExecContext& ctx, Tensor& y, Tensor& dydx, const Tensor& x);
+void gelu_backward_with_derivative(ExecContext& ctx, Tensor& dx, const Tensor& dy,
+                                   const Tensor& dydx);
 void swiglu_forward(ExecContext& ctx, Tensor& y, const Tensor& gate, const Tensor& up);
 void swiglu_backward(ExecContext& ctx, Tensor& dgate, Tensor& dup, const Tensor& dy,
                      const Tensor& gate, const Tensor& up);

@@ -17,12 +17,24 @@ BRAID_HD float gelu(float v) {
   return v * sigmoid_f32(2.0f * u);
 }
 
-// dy * d/dv [v s(v)] with s = sigmoid(2u): s + v * 2 s (1 - s) * du/dv.
-BRAID_HD float gelu_grad(float dy, float v) {
+// d/dv [v s(v)] with s = sigmoid(2u): s + v * 2 s (1 - s) * du/dv.
+BRAID_HD float gelu_derivative(float v) {
   const float u = kGeluScale * (v + kGeluCubic * v * v * v);
   const float du = kGeluScale * (1.0f + 3.0f * kGeluCubic * v * v);
   const float s = sigmoid_f32(2.0f * u);
-  return dy * (s + 2.0f * v * s * (1.0f - s) * du);
+  return s + 2.0f * v * s * (1.0f - s) * du;
+}
+
+BRAID_HD float gelu_grad(float dy, float v) { return dy * gelu_derivative(v); }
+
+// gelu(v) and gelu_derivative(v) from one exp: the same operations as the two functions, so
+// the same bits.
+BRAID_HD void gelu_with_derivative(float v, float& y, float& d) {
+  const float u = kGeluScale * (v + kGeluCubic * v * v * v);
+  const float du = kGeluScale * (1.0f + 3.0f * kGeluCubic * v * v);
+  const float s = sigmoid_f32(2.0f * u);
+  y = v * s;
+  d = s + 2.0f * v * s * (1.0f - s) * du;
 }
 
 // silu(g) * u.
