@@ -17,6 +17,11 @@
 #include "core/kernels/cpu/vec_math.h"
 #include "kernel_test_util.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define BRAID_TEST_AMX 1
+#endif
+
 namespace braid::cpu {
 namespace {
 
@@ -120,6 +125,50 @@ TEST_P(KernelsCpuBlocksAt, SmallGemmBf16PairsMatchesScalarBits) {
           }
         }
 }
+
+#ifdef BRAID_TEST_AMX
+// This thread's AMX tile configuration (64 bytes; all zero when it holds none).
+__attribute__((target("amx-tile"))) std::vector<uint8_t> tile_config() {
+  alignas(64) uint8_t c[64] = {};
+  _tile_storeconfig(c);
+  return std::vector<uint8_t>(c, c + 64);
+}
+
+// Inside an AmxTileScope the pair product skips its own configure/restore: the same bits as
+// outside one (alpha 1 takes the direct tile loads and stores, 0.5 the buffered path), the
+// tiles configured while the scope lives (nested scopes too), and what the thread had before
+// put back afterwards.
+TEST(KernelsCpuBlocks, AmxTileScopeKeepsBitsAndRestoresTheTiles) {
+  if (cpu_isa_detected() < CpuIsa::Amx) GTEST_SKIP() << cpu_isa_missing(CpuIsa::Amx);
+  const int64_t M = 33, N = 70, P = 40, lda = 2 * P + 4, ldb = 2 * N + 6, ldc = N + 3;
+  std::vector<bf16> a(static_cast<size_t>(M * lda)), b(static_cast<size_t>(P * ldb));
+  const auto av = random_values(a.size(), 7), bv = random_values(b.size(), 8);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = float_to_bf16(av[i]);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = float_to_bf16(bv[i]);
+  const auto c0 = random_values(static_cast<size_t>(M * ldc), 9);
+  const std::vector<uint8_t> before = tile_config();
+  for (float alpha : {1.0f, 0.5f})
+    for (bool accumulate : {false, true}) {
+      auto outside = c0, inside = c0;
+      small_gemm_bf16_pairs(CpuIsa::Amx, M, N, P, alpha, a.data(), lda, b.data(), ldb, accumulate,
+                            outside.data(), ldc);
+      EXPECT_EQ(tile_config(), before) << "a call outside a scope restores the tiles";
+      {
+        const AmxTileScope scope(CpuIsa::Amx);
+        EXPECT_NE(tile_config(), before);
+        EXPECT_EQ(tile_config()[0], 1) << "palette 1";
+        const AmxTileScope nested(CpuIsa::Amx);
+        small_gemm_bf16_pairs(CpuIsa::Amx, M, N, P, alpha, a.data(), lda, b.data(), ldb, accumulate,
+                              inside.data(), ldc);
+      }
+      EXPECT_EQ(tile_config(), before);
+      EXPECT_EQ(0, std::memcmp(outside.data(), inside.data(), sizeof(float) * outside.size()))
+          << "alpha " << alpha << " accumulate " << accumulate;
+    }
+  const AmxTileScope below(CpuIsa::Avx512Bf16);  // a no-op below Amx
+  EXPECT_EQ(tile_config(), before);
+}
+#endif
 
 TEST(KernelsCpuBlocks, ExpApproxIsAccurate) {
   for (float x = -80.0f; x <= 80.0f; x += 0.0137f) {

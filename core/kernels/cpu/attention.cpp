@@ -367,6 +367,7 @@ void attention_forward_bf16(ExecContext& ctx, const AttnDims& d, Tensor& out, Te
     bf16* kt2 = reinterpret_cast<bf16*>(s + s_sz + pb_sz);
     bf16* v2 = reinterpret_cast<bf16*>(s + s_sz + pb_sz + kt_sz);
     float* ob = s + s_sz + pb_sz + kt_sz + v2_sz;
+    const cpu::AmxTileScope tiles(isa);
 #pragma omp for schedule(static)
     for (int64_t pair = 0; pair < pairs; ++pair) {
       const int64_t b = pair / d.Hq, h = pair % d.Hq, kvh = h / d.group();
@@ -445,6 +446,7 @@ void attention_backward_bf16(ExecContext& ctx, const AttnDims& d, Tensor& dq, Te
     float* do_row = take(d.D);
     float* o_row = take(d.D);
     bf16* tmp = take16(d.Tk);
+    const cpu::AmxTileScope tiles(isa);
 #pragma omp for schedule(static)
     for (int64_t pair = 0; pair < pairs; ++pair) {
       const int64_t b = pair / d.Hkv, kvh = pair % d.Hkv;

@@ -338,29 +338,61 @@ struct alignas(64) AmxTileConfig {
   uint8_t rows[16] = {};
 };
 
-// Tiles: 0 and 1 accumulate columns [j, j + 16) and [j + 16, j + 32); 2 holds A; 3 and 4 B.
-BRAID_AMX void amx_gemm_pairs(int64_t M, int64_t N, int64_t P, float alpha, const bf16* a,
-                              int64_t lda, const bf16* b, int64_t ldb, bool accumulate, float* c,
-                              int64_t ldc) {
-  // The configuration found here is put back at the end (see above).
-  AmxTileConfig saved;
-  _tile_storeconfig(&saved);
+// This thread's tiles hold the kernel's configuration for the life of an AmxTileScope.
+thread_local bool t_amx_configured = false;
+
+BRAID_AMX void amx_configure(AmxTileConfig* saved) {
+  _tile_storeconfig(saved);
   AmxTileConfig cfg;
   for (int t = 0; t < 5; ++t) {
     cfg.rows[t] = 16;
     cfg.colsb[t] = 64;
   }
+  // GCC 12 does not see that LDTILECFG reads the record and drops the stores above without
+  // this barrier (the tiles then stay unconfigured and the first tile instruction faults).
+  asm volatile("" : : "r"(&cfg) : "memory");
   _tile_loadconfig(&cfg);
+}
+
+BRAID_AMX void amx_restore(const AmxTileConfig& saved) {
+  if (saved.palette != 0)
+    _tile_loadconfig(&saved);
+  else
+    _tile_release();
+}
+
+// Tiles: 0 and 1 accumulate columns [j, j + 16) and [j + 16, j + 32); 2 holds A; 3 and 4 B.
+// A whole 16 x 16 block of C with alpha 1 goes straight between memory and its accumulator
+// (loaded when accumulating, so C is added first: within f32 rounding, in the unit's order);
+// edge blocks and other alphas pass through a buffer.
+BRAID_AMX void amx_gemm_pairs(int64_t M, int64_t N, int64_t P, float alpha, const bf16* a,
+                              int64_t lda, const bf16* b, int64_t ldb, bool accumulate, float* c,
+                              int64_t ldc) {
+  // Without a scope, the configuration found here is put back at the end (see above).
+  const bool own_config = !t_amx_configured;
+  AmxTileConfig saved;
+  if (own_config) amx_configure(&saved);
   alignas(64) bf16 abuf[16 * 32];
   alignas(64) bf16 bbuf[2][16 * 32];
   alignas(64) float cbuf[2][16 * 16];
   const __m512 va = _mm512_set1_ps(alpha);
+  const int64_t ldc_bytes = ldc * static_cast<int64_t>(sizeof(float));
   for (int64_t i = 0; i < M; i += 16) {
     const int64_t m = std::min<int64_t>(16, M - i);
     for (int64_t j = 0; j < N; j += 32) {
       const int64_t n = std::min<int64_t>(32, N - j);
-      _tile_zero(0);
-      _tile_zero(1);
+      float* c0 = c + i * ldc + j;
+      // Whether each column half is a whole block that moves directly.
+      const bool direct0 = alpha == 1.0f && m == 16 && n >= 16;
+      const bool direct1 = alpha == 1.0f && m == 16 && n == 32;
+      if (direct0 && accumulate)
+        _tile_loadd(0, c0, ldc_bytes);
+      else
+        _tile_zero(0);
+      if (direct1 && accumulate)
+        _tile_loadd(1, c0 + 16, ldc_bytes);
+      else
+        _tile_zero(1);
       for (int64_t p0 = 0; p0 < P; p0 += 16) {
         const int64_t pk = std::min<int64_t>(16, P - p0);
         const bf16* a_t = a + i * lda + 2 * p0;
@@ -395,14 +427,21 @@ BRAID_AMX void amx_gemm_pairs(int64_t M, int64_t N, int64_t P, float alpha, cons
         _tile_dpbf16ps(0, 2, 3);
         if (n > 16) _tile_dpbf16ps(1, 2, 4);
       }
-      _tile_stored(0, cbuf[0], 64);
-      if (n > 16) _tile_stored(1, cbuf[1], 64);
+      if (direct0)
+        _tile_stored(0, c0, ldc_bytes);
+      else
+        _tile_stored(0, cbuf[0], 64);
+      if (direct1)
+        _tile_stored(1, c0 + 16, ldc_bytes);
+      else if (n > 16)
+        _tile_stored(1, cbuf[1], 64);
       for (int h = 0; h < 2; ++h) {
         const int64_t cols = std::min<int64_t>(16, n - 16 * h);
         if (cols <= 0) break;
+        if (h == 0 ? direct0 : direct1) continue;
         const __mmask16 mask = column_mask(cols);
         for (int64_t r = 0; r < m; ++r) {
-          float* cr = c + (i + r) * ldc + j + 16 * h;
+          float* cr = c0 + r * ldc + 16 * h;
           __m512 v = _mm512_mul_ps(_mm512_load_ps(cbuf[h] + r * 16), va);
           if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, cr));
           _mm512_mask_storeu_ps(cr, mask, v);
@@ -410,16 +449,36 @@ BRAID_AMX void amx_gemm_pairs(int64_t M, int64_t N, int64_t P, float alpha, cons
       }
     }
   }
-  if (saved.palette != 0)
-    _tile_loadconfig(&saved);
-  else
-    _tile_release();
+  if (own_config) amx_restore(saved);
 }
 
 #undef BRAID_AMX
 #endif
 
 }  // namespace
+
+#ifdef BRAID_HAVE_AVX2_PATH
+struct AmxTileScope::Saved {
+  AmxTileConfig config;
+};
+
+AmxTileScope::AmxTileScope(CpuIsa isa) {
+  if (isa < CpuIsa::Amx || t_amx_configured) return;
+  saved_ = std::make_unique<Saved>();
+  amx_configure(&saved_->config);
+  t_amx_configured = true;
+}
+
+AmxTileScope::~AmxTileScope() {
+  if (!saved_) return;
+  t_amx_configured = false;
+  amx_restore(saved_->config);
+}
+#else
+struct AmxTileScope::Saved {};
+AmxTileScope::AmxTileScope(CpuIsa) {}
+AmxTileScope::~AmxTileScope() = default;
+#endif
 
 void small_gemm_bf16_pairs(CpuIsa isa, int64_t M, int64_t N, int64_t P, float alpha, const bf16* a,
                            int64_t lda, const bf16* b, int64_t ldb, bool accumulate, float* c,

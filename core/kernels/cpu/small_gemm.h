@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "core/dtype.h"
 #include "core/kernels/cpu/cpu_isa.h"
@@ -33,5 +34,21 @@ void small_gemm(CpuIsa isa, int64_t M, int64_t N, int64_t K, float alpha, const 
 void small_gemm_bf16_pairs(CpuIsa isa, int64_t M, int64_t N, int64_t P, float alpha, const bf16* a,
                            int64_t lda, const bf16* b, int64_t ldb, bool accumulate, float* c,
                            int64_t ldc);
+
+// Loads the AMX tile configuration of small_gemm_bf16_pairs once for this thread, so the calls
+// inside the scope skip saving, loading and restoring it (tens of thousands of small products
+// per attention call); the destructor puts back what the thread had. Nothing else may use the
+// tiles inside the scope (oneDNN's GEMMs included). A no-op below Amx, or nested.
+class AmxTileScope {
+ public:
+  explicit AmxTileScope(CpuIsa isa);
+  ~AmxTileScope();
+  AmxTileScope(const AmxTileScope&) = delete;
+  AmxTileScope& operator=(const AmxTileScope&) = delete;
+
+ private:
+  struct Saved;
+  std::unique_ptr<Saved> saved_;
+};
 
 }  // namespace braid::cpu
