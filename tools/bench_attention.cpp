@@ -9,18 +9,18 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <functional>
 #include <random>
 #include <vector>
 
-#include "launch/train/exec_setup.h"
 #include "core/kernels/attention.h"
 #include "core/kernels/cross_entropy.h"
 #include "core/kernels/gemm.h"
 #include "core/tensor.h"
+#include "launch/train/exec_setup.h"
 
 namespace {
 
@@ -109,9 +109,20 @@ int main(int argc, char** argv) {
   const Timing attn16_fwd_s =
       time_calls([&] { braid::attention_forward(ctx, out16, lse, q16, k16, v16); }, repeats);
   const Timing attn16_bwd_s = time_calls(
-      [&] {
-        braid::attention_backward(ctx, dq16, dk16, dv16, dout16, q16, k16, v16, out16, lse);
-      },
+      [&] { braid::attention_backward(ctx, dq16, dk16, dv16, dout16, q16, k16, v16, out16, lse); },
+      repeats);
+
+  // GPT-2's fused projection read in place (attention_forward_packed): qkv (B, T, 3 * H * D).
+  Tensor qkv = random_tensor({B, T, 3 * H * D}, 9, 1.0f), dqkv = Tensor::empty({B, T, 3 * H * D});
+  const Timing packed_fwd_s =
+      time_calls([&] { braid::attention_forward_packed(ctx, out, lse, qkv, H); }, repeats);
+  const Timing packed_bwd_s = time_calls(
+      [&] { braid::attention_backward_packed(ctx, dqkv, dout, qkv, out, lse, H); }, repeats);
+  Tensor qkv16 = qkv.to(lo), dqkv16 = Tensor::empty({B, T, 3 * H * D}, lo);
+  const Timing packed16_fwd_s =
+      time_calls([&] { braid::attention_forward_packed(ctx, out16, lse, qkv16, H); }, repeats);
+  const Timing packed16_bwd_s = time_calls(
+      [&] { braid::attention_backward_packed(ctx, dqkv16, dout16, qkv16, out16, lse, H); },
       repeats);
 
   // LM head: x (B*T, 512), w (8192, 512); forward + backward are 3 GEMMs of 2*N*V*C each.
@@ -127,17 +138,22 @@ int main(int argc, char** argv) {
       [&] { braid::lm_head_cross_entropy(ctx, losses, no_grad, no_grad, x, w, targets, 1.0f); },
       repeats);
   const Timing ce_s = time_calls(
-      [&] { braid::lm_head_cross_entropy(ctx, losses, dx, dw, x, w, targets, 1.0f / rows); }, repeats);
+      [&] { braid::lm_head_cross_entropy(ctx, losses, dx, dw, x, w, targets, 1.0f / rows); },
+      repeats);
 
   const Timing attn_t{attn_fwd_s.wall_s + attn_bwd_s.wall_s, attn_fwd_s.cpu_s + attn_bwd_s.cpu_s};
-  std::printf("%-34s %9s %8s %9s %8s %8s\n", "kernel", "wall ms", "GFLOP", "GFLOP/s",
-              "vs gemm", "cpu-time");
+  std::printf("%-34s %9s %8s %9s %8s %8s\n", "kernel", "wall ms", "GFLOP", "GFLOP/s", "vs gemm",
+              "cpu-time");
   print_row("gemm_f32 2048x1536x512", gemm_flops, gemm_t, gemm_t, gemm_flops);
   print_row("attention fwd (causal half)", 4.0 * D * pairs, attn_fwd_s, gemm_t, gemm_flops);
   print_row("attention bwd (causal half)", 10.0 * D * pairs, attn_bwd_s, gemm_t, gemm_flops);
   print_row("attention fwd+bwd (causal half)", 14.0 * D * pairs, attn_t, gemm_t, gemm_flops);
   print_row("attention fwd bf16", 4.0 * D * pairs, attn16_fwd_s, gemm_t, gemm_flops);
   print_row("attention bwd bf16", 10.0 * D * pairs, attn16_bwd_s, gemm_t, gemm_flops);
+  print_row("attention fwd, packed qkv", 4.0 * D * pairs, packed_fwd_s, gemm_t, gemm_flops);
+  print_row("attention bwd, packed qkv", 10.0 * D * pairs, packed_bwd_s, gemm_t, gemm_flops);
+  print_row("attention fwd bf16, packed qkv", 4.0 * D * pairs, packed16_fwd_s, gemm_t, gemm_flops);
+  print_row("attention bwd bf16, packed qkv", 10.0 * D * pairs, packed16_bwd_s, gemm_t, gemm_flops);
   print_row("lm_head CE forward only", ce_gemm_flops, ce_fwd_s, gemm_t, gemm_flops);
   print_row("lm_head CE fwd+bwd", 3.0 * ce_gemm_flops, ce_s, gemm_t, gemm_flops);
   // The bf16 LM head (bf16 x and w, f32 dw as with master weights): staged in f32 (what
@@ -168,8 +184,8 @@ int main(int argc, char** argv) {
       return v[v.size() / 2];
     };
     const double staged_s = median(t_staged), native_s = median(t_native);
-    std::printf("%-34s %9.2f %8.2f %9.1f\n", "lm_head CE fwd+bwd bf16, staged f32",
-                staged_s * 1e3, 3.0 * ce_gemm_flops / 1e9, 3.0 * ce_gemm_flops / staged_s / 1e9);
+    std::printf("%-34s %9.2f %8.2f %9.1f\n", "lm_head CE fwd+bwd bf16, staged f32", staged_s * 1e3,
+                3.0 * ce_gemm_flops / 1e9, 3.0 * ce_gemm_flops / staged_s / 1e9);
     std::printf("%-34s %9.2f %8.2f %9.1f   (staged / this: %.2fx, median of %d pairs)\n",
                 "lm_head CE fwd+bwd bf16, bf16 GEMMs", native_s * 1e3, 3.0 * ce_gemm_flops / 1e9,
                 3.0 * ce_gemm_flops / native_s / 1e9, median(ratio), repeats);

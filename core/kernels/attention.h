@@ -28,4 +28,17 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
                         const Tensor& lse, int64_t window = 0,
                         const Tensor& sample_starts = Tensor());
 
+// The same on GPT-2's fused projection, without splitting it: qkv (B, T, 3 * heads * D) holds
+// each position's q, k and v heads side by side (heads query and heads kv heads); out
+// (B, T, heads, D) and lse as above. The results are attention_forward's on the split q, k, v,
+// bit for bit. Other devices split and call attention_forward.
+void attention_forward_packed(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& qkv,
+                              int64_t heads, int64_t window = 0,
+                              const Tensor& sample_starts = Tensor());
+// dqkv (B, T, 3 * heads * D), overwritten: dq, dk and dv side by side as in qkv.
+void attention_backward_packed(ExecContext& ctx, Tensor& dqkv, const Tensor& dout,
+                               const Tensor& qkv, const Tensor& out, const Tensor& lse,
+                               int64_t heads, int64_t window = 0,
+                               const Tensor& sample_starts = Tensor());
+
 }  // namespace braid

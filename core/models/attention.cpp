@@ -77,6 +77,18 @@ Tensor SelfAttention::forward(const Tensor& x_in, MicroBatch& mb) {
   ExecContext& ctx = mb.ctx();
   const Tensor x = region_ ? region_->forward(x_in, mb) : x_in;
   const int64_t B = x.dim(0), T = x.dim(1);
+  if (!llama_) {
+    // GPT-2: the kernel reads q, k and v heads straight from the fused projection's rows.
+    Tensor qkv = child(0).forward(x, mb);  // (B, T, 3 * local width)
+    const int64_t H = qkv.dim(2) / 3 / head_dim_;
+    Tensor out = x.new_empty({B, T, H, head_dim_}, x.dtype());
+    Tensor lse = x.new_empty({B, H, T}, DType::F32);
+    attention_forward_packed(ctx, out, lse, qkv, H, window_, mb.sample_starts);
+    mb.push(qkv);
+    mb.push(out);
+    mb.push(lse);
+    return out_proj().forward(out.view({B, T, H * head_dim_}), mb);
+  }
   Tensor q, k, v;
   project(ctx, x, &mb, nullptr, q, k, v);
   const int64_t H = q.dim(2);
@@ -95,34 +107,34 @@ Tensor SelfAttention::backward(const Tensor& dy, MicroBatch& mb) {
   ExecContext& ctx = mb.ctx();
   // The output projection's input gradient covers every position (dy may be a slice of them).
   Tensor dout = out_proj().backward(dy, mb);
+  if (!llama_) {
+    Tensor lse = mb.pop(), out = mb.pop(), qkv = mb.pop();
+    Tensor dqkv = empty_like(qkv);
+    attention_backward_packed(ctx, dqkv, dout.view(out.shape()), qkv, out, lse, out.dim(2), window_,
+                              mb.sample_starts);
+    Tensor dx = child(0).backward(dqkv, mb);
+    return region_ ? region_->backward(dx, mb) : dx;
+  }
   Tensor lse = mb.pop(), out = mb.pop(), v = mb.pop(), k = mb.pop(), q = mb.pop();
   const int64_t B = q.dim(0), T = q.dim(1), Cq = q.dim(2) * head_dim_;
   dout = dout.view(q.shape());
   Tensor dq = empty_like(q), dk = empty_like(k), dv = empty_like(v);
   attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse, window_, mb.sample_starts);
-  Tensor dx;
-  if (llama_) {
-    if (mb.sample_starts.defined()) {
-      for (const SampleSpan& s : sample_spans(mb.sample_starts)) {
-        Tensor dqs = span_view(dq, s), dks = span_view(dk, s);
-        rope_backward(ctx, dqs, 0, rope_);
-        rope_backward(ctx, dks, 0, rope_);
-      }
-    } else {
-      rope_backward(ctx, dq, 0, rope_);
-      rope_backward(ctx, dk, 0, rope_);
+  // Llama: RoPE's backward on dq and dk, then the three projections.
+  if (mb.sample_starts.defined()) {
+    for (const SampleSpan& s : sample_spans(mb.sample_starts)) {
+      Tensor dqs = span_view(dq, s), dks = span_view(dk, s);
+      rope_backward(ctx, dqs, 0, rope_);
+      rope_backward(ctx, dks, 0, rope_);
     }
-    const int64_t kv = k.dim(2) * head_dim_;
-    dx = child(2).backward(dv.view({B, T, kv}), mb);
-    add_inplace(ctx, dx, child(1).backward(dk.view({B, T, kv}), mb));
-    add_inplace(ctx, dx, child(0).backward(dq.view({B, T, Cq}), mb));
   } else {
-    Tensor dqkv = dout.new_empty({B, T, 3 * Cq}, dout.dtype());
-    Tensor dqkv2 = dqkv.view({B * T, 3 * Cq});
-    const Tensor dq2 = dq.view({B * T, Cq}), dk2 = dk.view({B * T, Cq}), dv2 = dv.view({B * T, Cq});
-    concat_columns(ctx, dqkv2, {&dq2, &dk2, &dv2});
-    dx = child(0).backward(dqkv, mb);
+    rope_backward(ctx, dq, 0, rope_);
+    rope_backward(ctx, dk, 0, rope_);
   }
+  const int64_t kv = k.dim(2) * head_dim_;
+  Tensor dx = child(2).backward(dv.view({B, T, kv}), mb);
+  add_inplace(ctx, dx, child(1).backward(dk.view({B, T, kv}), mb));
+  add_inplace(ctx, dx, child(0).backward(dq.view({B, T, Cq}), mb));
   return region_ ? region_->backward(dx, mb) : dx;
 }
 

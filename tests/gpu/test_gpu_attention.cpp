@@ -107,6 +107,29 @@ TEST_P(GpuAttention, NoQueriesGivesZeroKeyGradients) {
   EXPECT_TRUE(close(dv, zeros, 0, 0));
 }
 
+// GPT-2's packed qkv on the GPU (split there, then the kernels above) against the CPU's packed
+// kernels.
+TEST_P(GpuAttention, PackedQkvMatchesCpu) {
+  const DType dt = GetParam();
+  cuda::set_cudnn_attention(gpu(), false);  // braid's kernel: the CPU's tolerances
+  const int64_t B = 2, T = 33, H = 3, D = 16, C = H * D;
+  const Shape hs{B, T, H, D}, ls{B, H, T}, ps{B, T, 3 * C};
+  const Tensor qkv = random_host(ps, dt, 21, -2.0f, 2.0f), dout = random_host(hs, dt, 22);
+  Tensor out_c = Tensor::empty(hs, dt), lse_c = Tensor::empty(ls);
+  attention_forward_packed(cpu(), out_c, lse_c, qkv, H);
+  Tensor out = poisoned(hs, dt), lse = poisoned(ls, DType::F32);
+  const Tensor gqkv = up(qkv);
+  attention_forward_packed(gpu(), out, lse, gqkv, H);
+  EXPECT_TRUE(close(out, out_c, atol(dt), rtol(dt)));
+  EXPECT_TRUE(close(lse, lse_c, 2e-5, 2e-5));
+  Tensor dqkv_c = Tensor::empty(ps, dt);
+  attention_backward_packed(cpu(), dqkv_c, dout, qkv, out_c, lse_c, H);
+  Tensor dqkv = poisoned(ps, dt);
+  attention_backward_packed(gpu(), dqkv, up(dout), gqkv, up(out_c), up(lse_c), H);
+  EXPECT_TRUE(close(dqkv, dqkv_c, atol(dt), rtol(dt)));
+  cuda::set_cudnn_attention(gpu(), true);  // the default again
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, GpuAttention,
                          ::testing::Values(DType::F32, DType::BF16, DType::F16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });

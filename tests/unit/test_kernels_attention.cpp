@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/kernels/attention.h"
+#include "core/kernels/elementwise.h"
 #include "kernel_test_util.h"
 
 namespace braid {
@@ -280,6 +281,62 @@ TEST_P(KernelsAttentionAt, Bf16StorageWithinRoundingBounds) {
     within(dk, ref.dk, ref.bdk, "dk");
     within(dv, ref.dv, ref.bdv, "dv");
   }
+}
+
+// GPT-2's fused projection read in place: the packed kernels give the split kernels' bits
+// (out, lse, and dq | dk | dv side by side), for f32, bf16 and f16 storage, with a window and
+// with packed samples.
+TEST_P(KernelsAttentionAt, PackedQkvGivesTheSplitKernelsBits) {
+  const Dims shapes[] = {
+      {2, 7, 7, 2, 2, 3},
+      {1, 130, 130, 2, 2, 16},
+      {2, 64, 64, 4, 4, 32},
+      {1, 131, 131, 2, 2, 64, 40},
+      {2, 150, 150, 2, 2, 8, 0, packed_starts({{70, 80}, {150}})},
+  };
+  uint32_t seed = 1301;
+  for (DType t : {DType::F32, DType::BF16, DType::F16})
+    for (const Dims& d : shapes) {
+      SCOPED_TRACE(testing::Message()
+                   << dtype_name(t) << " T=" << d.Tq << " H=" << d.Hq << " D=" << d.D
+                   << " window=" << d.window << (d.starts.empty() ? "" : " packed"));
+      const int64_t B = d.B, T = d.Tq, H = d.Hq, C = H * d.D;
+      const Shape hs{B, T, H, d.D};
+      const Tensor qkv =
+          Tensor::from_vector(random_values(B * T * 3 * C, seed += 10), {B, T, 3 * C}).to(t);
+      const Tensor dout = Tensor::from_vector(random_values(B * T * C, seed += 10), hs).to(t);
+      Tensor q = Tensor::empty(hs, t), k = Tensor::empty(hs, t), v = Tensor::empty(hs, t);
+      Tensor q2 = q.view({B * T, C}), k2 = k.view({B * T, C}), v2 = v.view({B * T, C});
+      split_columns(ctx(), {&q2, &k2, &v2}, qkv.view({B * T, 3 * C}));
+      const Tensor starts = d.starts.empty() ? Tensor() : Tensor::from_vector_i32(d.starts, {B, T});
+
+      Tensor out = Tensor::empty(hs, t), lse = Tensor::empty({B, H, T});
+      attention_forward(ctx(), out, lse, q, k, v, d.window, starts);
+      Tensor dq = Tensor::empty(hs, t), dk = Tensor::empty(hs, t), dv = Tensor::empty(hs, t);
+      attention_backward(ctx(), dq, dk, dv, dout, q, k, v, out, lse, d.window, starts);
+      Tensor dqkv_ref = Tensor::empty({B, T, 3 * C}, t);
+      Tensor dqkv_ref2 = dqkv_ref.view({B * T, 3 * C});
+      const Tensor dq2 = dq.view({B * T, C}), dk2 = dk.view({B * T, C}), dv2 = dv.view({B * T, C});
+      concat_columns(ctx(), dqkv_ref2, {&dq2, &dk2, &dv2});
+
+      auto nans = [](const Shape& shape, DType dt) {  // garbage the kernels must overwrite
+        Tensor x = Tensor::empty(shape);
+        x.fill_(NAN);
+        return x.to(dt);
+      };
+      Tensor out_p = nans(hs, t), lse_p = nans({B, H, T}, DType::F32);
+      attention_forward_packed(ctx(), out_p, lse_p, qkv, H, d.window, starts);
+      EXPECT_TRUE(kernel_test::bitwise_equal(out_p, out)) << "out";
+      EXPECT_TRUE(kernel_test::bitwise_equal(lse_p, lse)) << "lse";
+      Tensor dqkv = nans({B, T, 3 * C}, t);
+      attention_backward_packed(ctx(), dqkv, dout, qkv, out, lse, H, d.window, starts);
+      EXPECT_TRUE(kernel_test::bitwise_equal(dqkv, dqkv_ref)) << "dqkv";
+    }
+  const Tensor odd = Tensor::empty({1, 4, 3 * 10});
+  Tensor out = Tensor::empty({1, 4, 3, 3}), lse = Tensor::empty({1, 3, 4});
+  kernel_test::expect_error_with(
+      [&] { attention_forward_packed(ctx(), out, lse, odd, 3); },
+      {"attention_forward_packed", "3 heads do not divide the width 10"});
 }
 
 INSTANTIATE_TEST_SUITE_P(KernelsAttention, KernelsAttentionAt, ::testing::ValuesIn(kAllCpuIsas),

@@ -48,8 +48,8 @@ TEST(PlanCpu, KernelWorkCountsByHand) {
   const ModelConfig m = tiny();
   // forward 2hs + backward 5hs over the causal half: 7 * 64 * 32.
   EXPECT_DOUBLE_EQ(attention_kernel_flops_per_token(m, 32), 7.0 * 64 * 32);
-  // gpt2 block without GELU: forward 21C + F, backward 23C + F elements of 4 bytes; C 64, F 256.
-  EXPECT_DOUBLE_EQ(block_elementwise_bytes_per_token(m), 4.0 * (44 * 64 + 2 * 256));
+  // gpt2 block without GELU: forward 15C + F, backward 17C + F elements of 4 bytes; C 64, F 256.
+  EXPECT_DOUBLE_EQ(block_elementwise_bytes_per_token(m), 4.0 * (32 * 64 + 2 * 256));
   // llama, C 64, kv 32 (2 of 4 heads): forward 10C + 2(C+kv), backward 18C + 2(C+kv).
   ModelConfig l = m;
   l.family = "llama";

@@ -25,12 +25,28 @@ namespace {
 // of the diagonal block (about half of it) wastes little work.
 constexpr int64_t kQueryBlock = 64;
 
+// Where one operand's heads lie in its tensor: element (b, t, h, d) at
+// base + (b * T + t) * tok + h * D + d, T its Tq or Tk. Separate tensors: base 0, tok H * D;
+// GPT-2's fused projection (q, k and v heads side by side in each row): bases 0, C and 2C,
+// tok 3C.
+struct HeadLayout {
+  int64_t base = 0, tok = 0;
+};
+
 struct AttnDims {
-  int64_t B, Tq, Tk, Hq, Hkv, D;
+  int64_t B = 0, Tq = 0, Tk = 0, Hq = 0, Hkv = 0, D = 0;
+  // q, out, dout, dq have Tq rows and Hq heads; k, v, dk, dv Tk rows and Hkv heads.
+  HeadLayout q, k, v, out, dout, dq, dk, dv;
   int64_t offset() const { return Tk - Tq; }  // absolute position of query row 0
   int64_t group() const { return Hq / Hkv; }
-  int64_t q_stride() const { return Hq * D; }  // between consecutive rows of one q head
-  int64_t kv_stride() const { return Hkv * D; }
+  // Element offset of head h of batch row b's first row under layout l (query side when
+  // l has Tq rows: q, out, dout, dq).
+  int64_t q_at(const HeadLayout& l, int64_t b, int64_t h) const {
+    return l.base + b * Tq * l.tok + h * D;
+  }
+  int64_t kv_at(const HeadLayout& l, int64_t b, int64_t h) const {
+    return l.base + b * Tk * l.tok + h * D;
+  }
   int64_t window = 0;  // 0: every earlier key; else the last `window` keys up to the query
   const int32_t* starts = nullptr;  // (B, Tk): where each position's sample begins, or null
   // The first key visible to the query of batch row b at absolute position pos. Never
@@ -106,7 +122,13 @@ AttnDims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tenso
   check_input(v, op, "v");
   BRAID_CHECK(q.ndim() == 4 && k.ndim() == 4, "{}: q {} and k {} must be (B, T, H, D)", op,
               shape_str(q.shape()), shape_str(k.shape()));
-  AttnDims d{q.dim(0), q.dim(1), k.dim(1), q.dim(2), k.dim(2), q.dim(3)};
+  AttnDims d;
+  d.B = q.dim(0);
+  d.Tq = q.dim(1);
+  d.Tk = k.dim(1);
+  d.Hq = q.dim(2);
+  d.Hkv = k.dim(2);
+  d.D = q.dim(3);
   BRAID_CHECK(k.dim(0) == d.B && k.dim(3) == d.D, "{}: k {} does not match q {}", op,
               shape_str(k.shape()), shape_str(q.shape()));
   check_shape(v, k.shape(), "v");
@@ -116,6 +138,33 @@ AttnDims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tenso
   BRAID_CHECK(window >= 0, "{}: window is {}; expected >= 0", op, window);
   d.window = window;
   d.starts = check_sample_starts(op, sample_starts, d.B, d.Tk);
+  d.q = d.out = d.dout = d.dq = HeadLayout{0, d.Hq * d.D};
+  d.k = d.v = d.dk = d.dv = HeadLayout{0, d.Hkv * d.D};
+  return d;
+}
+
+// GPT-2's fused projection: qkv (B, T, 3 * heads * D), each row's q, k and v heads side by side.
+AttnDims check_packed(const char* op, const Tensor& qkv, int64_t heads, int64_t window,
+                      const Tensor& sample_starts) {
+  check_input(qkv, op, "qkv");
+  BRAID_CHECK(qkv.ndim() == 3 && qkv.dim(2) % 3 == 0,
+              "{}: qkv {} must be (B, T, 3 * heads * head_dim)", op, shape_str(qkv.shape()));
+  const int64_t C = qkv.dim(2) / 3;
+  BRAID_CHECK(heads > 0 && C % heads == 0 && C > 0,
+              "{}: {} heads do not divide the width {} of qkv {}", op, heads, C,
+              shape_str(qkv.shape()));
+  BRAID_CHECK(window >= 0, "{}: window is {}; expected >= 0", op, window);
+  AttnDims d;
+  d.B = qkv.dim(0);
+  d.Tq = d.Tk = qkv.dim(1);
+  d.Hq = d.Hkv = heads;
+  d.D = C / heads;
+  d.window = window;
+  d.starts = check_sample_starts(op, sample_starts, d.B, d.Tk);
+  d.q = d.dq = HeadLayout{0, 3 * C};
+  d.k = d.dk = HeadLayout{C, 3 * C};
+  d.v = d.dv = HeadLayout{2 * C, 3 * C};
+  d.out = d.dout = HeadLayout{0, C};
   return d;
 }
 
@@ -352,7 +401,7 @@ void attention_forward_bf16(ExecContext& ctx, const AttnDims& d, Tensor& out, Te
   const bf16* vp = v.data<bf16>();
   bf16* op_ = out.data<bf16>();
   float* lsep = lse.f32();  // (B, Hq, Tq)
-  const int64_t pairs = d.B * d.Hq, ldq = d.q_stride(), ldk = d.kv_stride();
+  const int64_t pairs = d.B * d.Hq, ldq = d.q.tok, ldo = d.out.tok;
   const int64_t tk_e = round_even(d.Tk);
   // Per thread, in floats: scores (block x Tk), the rounded probabilities (block x Tk_e bf16),
   // keys in pairs (D x Tk bf16), values in row pairs (Tk_e x D bf16), an output block.
@@ -371,12 +420,11 @@ void attention_forward_bf16(ExecContext& ctx, const AttnDims& d, Tensor& out, Te
 #pragma omp for schedule(static)
     for (int64_t pair = 0; pair < pairs; ++pair) {
       const int64_t b = pair / d.Hq, h = pair % d.Hq, kvh = h / d.group();
-      const bf16* q_bh = qp + (b * d.Tq * d.Hq + h) * d.D;
-      const int64_t kv_off = (b * d.Tk * d.Hkv + kvh) * d.D;
-      bf16* o_bh = op_ + (b * d.Tq * d.Hq + h) * d.D;
+      const bf16* q_bh = qp + d.q_at(d.q, b, h);
+      bf16* o_bh = op_ + d.q_at(d.out, b, h);
       float* lse_bh = lsep + (b * d.Hq + h) * d.Tq;
-      pack_pairs_transposed(isa, kt2, kp + kv_off, d.Tk, d.D, ldk);
-      pack_pairs_rows(v2, vp + kv_off, d.Tk, d.D, ldk);
+      pack_pairs_transposed(isa, kt2, kp + d.kv_at(d.k, b, kvh), d.Tk, d.D, d.k.tok);
+      pack_pairs_rows(v2, vp + d.kv_at(d.v, b, kvh), d.Tk, d.D, d.v.tok);
       for (int64_t i0 = 0; i0 < d.Tq; i0 += kQueryBlock) {
         const int64_t rows = std::min(kQueryBlock, d.Tq - i0);
         const int64_t nk = d.offset() + i0 + rows, base = d.offset() + i0;
@@ -388,7 +436,7 @@ void attention_forward_bf16(ExecContext& ctx, const AttnDims& d, Tensor& out, Te
         causal_rows_product_bf16(isa, rows, base - lo, d.D, pb, round_even(nc), v2 + lo * d.D, ob,
                                  d.D);
         for (int64_t r = 0; r < rows; ++r)
-          cpu::narrow_from_f32(path, DType::BF16, ob + r * d.D, o_bh + (i0 + r) * ldq, d.D);
+          cpu::narrow_from_f32(path, DType::BF16, ob + r * d.D, o_bh + (i0 + r) * ldo, d.D);
       }
     }
   }
@@ -409,7 +457,8 @@ void attention_backward_bf16(ExecContext& ctx, const AttnDims& d, Tensor& dq, Te
   bf16* dkp = dk.data<bf16>();
   bf16* dvp = dv.data<bf16>();
   const float* lsep = lse.f32();  // (B, Hq, Tq)
-  const int64_t pairs = d.B * d.Hkv, ldq = d.q_stride(), ldk = d.kv_stride();
+  const int64_t pairs = d.B * d.Hkv;
+  const int64_t ldq = d.q.tok, ldo = d.out.tok, lddo = d.dout.tok, lddq = d.dq.tok;
   const int64_t tk_e = round_even(d.Tk), qb_e = round_even(kQueryBlock);
   // Per thread, in floats: p and ds (block x Tk f32); kt2, vt2 (D x Tk bf16), k2 (Tk_e x D
   // bf16); p2, ds2 (block_e x Tk bf16 row pairs), dsb (block x Tk_e bf16); dot and qt (D x
@@ -450,50 +499,51 @@ void attention_backward_bf16(ExecContext& ctx, const AttnDims& d, Tensor& dq, Te
 #pragma omp for schedule(static)
     for (int64_t pair = 0; pair < pairs; ++pair) {
       const int64_t b = pair / d.Hkv, kvh = pair % d.Hkv;
-      const int64_t kv_base = (b * d.Tk * d.Hkv + kvh) * d.D;
-      pack_pairs_transposed(isa, kt2, kp + kv_base, d.Tk, d.D, ldk);
-      pack_pairs_transposed(isa, vt2, vp + kv_base, d.Tk, d.D, ldk);
-      pack_pairs_rows(k2, kp + kv_base, d.Tk, d.D, ldk);
+      const bf16* k_h = kp + d.kv_at(d.k, b, kvh);
+      pack_pairs_transposed(isa, kt2, k_h, d.Tk, d.D, d.k.tok);
+      pack_pairs_transposed(isa, vt2, vp + d.kv_at(d.v, b, kvh), d.Tk, d.D, d.v.tok);
+      pack_pairs_rows(k2, k_h, d.Tk, d.D, d.k.tok);
       std::fill(dkt, dkt + kv_sz, 0.0f);
       std::fill(dvt, dvt + kv_sz, 0.0f);
       for (int64_t h = kvh * d.group(); h < (kvh + 1) * d.group(); ++h) {
-        const int64_t q_base = (b * d.Tq * d.Hq + h) * d.D;
         const float* lse_bh = lsep + (b * d.Hq + h) * d.Tq;
         for (int64_t i0 = 0; i0 < d.Tq; i0 += kQueryBlock) {
           const int64_t rows = std::min(kQueryBlock, d.Tq - i0);
           const int64_t nk = d.offset() + i0 + rows, base = d.offset() + i0;
           const int64_t lo = d.first_key(b, base) & ~int64_t{1}, nc = nk - lo;
-          const bf16* q_blk = qp + q_base + i0 * ldq;
-          const bf16* o_blk = outp + q_base + i0 * ldq;
-          const bf16* do_blk = doutp + q_base + i0 * ldq;
+          const bf16* q_blk = qp + d.q_at(d.q, b, h) + i0 * ldq;
+          const bf16* o_blk = outp + d.q_at(d.out, b, h) + i0 * ldo;
+          const bf16* do_blk = doutp + d.q_at(d.dout, b, h) + i0 * lddo;
           causal_scores_bf16(isa, rows, base - lo, d.D, scale, q_blk, ldq, kt2 + 2 * lo, 2 * d.Tk,
                              p, nc);
-          causal_scores_bf16(isa, rows, base - lo, d.D, 1.0f, do_blk, ldq, vt2 + 2 * lo, 2 * d.Tk,
+          causal_scores_bf16(isa, rows, base - lo, d.D, 1.0f, do_blk, lddo, vt2 + 2 * lo, 2 * d.Tk,
                              ds, nc);
           softmax_grad_block(isa, d, b, i0, rows, lo, scale, lse_bh, p, ds, [&](int64_t r) {
-            cpu::widen_to_f32(path, DType::BF16, do_blk + r * ldq, do_row, d.D);
-            cpu::widen_to_f32(path, DType::BF16, o_blk + r * ldq, o_row, d.D);
+            cpu::widen_to_f32(path, DType::BF16, do_blk + r * lddo, do_row, d.D);
+            cpu::widen_to_f32(path, DType::BF16, o_blk + r * ldo, o_row, d.D);
             return cpu::dot_row(isa, do_row, o_row, d.D);
           });
           round_row_pairs(path, p2, p, rows, nc, tmp);
           round_row_pairs(path, ds2, ds, rows, nc, tmp);
           round_rows(path, dsb, ds, rows, nc);
-          transpose_rows(isa, dot_t, do_blk, rows, d.D, ldq);
+          transpose_rows(isa, dot_t, do_blk, rows, d.D, lddo);
           transpose_rows(isa, qt, q_blk, rows, d.D, ldq);
           causal_keys_accumulate_bf16(isa, rows, base - lo, d.D, dot_t, p2, dvt + lo, d.Tk);
           causal_rows_product_bf16(isa, rows, base - lo, d.D, dsb, round_even(nc), k2 + lo * d.D,
                                    dqb, d.D);
           for (int64_t r = 0; r < rows; ++r)
-            cpu::narrow_from_f32(path, DType::BF16, dqb + r * d.D, dqp + q_base + (i0 + r) * ldq,
-                                 d.D);
+            cpu::narrow_from_f32(path, DType::BF16, dqb + r * d.D,
+                                 dqp + d.q_at(d.dq, b, h) + (i0 + r) * lddq, d.D);
           causal_keys_accumulate_bf16(isa, rows, base - lo, d.D, qt, ds2, dkt + lo, d.Tk);
         }
       }
       // dk, dv rows from the transposed sums (each row rounded as narrowing it whole would).
-      cpu::transpose_f32_to_bf16(path, isa, reinterpret_cast<uint16_t*>(dkp + kv_base), ldk, dkt,
-                                 d.Tk, d.D, d.Tk);
-      cpu::transpose_f32_to_bf16(path, isa, reinterpret_cast<uint16_t*>(dvp + kv_base), ldk, dvt,
-                                 d.Tk, d.D, d.Tk);
+      cpu::transpose_f32_to_bf16(path, isa,
+                                 reinterpret_cast<uint16_t*>(dkp + d.kv_at(d.dk, b, kvh)), d.dk.tok,
+                                 dkt, d.Tk, d.D, d.Tk);
+      cpu::transpose_f32_to_bf16(path, isa,
+                                 reinterpret_cast<uint16_t*>(dvp + d.kv_at(d.dv, b, kvh)), d.dv.tok,
+                                 dvt, d.Tk, d.D, d.Tk);
     }
   }
 }
@@ -502,16 +552,19 @@ void attention_backward_bf16(ExecContext& ctx, const AttnDims& d, Tensor& dq, Te
 
 namespace cpu {
 
-void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
-                       const Tensor& v, int64_t window, const Tensor& sample_starts) {
-  KernelTimer timer(ctx.profiler(), KernelGroup::Attention);
-  const char* op = "attention_forward";
-  const AttnDims d = check_qkv(op, q, k, v, window, sample_starts);
+namespace {
+
+void check_out_lse(const char* op, const AttnDims& d, const Tensor& out, const Tensor& lse) {
   check_input(out, op, "out");
   BRAID_CHECK(lse.defined(), "{}: lse is undefined", op);
   check_dtype(lse, DType::F32, "lse");
-  check_shape(out, q.shape(), "out");
+  check_shape(out, {d.B, d.Tq, d.Hq, d.D}, "out");
   check_shape(lse, {d.B, d.Hq, d.Tq}, "lse");
+}
+
+// q, k, v may be one tensor (the packed layout): d's layouts say where each operand lies.
+void forward_impl(ExecContext& ctx, const AttnDims& d, Tensor& out, Tensor& lse, const Tensor& q,
+                  const Tensor& k, const Tensor& v) {
   if (out.numel() == 0) return;
   if (bf16_dot_path(ctx, {&out, &q, &k, &v}, d.D))
     return attention_forward_bf16(ctx, d, out, lse, q, k, v);
@@ -521,7 +574,7 @@ void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor&
   // q, out: (B, Tq, Hq, D); k, v: (B, Tk, Hkv, D); lse: (B, Hq, Tq)
   float* lsep = lse.f32();
   const int64_t pairs = d.B * d.Hq;
-  const int64_t ldq = d.q_stride(), ldk = d.kv_stride();
+  const int64_t ldq = d.q.tok, ldo = d.out.tok;
   const cpu::TileIo io(ctx);
   const bool low = cpu::any_low_precision({&out, &q, &k, &v});
   const int64_t qb = kQueryBlock * d.D;  // one block of query (or output) rows, packed
@@ -542,55 +595,35 @@ void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor&
 #pragma omp for schedule(static)
     for (int64_t pair = 0; pair < pairs; ++pair) {
       const int64_t b = pair / d.Hq, h = pair % d.Hq, kvh = h / d.group();
-      const int64_t q_off = (b * d.Tq * d.Hq + h) * d.D;      // q and out
-      const int64_t kv_off = (b * d.Tk * d.Hkv + kvh) * d.D;  // k and v
+      const int64_t q_off = d.q_at(d.q, b, h), o_off = d.q_at(d.out, b, h);
       float* lse_bh = lsep + (b * d.Hq + h) * d.Tq;
-      const Rows kr = load_rows(io, k, kv_off, d.Tk, d.D, ldk, kbuf);
-      const Rows vr = load_rows(io, v, kv_off, d.Tk, d.D, ldk, vbuf);
+      const Rows kr = load_rows(io, k, d.kv_at(d.k, b, kvh), d.Tk, d.D, d.k.tok, kbuf);
+      const Rows vr = load_rows(io, v, d.kv_at(d.v, b, kvh), d.Tk, d.D, d.v.tok, vbuf);
       transpose_head(isa, kt, kr.p, d.Tk, d.D, kr.ld);
       for (int64_t i0 = 0; i0 < d.Tq; i0 += kQueryBlock) {
         const int64_t rows = std::min(kQueryBlock, d.Tq - i0);
         const int64_t nk = d.offset() + i0 + rows;  // keys visible to the block's last row
         const int64_t base = d.offset() + i0;
         const Rows qr = load_rows(io, q, q_off + i0 * ldq, rows, d.D, ldq, qbuf);
-        int64_t ldo = 0;
-        float* o_blk = out_rows(out, q_off + i0 * ldq, ldq, obuf, &ldo, d.D);
+        int64_t ldob = 0;
+        float* o_blk = out_rows(out, o_off + i0 * ldo, ldo, obuf, &ldob, d.D);
         // Keys [lo, nk) are scored: none of the block's rows sees a key before lo (its first
         // row's first key), so the products start there. Score column c is key lo + c.
         const int64_t lo = d.first_key(b, base), nc = nk - lo;
         causal_scores(isa, rows, base - lo, d.D, scale, qr.p, qr.ld, kt + lo, d.Tk, s, nc);
         softmax_block(isa, d, b, i0, rows, lo, s, lse_bh);
-        causal_rows_product(isa, rows, base - lo, d.D, s, nc, vr.p + lo * vr.ld, vr.ld, o_blk, ldo);
-        store_rows(io, out, q_off + i0 * ldq, rows, d.D, ldq, o_blk);
+        causal_rows_product(isa, rows, base - lo, d.D, s, nc, vr.p + lo * vr.ld, vr.ld, o_blk,
+                            ldob);
+        store_rows(io, out, o_off + i0 * ldo, rows, d.D, ldo, o_blk);
       }
     }
   }
 }
 
-void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
-                        const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                        const Tensor& lse, int64_t window, const Tensor& sample_starts) {
-  KernelTimer timer(ctx.profiler(), KernelGroup::Attention);
-  const char* op = "attention_backward";
-  const AttnDims d = check_qkv(op, q, k, v, window, sample_starts);
-  check_input(dq, op, "dq");
-  check_input(dk, op, "dk");
-  check_input(dv, op, "dv");
-  check_input(dout, op, "dout");
-  check_input(out, op, "out");
-  BRAID_CHECK(lse.defined(), "{}: lse is undefined", op);
-  check_dtype(lse, DType::F32, "lse");
-  check_shape(dq, q.shape(), "dq");
-  check_shape(dout, q.shape(), "dout");
-  check_shape(out, q.shape(), "out");
-  check_shape(dk, k.shape(), "dk");
-  check_shape(dv, k.shape(), "dv");
-  check_shape(lse, {d.B, d.Hq, d.Tq}, "lse");
-  if (dq.numel() == 0) {  // no queries: nothing flows back to the keys and values
-    dk.zero_();
-    dv.zero_();
-    return;
-  }
+// dq, dk, dv may be one tensor, as q, k, v may (the packed layout).
+void backward_impl(ExecContext& ctx, const AttnDims& d, Tensor& dq, Tensor& dk, Tensor& dv,
+                   const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                   const Tensor& out, const Tensor& lse) {
   if (bf16_dot_path(ctx, {&dq, &dk, &dv, &dout, &q, &k, &v, &out}, d.D))
     return attention_backward_bf16(ctx, d, dq, dk, dv, dout, q, k, v, out, lse);
 
@@ -601,7 +634,6 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
   // One task per (batch, kv head): it owns that slice of dk and dv and loops over the query
   // heads sharing it in a fixed order, so the sums need no atomics and are deterministic.
   const int64_t pairs = d.B * d.Hkv;
-  const int64_t ldq = d.q_stride(), ldk = d.kv_stride();
   const cpu::TileIo io(ctx);
   const bool low = cpu::any_low_precision({&dq, &dk, &dv, &dout, &q, &k, &v, &out});
   const int64_t qb = kQueryBlock * d.D, kvb = d.Tk * d.D;
@@ -629,12 +661,12 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
 #pragma omp for schedule(static)
     for (int64_t pair = 0; pair < pairs; ++pair) {
       const int64_t b = pair / d.Hkv, kvh = pair % d.Hkv;
-      const int64_t kv_base = (b * d.Tk * d.Hkv + kvh) * d.D;
-      const Rows kr = load_rows(io, k, kv_base, d.Tk, d.D, ldk, kbuf);
-      const Rows vr = load_rows(io, v, kv_base, d.Tk, d.D, ldk, vbuf);
+      const Rows kr = load_rows(io, k, d.kv_at(d.k, b, kvh), d.Tk, d.D, d.k.tok, kbuf);
+      const Rows vr = load_rows(io, v, d.kv_at(d.v, b, kvh), d.Tk, d.D, d.v.tok, vbuf);
+      const int64_t dk_off = d.kv_at(d.dk, b, kvh), dv_off = d.kv_at(d.dv, b, kvh);
       int64_t lddk = 0, lddv = 0;
-      float* dk_b = out_rows(dk, kv_base, ldk, dkbuf, &lddk, d.D);
-      float* dv_b = out_rows(dv, kv_base, ldk, dvbuf, &lddv, d.D);
+      float* dk_b = out_rows(dk, dk_off, d.dk.tok, dkbuf, &lddk, d.D);
+      float* dv_b = out_rows(dv, dv_off, d.dv.tok, dvbuf, &lddv, d.D);
       transpose_head(isa, kt, kr.p, d.Tk, d.D, kr.ld);
       transpose_head(isa, vt, vr.p, d.Tk, d.D, vr.ld);
       for (int64_t t = 0; t < d.Tk; ++t) {
@@ -642,17 +674,20 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
         std::memset(dv_b + t * lddv, 0, sizeof(float) * static_cast<size_t>(d.D));
       }
       for (int64_t h = kvh * d.group(); h < (kvh + 1) * d.group(); ++h) {
-        const int64_t q_base = (b * d.Tq * d.Hq + h) * d.D;
         const float* lse_bh = lsep + (b * d.Hq + h) * d.Tq;
         for (int64_t i0 = 0; i0 < d.Tq; i0 += kQueryBlock) {
           const int64_t rows = std::min(kQueryBlock, d.Tq - i0);
           const int64_t nk = d.offset() + i0 + rows;
-          const int64_t blk = q_base + i0 * ldq;
-          const Rows qr = load_rows(io, q, blk, rows, d.D, ldq, qbuf);
-          const Rows orr = load_rows(io, out, blk, rows, d.D, ldq, obuf);
-          const Rows dor = load_rows(io, dout, blk, rows, d.D, ldq, dobuf);
+          // Each operand's first row of the block.
+          const int64_t q_blk = d.q_at(d.q, b, h) + i0 * d.q.tok;
+          const int64_t dq_off = d.q_at(d.dq, b, h) + i0 * d.dq.tok;
+          const Rows qr = load_rows(io, q, q_blk, rows, d.D, d.q.tok, qbuf);
+          const Rows orr =
+              load_rows(io, out, d.q_at(d.out, b, h) + i0 * d.out.tok, rows, d.D, d.out.tok, obuf);
+          const Rows dor = load_rows(io, dout, d.q_at(d.dout, b, h) + i0 * d.dout.tok, rows, d.D,
+                                     d.dout.tok, dobuf);
           int64_t lddq = 0;
-          float* dq_blk = out_rows(dq, blk, ldq, dqbuf, &lddq, d.D);
+          float* dq_blk = out_rows(dq, dq_off, d.dq.tok, dqbuf, &lddq, d.D);
           const int64_t base = d.offset() + i0;
           // As in the forward: only keys [lo, nk) can be seen; column c is key lo + c.
           const int64_t lo = d.first_key(b, base), nc = nk - lo;
@@ -665,15 +700,76 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
                                  lddv);
           causal_rows_product(isa, rows, base - lo, d.D, ds, nc, kr.p + lo * kr.ld, kr.ld, dq_blk,
                               lddq);
-          store_rows(io, dq, blk, rows, d.D, ldq, dq_blk);
+          store_rows(io, dq, dq_off, rows, d.D, d.dq.tok, dq_blk);
           causal_keys_accumulate(isa, rows, base - lo, d.D, ds, nc, qr.p, qr.ld, dk_b + lo * lddk,
                                  lddk);
         }
       }
-      store_rows(io, dk, kv_base, d.Tk, d.D, ldk, dk_b);
-      store_rows(io, dv, kv_base, d.Tk, d.D, ldk, dv_b);
+      store_rows(io, dk, dk_off, d.Tk, d.D, d.dk.tok, dk_b);
+      store_rows(io, dv, dv_off, d.Tk, d.D, d.dv.tok, dv_b);
     }
   }
+}
+
+void check_backward_rest(const char* op, const AttnDims& d, const Tensor& dout, const Tensor& out,
+                         const Tensor& lse) {
+  check_input(dout, op, "dout");
+  check_shape(dout, {d.B, d.Tq, d.Hq, d.D}, "dout");
+  check_out_lse(op, d, out, lse);
+}
+
+}  // namespace
+
+void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
+                       const Tensor& v, int64_t window, const Tensor& sample_starts) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Attention);
+  const char* op = "attention_forward";
+  const AttnDims d = check_qkv(op, q, k, v, window, sample_starts);
+  check_out_lse(op, d, out, lse);
+  forward_impl(ctx, d, out, lse, q, k, v);
+}
+
+void attention_forward_packed(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& qkv,
+                              int64_t heads, int64_t window, const Tensor& sample_starts) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Attention);
+  const char* op = "attention_forward_packed";
+  const AttnDims d = check_packed(op, qkv, heads, window, sample_starts);
+  check_out_lse(op, d, out, lse);
+  forward_impl(ctx, d, out, lse, qkv, qkv, qkv);
+}
+
+void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
+                        const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                        const Tensor& lse, int64_t window, const Tensor& sample_starts) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Attention);
+  const char* op = "attention_backward";
+  const AttnDims d = check_qkv(op, q, k, v, window, sample_starts);
+  check_input(dq, op, "dq");
+  check_input(dk, op, "dk");
+  check_input(dv, op, "dv");
+  check_shape(dq, q.shape(), "dq");
+  check_shape(dk, k.shape(), "dk");
+  check_shape(dv, k.shape(), "dv");
+  check_backward_rest(op, d, dout, out, lse);
+  if (dq.numel() == 0) {  // no queries: nothing flows back to the keys and values
+    dk.zero_();
+    dv.zero_();
+    return;
+  }
+  backward_impl(ctx, d, dq, dk, dv, dout, q, k, v, out, lse);
+}
+
+void attention_backward_packed(ExecContext& ctx, Tensor& dqkv, const Tensor& dout,
+                               const Tensor& qkv, const Tensor& out, const Tensor& lse,
+                               int64_t heads, int64_t window, const Tensor& sample_starts) {
+  KernelTimer timer(ctx.profiler(), KernelGroup::Attention);
+  const char* op = "attention_backward_packed";
+  const AttnDims d = check_packed(op, qkv, heads, window, sample_starts);
+  check_input(dqkv, op, "dqkv");
+  check_shape(dqkv, qkv.shape(), "dqkv");
+  check_backward_rest(op, d, dout, out, lse);
+  if (dqkv.numel() == 0) return;
+  backward_impl(ctx, d, dqkv, dqkv, dqkv, dout, qkv, qkv, qkv, out, lse);
 }
 
 }  // namespace cpu

@@ -31,6 +31,11 @@ void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor&
 void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                         const Tensor& lse, int64_t window, const Tensor& sample_starts);
+void attention_forward_packed(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& qkv,
+                              int64_t heads, int64_t window, const Tensor& sample_starts);
+void attention_backward_packed(ExecContext& ctx, Tensor& dqkv, const Tensor& dout,
+                               const Tensor& qkv, const Tensor& out, const Tensor& lse,
+                               int64_t heads, int64_t window, const Tensor& sample_starts);
 void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw,
                            const Tensor& x, const Tensor& w, const Tensor& targets,
                            float grad_scale);
