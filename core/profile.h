@@ -29,7 +29,7 @@ enum class KernelGroup : int {
   Gemm,         // gemm_f32 / gemm_bf16 outside other kernels
   Attention,    // the attention core (attention_forward / attention_backward)
   LmHead,       // the fused LM head + cross-entropy
-  Elementwise,  // norms, adds, bias, RoPE, embedding, QKV split/merge copies
+  Elementwise,  // norms, adds, bias, RoPE, embedding, column split/merge copies
   Activation,   // GELU, SwiGLU
   Optimizer,    // per-step passes over all parameters: the gradient norm, AdamW (clip inside)
   kCount

@@ -27,8 +27,8 @@ double side_factor(const std::vector<RatePoint>& table, double key, double ref);
 double attention_kernel_flops_per_token(const ModelConfig& m, int64_t s);
 
 // Bytes of fp32 memory-bound traffic per token of one block, forward + backward: norms, RoPE,
-// residual adds, bias writes and bias-gradient sums, the QKV split/merge copies (counted from
-// the kernels core/models runs; an estimate, not a trace). GELU/SwiGLU are timed apart.
+// residual adds, bias writes and bias-gradient sums (counted from the kernels core/models
+// runs; an estimate, not a trace). GELU/SwiGLU are timed apart.
 double block_elementwise_bytes_per_token(const ModelConfig& m);
 // Seconds per token of one block for GELU (gpt2) or SwiGLU (llama) forward + backward over the
 // MLP width, at the calibrated element rate (they are compute-bound on CPUs: tanh, exp).

@@ -71,8 +71,8 @@ struct CpuProfile {
   // The optimizer's passes (gradient norm, clipping, AdamW) as the trainer runs them: GB/s of
   // their fp32 arrays, by parameter count (small models stay in cache).
   std::vector<RatePoint> optimizer_by_params;
-  // The element-wise kernels of one real block (norms, bias writes and sums, QKV copies, RoPE,
-  // residual adds), timed inside a block forward + backward: GB/s of the bytes
+  // The element-wise kernels of one real block (norms, bias writes and sums, RoPE, residual
+  // adds), timed inside a block forward + backward: GB/s of the bytes
   // block_elementwise_bytes_per_token counts, by n_embd. Empty: elementwise_gbs is used.
   std::vector<RatePoint> block_elementwise_by_width;
   std::vector<RatePoint> block_elementwise_llama_by_width;
