@@ -20,6 +20,13 @@ void gemm_f32(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N
               float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
               float* C, int64_t ldc);
 
+// C (M, N) = op(A) @ op(B) + bias (N floats added to every row), overwritten (C is not read):
+// a linear layer's forward. With oneDNN on AVX-512 the matmul primitive adds the bias in its
+// epilogue (one pass over C); elsewhere the bias is written into C and the GEMM adds onto it.
+void gemm_f32_bias(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                   const float* A, int64_t lda, const float* B, int64_t ldb, const float* bias,
+                   float* C, int64_t ldc);
+
 // Same contract with bf16 inputs and f32 accumulation/output.
 void gemm_bf16(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                float alpha, const bf16* A, int64_t lda, const bf16* B, int64_t ldb, float beta,

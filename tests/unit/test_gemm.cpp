@@ -138,6 +138,51 @@ TEST(GemmTest, F32EveryBackendTransposeAndScale) {
         }
 }
 
+// gemm_f32_bias (a linear layer's forward) on every backend: C = op(A) op(B) + bias with C's
+// old contents (NaN) never read, padding untouched, K = 0 giving the bias; where the bias is
+// not fused (every backend but oneDNN on AVX-512) the bits of the bias written first and
+// gemm_f32 adding onto it. Also inside an OpenMP region (a call on one thread).
+TEST(GemmTest, F32BiasEveryBackend) {
+  for (GemmBackend b : kAllGemmBackends) {
+    ExecOptions o;
+    o.gemm = GemmPlan{b, Bf16Mode::Widen};
+    ExecContext ctx(o);
+    const bool fused = b == GemmBackend::OneDnn && onednn_f32_bias_fused();
+    std::vector<Case> cases(std::begin(kCases), std::end(kCases));
+    cases.push_back({4, 6, 0});
+    for (int t = 0; t < 4; ++t)
+      for (const Case& c : cases)
+        for (bool in_region : {false, true}) {
+          Problem p = make_problem(t & 1, t & 2, c, false);
+          const std::vector<float> bias = values(static_cast<size_t>(p.N), 5);
+          std::vector<float> C = initial_c(p, 0.0f);
+          const std::vector<float> C_init = C;
+          if (in_region) {
+#pragma omp parallel num_threads(2)
+            if (omp_get_thread_num() == 0)
+              gemm_f32_bias(ctx, p.ta, p.tb, p.M, p.N, p.K, p.A.data(), p.lda, p.B.data(), p.ldb,
+                            bias.data(), C.data(), p.ldc);
+          } else {
+            gemm_f32_bias(ctx, p.ta, p.tb, p.M, p.N, p.K, p.A.data(), p.lda, p.B.data(), p.ldb,
+                          bias.data(), C.data(), p.ldc);
+          }
+          // The reference: C0 := bias rows, then beta 1.
+          for (int64_t i = 0; i < p.M; ++i)
+            for (int64_t j = 0; j < p.N; ++j) p.C0[i * p.ldc + j] = bias[j];
+          const std::string what =
+              describe("f32 bias", b, p, 1.0f, 1.0f) + (in_region ? " in a region" : "");
+          check_result(p, C, C_init, 1.0f, 1.0f, what);
+          if (fused && !in_region && p.K > 0) continue;
+          std::vector<float> staged = p.C0;
+          gemm_f32_with(ctx, b, p.ta, p.tb, p.M, p.N, p.K, 1.0f, p.A.data(), p.lda, p.B.data(),
+                        p.ldb, 1.0f, staged.data(), p.ldc);
+          for (int64_t i = 0; i < p.M; ++i)
+            for (int64_t j = 0; j < p.N; ++j)
+              ASSERT_EQ(C[i * p.ldc + j], staged[i * p.ldc + j]) << what << " at " << i << "," << j;
+        }
+  }
+}
+
 // One (backend, bf16 mode) pair per test, so that a native kernel the library lacks here
 // skips by itself, saying why, instead of silently widening.
 class GemmBf16 : public ::testing::TestWithParam<std::tuple<GemmBackend, Bf16Mode>> {};

@@ -200,6 +200,23 @@ void gemm_f32(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N
                 ldc);
 }
 
+void gemm_f32_bias(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                   const float* A, int64_t lda, const float* B, int64_t ldb, const float* bias,
+                   float* C, int64_t ldc) {
+  BRAID_CHECK(ctx.device().is_cpu(), "gemm_f32_bias on {}: no CUDA GEMM yet", ctx.device().str());
+  KernelTimer timer(ctx.profiler(), KernelGroup::Gemm);
+  if (M <= 0 || N <= 0) return;
+  const GemmBackend b = ctx.gemm().backend;
+  // Inside a parallel region a call stays on its thread: sgemm does, the primitive would not.
+  if (K > 0 && b == GemmBackend::OneDnn && !omp_in_parallel() && onednn_f32_bias_fused()) {
+    const GemmWorkspace::Lease scratch = ctx.gemm_workspace().lease();
+    return gemm_f32_bias_onednn(*scratch, trans_a, trans_b, M, N, K, A, lda, B, ldb, bias, C, ldc);
+  }
+#pragma omp parallel for schedule(static) if (!omp_in_parallel())
+  for (int64_t r = 0; r < M; ++r) std::copy(bias, bias + N, C + r * ldc);
+  gemm_f32_with(ctx, b, trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, 1.0f, C, ldc);
+}
+
 void gemm_bf16(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                float alpha, const bf16* A, int64_t lda, const bf16* B, int64_t ldb, float beta,
                float* C, int64_t ldc) {

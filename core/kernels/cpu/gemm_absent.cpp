@@ -20,6 +20,11 @@ bool onednn_has_native_bf16() { return false; }
 std::string onednn_isa_name() { return "none (built without oneDNN)"; }
 bool onednn_has_bf16_matmul() { return false; }
 bool onednn_f32_matmul_preferred(bool, bool, int64_t, int64_t, int64_t) { return false; }
+bool onednn_f32_bias_fused() { return false; }
+void gemm_f32_bias_onednn(GemmScratch&, bool, bool, int64_t, int64_t, int64_t, const float*,
+                          int64_t, const float*, int64_t, const float*, float*, int64_t) {
+  no_onednn();
+}
 void gemm_f32_onednn(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
                      const float*, int64_t, float, float*, int64_t) {
   no_onednn();

@@ -56,6 +56,15 @@ void gemm_bf16_out_onednn(GemmScratch& scratch, bool ta, bool tb, int64_t M, int
 void gemm_f32_onednn_matmul(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
                             float alpha, const float* A, int64_t lda, const float* B, int64_t ldb,
                             float beta, float* C, int64_t ldc);
+// f32 with an f32 bias row (N floats, every row): C = op(A) op(B) + bias, overwritten; the
+// primitive adds the bias in its epilogue.
+void gemm_f32_bias_onednn(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                          const float* A, int64_t lda, const float* B, int64_t ldb,
+                          const float* bias, float* C, int64_t ldc);
+// True where oneDNN runs AVX-512 (its brgemm matmul): gemm_f32_bias takes the primitive there.
+// On the benchmark model's forward shapes (N T) it ran as fast as dnnl_sgemm, and fusing the
+// bias saves writing the bias into C and the GEMM reading it back.
+bool onednn_f32_bias_fused();
 // True when gemm_f32 on oneDNN should take the matmul primitive rather than dnnl_sgemm: the
 // weight-gradient layout (op(A) = A^T, B as stored) with M and K of at least 1024, on CPUs where
 // oneDNN runs AVX-512 (its brgemm matmul). There, on the benchmark model's shapes, sgemm ran

@@ -149,13 +149,17 @@ bool onednn_has_native_bf16() {
   return (isa & bf16_isa) == bf16_isa;
 }
 
-bool onednn_f32_matmul_preferred(bool ta, bool tb, int64_t M, int64_t, int64_t K) {
+bool onednn_f32_bias_fused() {
   static const bool avx512 = [] {
     const unsigned isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
     const unsigned core = static_cast<unsigned>(dnnl_cpu_isa_avx512_core);
     return (isa & core) == core;
   }();
-  return avx512 && ta && !tb && M >= 1024 && K >= 1024;
+  return avx512;
+}
+
+bool onednn_f32_matmul_preferred(bool ta, bool tb, int64_t M, int64_t, int64_t K) {
+  return onednn_f32_bias_fused() && ta && !tb && M >= 1024 && K >= 1024;
 }
 
 std::string onednn_isa_name() {
@@ -222,6 +226,13 @@ void gemm_f32_onednn_matmul(GemmScratch& scratch, bool ta, bool tb, int64_t M, i
                             float alpha, const float* A, int64_t lda, const float* B, int64_t ldb,
                             float beta, float* C, int64_t ldc) {
   run_matmul(scratch, false, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void gemm_f32_bias_onednn(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                          const float* A, int64_t lda, const float* B, int64_t ldb,
+                          const float* bias, float* C, int64_t ldc) {
+  run_matmul(scratch, MatmulKey{false, ta, tb, false, true, M, N, K, lda, ldb, ldc, 1.0f, 0.0f}, A,
+             B, bias, C);
 }
 
 size_t onednn_cached_matmuls(const GemmScratch& scratch) {

@@ -181,20 +181,16 @@ void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& 
   check_shape(y, {N, OUT}, "linear_forward y");
   if (b.defined()) check_shape(b, {OUT}, "linear_forward b");
   float* yp = y.f32();  // y: (N, OUT)
-  float beta = 0.0f;
   if (b.defined()) {
-    // Writing the bias first and letting the GEMM add onto it (beta = 1) costs one write pass
-    // over y instead of a read-modify-write pass after the GEMM.
-    const float* bp = b.f32();  // b: (OUT)
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < N; ++r) std::copy(bp, bp + OUT, yp + r * OUT);
-    beta = 1.0f;
-  }
-  if (IN == 0) {  // an empty sum; do not rely on the GEMM for K == 0
-    if (!b.defined()) y.zero_();
+    // The bias in the GEMM (its epilogue, or written first and added onto).
+    gemm_f32_bias(ctx, false, true, N, OUT, IN, x.f32(), IN, w.f32(), IN, b.f32(), yp, OUT);
     return;
   }
-  gemm_f32(ctx, false, true, N, OUT, IN, 1.0f, x.f32(), IN, w.f32(), IN, beta, yp, OUT);
+  if (IN == 0) {  // an empty sum; do not rely on the GEMM for K == 0
+    y.zero_();
+    return;
+  }
+  gemm_f32(ctx, false, true, N, OUT, IN, 1.0f, x.f32(), IN, w.f32(), IN, 0.0f, yp, OUT);
 }
 
 void linear_backward_input(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor& w,
