@@ -240,28 +240,30 @@ TEST(GemmTest, OneDnnMatmulPrimitiveLayoutAndScales) {
 // AVX-512 CPUs (onednn_f32_matmul_preferred): the public entry point, padded leading dims,
 // every (alpha, beta), and the same bits at one and two threads.
 TEST(GemmTest, F32WeightGradientLayoutThroughThePublicCall) {
-  const Case c{1024, 24, 1030};
-  const Problem p = make_problem(true, false, c, false);
-  ExecContext ctx;
-  for (const auto& s : kScales) {
-    std::vector<float> C = initial_c(p, s[1]);
-    const std::vector<float> C_init = C;
-    gemm_f32(ctx, true, false, p.M, p.N, p.K, s[0], p.A.data(), p.lda, p.B.data(), p.ldb, s[1],
-             C.data(), p.ldc);
-    check_result(p, C, C_init, s[0], s[1], describe("f32", ctx.gemm().backend, p, s[0], s[1]));
-    std::vector<float> C1 = C_init;
-    const int threads = omp_get_max_threads();
-    omp_set_num_threads(1);
-    gemm_f32(ctx, true, false, p.M, p.N, p.K, s[0], p.A.data(), p.lda, p.B.data(), p.ldb, s[1],
-             C1.data(), p.ldc);
-    omp_set_num_threads(threads);
-    EXPECT_EQ(0, std::memcmp(C.data(), C1.data(), C.size() * sizeof(float)))
-        << "one thread and " << threads << " differ; alpha " << s[0] << " beta " << s[1];
+  for (const Case c : {Case{1024, 24, 1030}, Case{1030, 40, 300}}) {
+    const Problem p = make_problem(true, false, c, false);
+    ExecContext ctx;
+    for (const auto& s : kScales) {
+      std::vector<float> C = initial_c(p, s[1]);
+      const std::vector<float> C_init = C;
+      gemm_f32(ctx, true, false, p.M, p.N, p.K, s[0], p.A.data(), p.lda, p.B.data(), p.ldb, s[1],
+               C.data(), p.ldc);
+      check_result(p, C, C_init, s[0], s[1], describe("f32", ctx.gemm().backend, p, s[0], s[1]));
+      std::vector<float> C1 = C_init;
+      const int threads = omp_get_max_threads();
+      omp_set_num_threads(1);
+      gemm_f32(ctx, true, false, p.M, p.N, p.K, s[0], p.A.data(), p.lda, p.B.data(), p.ldb, s[1],
+               C1.data(), p.ldc);
+      omp_set_num_threads(threads);
+      EXPECT_EQ(0, std::memcmp(C.data(), C1.data(), C.size() * sizeof(float)))
+          << "one thread and " << threads << " differ; alpha " << s[0] << " beta " << s[1];
+    }
+    std::printf("gemm_f32 %s for this layout here (K %lld)\n",
+                onednn_f32_matmul_preferred(true, false, c.M, c.N, c.K)
+                    ? "takes oneDNN's matmul primitive"
+                    : "takes dnnl_sgemm",
+                static_cast<long long>(c.K));
   }
-  std::printf("gemm_f32 %s for this layout here\n",
-              onednn_f32_matmul_preferred(true, false, c.M, c.N, c.K)
-                  ? "takes oneDNN's matmul primitive"
-                  : "takes dnnl_sgemm");
 }
 
 TEST(GemmTest, ZeroKScalesC) {

@@ -66,10 +66,11 @@ void gemm_f32_bias_onednn(GemmScratch& scratch, bool ta, bool tb, int64_t M, int
 // bias saves writing the bias into C and the GEMM reading it back.
 bool onednn_f32_bias_fused();
 // True when gemm_f32 on oneDNN should take the matmul primitive rather than dnnl_sgemm: the
-// weight-gradient layout (op(A) = A^T, B as stored) with M and K of at least 1024, on CPUs where
-// oneDNN runs AVX-512 (its brgemm matmul). There, on the benchmark model's shapes, sgemm ran
-// 230-245 GFLOP/s and the primitive 305-310 (`bench_gemm`, docs/benchmarks.md); with M = 512
-// sgemm is faster.
+// weight-gradient layout (op(A) = A^T, B as stored) with M of at least 1024, K of at least 256
+// and N below 768, on CPUs where oneDNN runs AVX-512 (its brgemm matmul). There, with N of
+// 256-640 (the benchmark model's width of 512, and the LM head's chunks of 512 rows), sgemm ran
+// 230-300 GFLOP/s and the primitive 300-350; with N of 768 and more (GPT-2 124M's width) sgemm
+// was 5-20 % faster, and with M = 512 too (docs/benchmarks.md).
 bool onednn_f32_matmul_preferred(bool ta, bool tb, int64_t M, int64_t N, int64_t K);
 // How many matmul primitives a scratch slot holds (tests: the cache is reused, not rebuilt).
 size_t onednn_cached_matmuls(const GemmScratch& scratch);

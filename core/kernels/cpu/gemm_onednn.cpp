@@ -158,8 +158,8 @@ bool onednn_f32_bias_fused() {
   return avx512;
 }
 
-bool onednn_f32_matmul_preferred(bool ta, bool tb, int64_t M, int64_t, int64_t K) {
-  return onednn_f32_bias_fused() && ta && !tb && M >= 1024 && K >= 1024;
+bool onednn_f32_matmul_preferred(bool ta, bool tb, int64_t M, int64_t N, int64_t K) {
+  return onednn_f32_bias_fused() && ta && !tb && M >= 1024 && K >= 256 && N < 768;
 }
 
 std::string onednn_isa_name() {
