@@ -262,6 +262,32 @@ int main(int argc, char** argv) {
     if (!best.empty()) std::printf("  best %s: %s\n", dtype, best.c_str());
   }
 
+  // f32 weight gradients (A^T B) across widths N: dnnl_sgemm against the matmul primitive,
+  // alternating per shape, and the one gemm_f32 takes (onednn_f32_matmul_preferred). The widths
+  // of the benchmark model (512), GPT-2 124M (768) and around; the LM head's dw per row chunk
+  // (512 rows at vocabulary 8192, 333 at 50304, here with 16384 rows to fit the buffers).
+  std::printf("\nf32 weight-gradient layout (T N) across widths, GFLOP/s (median of %d):\n", reps);
+  std::printf("| M x N x K | sgemm | matmul primitive | gemm_f32 takes |\n|---|---:|---:|---|\n");
+  const Config sgemm_cfg{GemmBackend::OneDnn, false, Bf16Mode::Native, F32Kernel::Sgemm};
+  const Config matmul_cfg{GemmBackend::OneDnn, false, Bf16Mode::Native, F32Kernel::Matmul};
+  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{8192, 512, 512},
+                         {8192, 256, 512},
+                         {2048, 384, 2048},
+                         {2048, 512, 2048},
+                         {2048, 640, 2048},
+                         {2048, 896, 2048},
+                         {2304, 768, 2048},
+                         {3072, 768, 2048},
+                         {2048, 1280, 2048},
+                         {2048, 2048, 2048},
+                         {16384, 768, 333}}) {
+    const Shape s{"dW", true, false, M, N, K, false};
+    const double gs = 2.0 * M * N * K / time_gemm(ctx, sgemm_cfg, s, buf, reps) / 1e9;
+    const double gm = 2.0 * M * N * K / time_gemm(ctx, matmul_cfg, s, buf, reps) / 1e9;
+    std::printf("| %ldx%ldx%ld | %.1f | %.1f | %s |\n", (long)M, (long)N, (long)K, gs, gm,
+                braid::onednn_f32_matmul_preferred(true, false, M, N, K) ? "matmul" : "sgemm");
+  }
+
   std::printf("\nCalls from inside an OpenMP parallel region (%d threads, each its own block):\n",
               omp_get_max_threads());
   std::printf("| backend | dtype | M x N x K | total GFLOP/s | process threads after |\n");

@@ -91,10 +91,10 @@ void attention_backward_packed(ExecContext& ctx, Tensor& dqkv, const Tensor& dou
   if (args.on_cpu())
     return cpu::attention_backward_packed(ctx, dqkv, dout, qkv, out, lse, heads, window,
                                           sample_starts);
+  check_shape(dqkv, qkv.shape(), "attention_backward_packed dqkv");
   const SplitHeads s = split_heads(ctx, qkv, heads);
   Tensor dq = empty_like(s.q), dk = empty_like(s.k), dv = empty_like(s.v);
   attention_backward(ctx, dq, dk, dv, dout, s.q, s.k, s.v, out, lse, window, sample_starts);
-  check_shape(dqkv, qkv.shape(), "attention_backward_packed dqkv");
   const int64_t B = qkv.dim(0), T = qkv.dim(1), C = qkv.dim(2) / 3;
   Tensor dqkv2 = dqkv.view({B * T, 3 * C});
   const Tensor dq2 = dq.view({B * T, C}), dk2 = dk.view({B * T, C}), dv2 = dv.view({B * T, C});

@@ -57,8 +57,9 @@ double block_elementwise_bytes_per_token(const ModelConfig& m) {
     // gate/up input gradients (3C each), 2 residual adds
     elems += 2 * 3 * C + 2 * (C + kv) + 2 * 3 * C + 2 * 3 * C;
   } else {
-    // forward: 2 LayerNorms, 4 bias writes (3C, C, F, C), 2 residual adds (attention reads the
-    // fused QKV projection in place: no split copy)
+    // forward: 2 LayerNorms, 4 bias writes (3C, C, F, C; on oneDNN's AVX-512 plans the GEMMs
+    // add the bias in their epilogues, and the block probe's measured rate absorbs that), 2
+    // residual adds (attention reads the fused QKV projection in place: no split copy)
     elems += 2 * 2 * C + (5 * C + F) + 2 * 3 * C;
     // backward: 2 LayerNorms, 4 bias-gradient sums, 2 residual adds (no merge copy)
     elems += 2 * 3 * C + (5 * C + F) + 2 * 3 * C;

@@ -1,8 +1,8 @@
 // Pointwise activations: GELU (tanh form) and SwiGLU, forward and backward.
 // Buffers: contiguous, n elements each, any of f32/bf16/f16 per argument; the per-element math
 // is the CPU kernels' (core/kernels/math/activation.h), in f32, rounded to nearest even on store.
-// In-place use (y = x, dx = dy, the derivative over x) is allowed: each element is read before it is written by the
-// same thread.
+// In-place use (y = x, dx = dy, the derivative over x) is allowed: each element is read
+// before it is written by the same thread.
 #include "core/kernels/cuda/activation.h"
 #include "core/kernels/cuda/any_dtype.cuh"
 #include "core/kernels/math/activation.h"
