@@ -31,7 +31,7 @@ ExecContext::ExecContext(ExecOptions o)
   }
   if (!allocator_) {
     if (device_.is_cpu())
-      allocator_ = std::make_shared<CachingHostAllocator>();
+      allocator_ = std::make_shared<CachingHostAllocator>(o.host_pages);
     else
       allocator_ = std::make_shared<DeviceCachingAllocator>(cuda_memory_source(device_.index));
   }

@@ -48,8 +48,10 @@ struct ExecOptions {
   // Unset: default_gemm_plan(GemmBackend::OneDnn, cpu_isa).
   std::optional<GemmPlan> gemm;
   uint64_t seed = 0;  // the context's RNG (dropout, sampling)
-  // null: a new CachingHostAllocator for the CPU, a new DeviceCachingAllocator for a GPU
+  // null: a new CachingHostAllocator for the CPU (on `host_pages`), a new
+  // DeviceCachingAllocator for a GPU
   std::shared_ptr<Allocator> allocator;
+  HostPages host_pages = HostPages::Huge;
 };
 
 class ExecContext {

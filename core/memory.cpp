@@ -7,6 +7,10 @@
 #include <new>
 #include <string>
 
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+
 namespace braid {
 
 namespace {
@@ -17,7 +21,18 @@ size_t round_size(size_t bytes) {
   return (bytes + 4095) & ~size_t{4095};
 }
 
-void* aligned_or_throw(size_t n) {
+void* aligned_or_throw(size_t n, HostPages pages = HostPages::Small) {
+#ifdef __linux__
+  if (pages == HostPages::Huge && n >= kHugePageBytes) {
+    void* p = nullptr;
+    if (::posix_memalign(&p, kHugePageBytes, n) != 0) throw std::bad_alloc();
+    // Advice only: where the kernel has THP off, the block stays on small pages.
+    (void)::madvise(p, n, MADV_HUGEPAGE);
+    return p;
+  }
+#else
+  (void)pages;
+#endif
   void* p = std::aligned_alloc(64, n);
   if (p == nullptr) throw std::bad_alloc();
   return p;
@@ -76,7 +91,7 @@ void* CachingHostAllocator::allocate(size_t bytes, MemCategory cat) {
       stats_.cached_bytes -= static_cast<int64_t>(n);
     }
   }
-  if (ptr == nullptr) ptr = aligned_or_throw(n);
+  if (ptr == nullptr) ptr = aligned_or_throw(n, pages_);
   std::lock_guard<std::mutex> lock(mu_);
   const auto c = static_cast<size_t>(cat);
   stats_.live_bytes[c] += static_cast<int64_t>(n);

@@ -46,8 +46,19 @@ GemmPlan gemm_plan_from_env() {
   return default_gemm_plan(backend, cpu_isa_from_env());
 }
 
+HostPages host_pages_from_env() {
+  const char* env = std::getenv("BRAID_HUGE_PAGES");
+  if (env == nullptr || *env == '\0' || std::string(env) == "1") return HostPages::Huge;
+  if (std::string(env) == "0") return HostPages::Small;
+  user_error(
+      "environment variable BRAID_HUGE_PAGES='{}': expected 1 (large host blocks on transparent "
+      "huge pages, the default) or 0 (4 KiB pages only)",
+      env);
+}
+
 std::unique_ptr<ExecContext> make_cpu_context(uint64_t seed) {
   ExecOptions o;
+  o.host_pages = host_pages_from_env();
   o.cpu_isa = cpu_isa_from_env();
   o.gemm = gemm_plan_from_env();
   o.seed = seed;

@@ -1,5 +1,5 @@
 // Building a rank's ExecContext from the process environment: the one place that reads
-// BRAID_GEMM and BRAID_CPU_ISA (core/ takes the plan and the instruction-set level as values).
+// BRAID_GEMM, BRAID_CPU_ISA and BRAID_HUGE_PAGES (core/ takes them as values).
 #pragma once
 
 #include <cstdint>
@@ -21,7 +21,12 @@ CpuIsa cpu_isa_from_env();
 // a backend (benchmarks, tests). Throws UserError naming the variable for anything else.
 GemmPlan gemm_plan_from_env();
 
-// A CPU context with the environment's level and GEMM plan and a fresh caching allocator.
+// Whether large host blocks go on transparent huge pages: BRAID_HUGE_PAGES=1 (or unset) yes,
+// 0 no (to measure the difference). Throws UserError naming the variable for anything else.
+HostPages host_pages_from_env();
+
+// A CPU context with the environment's level, GEMM plan and host pages and a fresh caching
+// allocator.
 std::unique_ptr<ExecContext> make_cpu_context(uint64_t seed = 0);
 
 // The device a run computes on, and why (the first log line).

@@ -139,6 +139,32 @@ TEST(Contract, BraidCpuIsaCapsTheLaunchContext) {
   EXPECT_EQ(cpu_isa_from_env(), cpu_isa_detected());
 }
 
+// BRAID_HUGE_PAGES: 1 or unset puts large host blocks on transparent huge pages, 0 keeps them
+// on small pages; anything else is a user error naming the variable and the values.
+TEST(Contract, BraidHugePagesPicksTheHostPages) {
+  {
+    ScopedEnv env("BRAID_HUGE_PAGES", "0");
+    EXPECT_EQ(host_pages_from_env(), HostPages::Small);
+  }
+  {
+    ScopedEnv env("BRAID_HUGE_PAGES", "1");
+    EXPECT_EQ(host_pages_from_env(), HostPages::Huge);
+  }
+  {
+    ScopedEnv env("BRAID_HUGE_PAGES", "");
+    EXPECT_EQ(host_pages_from_env(), HostPages::Huge);
+  }
+  ScopedEnv env("BRAID_HUGE_PAGES", "yes");
+  try {
+    host_pages_from_env();
+    ADD_FAILURE() << "BRAID_HUGE_PAGES=yes was accepted";
+  } catch (const UserError& e) {
+    const std::string msg = e.what();
+    for (const char* piece : {"BRAID_HUGE_PAGES", "'yes'", "1", "0"})
+      EXPECT_NE(msg.find(piece), std::string::npos) << msg;
+  }
+}
+
 // An allocator that hands out host memory but says it is device memory: how a test reaches the
 // dispatch of a CUDA tensor on a machine without a GPU.
 class FakeCudaAllocator final : public Allocator {

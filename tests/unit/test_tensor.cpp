@@ -2,6 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 #include "core/tensor.h"
 
@@ -63,6 +67,56 @@ TEST(Memory, CachingAllocatorCountsAndReuses) {
   u = Tensor();
   EXPECT_EQ(alloc->stats().peak_total, 4032);
 }
+
+#ifdef __linux__
+// The VmFlags line of the mapping that holds `p` in /proc/self/smaps ("" if none does).
+std::string vm_flags_of(const void* p) {
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = addr >= lo && addr < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+// Blocks of 2 MiB and more from a Huge allocator start on a 2 MiB boundary and their mapping is
+// advised for transparent huge pages ("hg" in VmFlags); smaller blocks, and every block of a
+// Small allocator, are not.
+TEST(Memory, LargeBlocksAreAdvisedAsHugePages) {
+  auto huge = std::make_shared<CachingHostAllocator>(HostPages::Huge);
+  auto small = std::make_shared<CachingHostAllocator>(HostPages::Small);
+  const int64_t big = 3 * (int64_t{1} << 20) / 4;  // 3 MiB of f32
+  Tensor a = Tensor::empty(huge, {big}, DType::F32, MemCategory::Activations);
+  Tensor b = Tensor::empty(small, {big}, DType::F32, MemCategory::Activations);
+  Tensor c = Tensor::empty(huge, {1000}, DType::F32, MemCategory::Activations);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a.raw()) % kHugePageBytes, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(c.raw()) % 64, 0u);
+  const auto advised = [](const Tensor& t) {
+    std::istringstream flags(vm_flags_of(t.raw()));
+    for (std::string f; flags >> f;)
+      if (f == "hg") return true;
+    return false;
+  };
+  EXPECT_TRUE(advised(a)) << vm_flags_of(a.raw());
+  EXPECT_FALSE(advised(b)) << vm_flags_of(b.raw());
+  EXPECT_FALSE(advised(c)) << vm_flags_of(c.raw());
+  // The block is ordinary memory: written end to end and reused from the cache.
+  a.fill_(1.0f);
+  EXPECT_EQ(a.f32()[big - 1], 1.0f);
+  void* p = a.raw();
+  a = Tensor();
+  EXPECT_EQ(Tensor::empty(huge, {big}, DType::F32, MemCategory::Activations).raw(), p);
+}
+#endif
 
 // Tensors made outside a context come from the plain allocator and are not counted anywhere;
 // two allocators never share blocks or counters.
