@@ -1,6 +1,10 @@
 // Benchmark: CPU attention (forward + backward) and the fused LM-head cross-entropy at the
 // gpt2 benchmark shapes, as GFLOP/s and as a fraction of a gemm_f32 rate measured in the same
-// run. Usage: bench_attention [repeats]
+// run. Usage: bench_attention [repeats] [--cold]
+//
+// --cold reads a 128 MiB buffer before every timed call, so the call finds its operands in far
+// caches or memory as it does in training (where each layer's attention runs after GEMMs and the
+// other layers have passed through the caches), not in the core's own caches.
 //
 // Two rates per kernel: wall clock (best of the repeats) and process CPU time (summed over
 // threads). On a shared machine the wall-clock rate swings with other jobs; the CPU-time rate
@@ -14,6 +18,7 @@
 #include <ctime>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/kernels/attention.h"
@@ -45,18 +50,32 @@ struct Timing {
   double cpu_s;   // mean process CPU time of one call, all threads together
 };
 
-// One warm-up call, then `repeats` timed calls.
+bool g_cold = false;
+
+// Reads a buffer larger than the caches a call's operands would otherwise stay in.
+void evict_caches() {
+  static std::vector<char> junk(size_t{128} << 20, 1);
+  volatile char sink = 0;
+  char acc = 0;
+  for (size_t i = 0; i < junk.size(); i += 64) acc = static_cast<char>(acc + junk[i]);
+  sink = acc;
+  (void)sink;
+}
+
+// One warm-up call, then `repeats` timed calls (each after evict_caches() with --cold).
 Timing time_calls(const std::function<void()>& fn, int repeats) {
   fn();
-  double best = 1e30;
-  const double cpu0 = cpu_seconds();
+  double best = 1e30, cpu = 0.0;
   for (int r = 0; r < repeats; ++r) {
+    if (g_cold) evict_caches();
+    const double cpu0 = cpu_seconds();
     const auto t0 = std::chrono::steady_clock::now();
     fn();
     best = std::min(best,
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    cpu += cpu_seconds() - cpu0;
   }
-  return {best, (cpu_seconds() - cpu0) / repeats};
+  return {best, cpu / repeats};
 }
 
 void print_row(const char* name, double flops, Timing t, Timing gemm, double gemm_flops) {
@@ -69,11 +88,18 @@ void print_row(const char* name, double flops, Timing t, Timing gemm, double gem
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int repeats = argc > 1 ? std::max(1, std::atoi(argv[1])) : 10;
+  int repeats = 10;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--cold")
+      g_cold = true;
+    else
+      repeats = std::max(1, std::atoi(argv[i]));
+  }
   const std::unique_ptr<braid::ExecContext> ctx_owner = braid::make_cpu_context();
   braid::ExecContext& ctx = *ctx_owner;
-  std::printf("gemm backend %s, %d OpenMP threads, best of %d runs\n",
-              braid::gemm_backend_name(ctx.gemm()).c_str(), omp_get_max_threads(), repeats);
+  std::printf("gemm backend %s, %d OpenMP threads, best of %d runs%s\n",
+              braid::gemm_backend_name(ctx.gemm()).c_str(), omp_get_max_threads(), repeats,
+              g_cold ? ", caches evicted before each (--cold)" : "");
 
   // Reference GEMM: (2048 x 512) @ (512 x 1536), the size of a gpt2 MLP matmul at B*T = 2048.
   const int64_t M = 2048, N = 1536, K = 512;

@@ -6,6 +6,7 @@
 // these small shapes at well under half its large-GEMM rate.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <initializer_list>
 
@@ -94,6 +95,72 @@ void store_rows(const cpu::TileIo& io, Tensor& t, int64_t off, int64_t n, int64_
                 const float* res) {
   if (t.dtype() == DType::F32) return;
   for (int64_t i = 0; i < n; ++i) io.store(t, off + i * ld, D, res + i * D);
+}
+
+// Software prefetch. Heads are rows of D values strided by kilobytes (B, T, H, D layouts; three
+// times wider in GPT-2's packed qkv rows), which the hardware's stride prefetchers do not follow,
+// and in training a layer's q, k, v, out and dout come from far caches or memory: a block that
+// waits for each of its rows in turn ran a third slower than with warm caches (bench_attention
+// after a cache flush). So each query block asks for the rows the next block reads (at a pair's
+// last block also the next pair's keys and values) and for the rows it is about to write.
+// Addresses only: nothing is read, so a block past the end costs nothing but the hint.
+template <bool Write>
+void prefetch_rows(const void* data, int64_t elem_bytes, int64_t off, int64_t n, int64_t D,
+                   int64_t ld) {
+  const auto* p = static_cast<const char*>(data) + off * elem_bytes;
+  const int64_t bytes = D * elem_bytes;
+  if (bytes <= 0) return;
+  for (int64_t r = 0; r < n; ++r, p += ld * elem_bytes) {
+    // Every 64-byte line the row touches, from the one holding its first byte.
+    const char* line = p - reinterpret_cast<uintptr_t>(p) % 64;
+    for (; line < p + bytes; line += 64) __builtin_prefetch(line, Write ? 1 : 0, 2);
+  }
+}
+
+int64_t elem_bytes(const Tensor& t) { return static_cast<int64_t>(dtype_size(t.dtype())); }
+
+// A forward task is a (batch, query head) pair: after block i0 of pair `pair` comes block
+// i0 + kQueryBlock, else the first block of the next pair, whose keys and values are packed first.
+void prefetch_forward_next(const AttnDims& d, int64_t pair, int64_t pairs, int64_t i0,
+                           const Tensor& q, const Tensor& k, const Tensor& v) {
+  int64_t b = pair / d.Hq, h = pair % d.Hq, next = i0 + kQueryBlock;
+  if (next >= d.Tq) {
+    if (pair + 1 >= pairs) return;
+    b = (pair + 1) / d.Hq;
+    h = (pair + 1) % d.Hq;
+    next = 0;
+    prefetch_rows<false>(k.raw(), elem_bytes(k), d.kv_at(d.k, b, h / d.group()), d.Tk, d.D,
+                         d.k.tok);
+    prefetch_rows<false>(v.raw(), elem_bytes(v), d.kv_at(d.v, b, h / d.group()), d.Tk, d.D,
+                         d.v.tok);
+  }
+  prefetch_rows<false>(q.raw(), elem_bytes(q), d.q_at(d.q, b, h) + next * d.q.tok,
+                       std::min(kQueryBlock, d.Tq - next), d.D, d.q.tok);
+}
+
+// A backward task is a (batch, kv head) pair looping over the query heads that share it: after
+// block i0 of head h comes the next block, else head h + 1's first, else the next pair's.
+void prefetch_backward_next(const AttnDims& d, int64_t pair, int64_t pairs, int64_t h, int64_t i0,
+                            const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                            const Tensor& dout) {
+  int64_t b = pair / d.Hkv, next = i0 + kQueryBlock;
+  if (next >= d.Tq) {
+    next = 0;
+    if (++h == (pair % d.Hkv + 1) * d.group()) {
+      if (pair + 1 >= pairs) return;
+      b = (pair + 1) / d.Hkv;
+      const int64_t kvh = (pair + 1) % d.Hkv;
+      h = kvh * d.group();
+      prefetch_rows<false>(k.raw(), elem_bytes(k), d.kv_at(d.k, b, kvh), d.Tk, d.D, d.k.tok);
+      prefetch_rows<false>(v.raw(), elem_bytes(v), d.kv_at(d.v, b, kvh), d.Tk, d.D, d.v.tok);
+    }
+  }
+  const int64_t n = std::min(kQueryBlock, d.Tq - next);
+  prefetch_rows<false>(q.raw(), elem_bytes(q), d.q_at(d.q, b, h) + next * d.q.tok, n, d.D, d.q.tok);
+  prefetch_rows<false>(out.raw(), elem_bytes(out), d.q_at(d.out, b, h) + next * d.out.tok, n, d.D,
+                       d.out.tok);
+  prefetch_rows<false>(dout.raw(), elem_bytes(dout), d.q_at(d.dout, b, h) + next * d.dout.tok, n,
+                       d.D, d.dout.tok);
 }
 
 // sample_starts (B, Tk) i32 must describe contiguous samples: s[p] == p or s[p] == s[p - 1].
@@ -427,6 +494,8 @@ void attention_forward_bf16(ExecContext& ctx, const AttnDims& d, Tensor& out, Te
       pack_pairs_rows(v2, vp + d.kv_at(d.v, b, kvh), d.Tk, d.D, d.v.tok);
       for (int64_t i0 = 0; i0 < d.Tq; i0 += kQueryBlock) {
         const int64_t rows = std::min(kQueryBlock, d.Tq - i0);
+        prefetch_rows<true>(op_, 2, d.q_at(d.out, b, h) + i0 * ldo, rows, d.D, ldo);
+        prefetch_forward_next(d, pair, pairs, i0, q, k, v);
         const int64_t nk = d.offset() + i0 + rows, base = d.offset() + i0;
         const int64_t lo = d.first_key(b, base) & ~int64_t{1}, nc = nk - lo;
         causal_scores_bf16(isa, rows, base - lo, d.D, scale, q_bh + i0 * ldq, ldq, kt2 + 2 * lo,
@@ -505,10 +574,14 @@ void attention_backward_bf16(ExecContext& ctx, const AttnDims& d, Tensor& dq, Te
       pack_pairs_rows(k2, k_h, d.Tk, d.D, d.k.tok);
       std::fill(dkt, dkt + kv_sz, 0.0f);
       std::fill(dvt, dvt + kv_sz, 0.0f);
+      prefetch_rows<true>(dkp, 2, d.kv_at(d.dk, b, kvh), d.Tk, d.D, d.dk.tok);
+      prefetch_rows<true>(dvp, 2, d.kv_at(d.dv, b, kvh), d.Tk, d.D, d.dv.tok);
       for (int64_t h = kvh * d.group(); h < (kvh + 1) * d.group(); ++h) {
         const float* lse_bh = lsep + (b * d.Hq + h) * d.Tq;
         for (int64_t i0 = 0; i0 < d.Tq; i0 += kQueryBlock) {
           const int64_t rows = std::min(kQueryBlock, d.Tq - i0);
+          prefetch_rows<true>(dqp, 2, d.q_at(d.dq, b, h) + i0 * lddq, rows, d.D, lddq);
+          prefetch_backward_next(d, pair, pairs, h, i0, q, k, v, out, dout);
           const int64_t nk = d.offset() + i0 + rows, base = d.offset() + i0;
           const int64_t lo = d.first_key(b, base) & ~int64_t{1}, nc = nk - lo;
           const bf16* q_blk = qp + d.q_at(d.q, b, h) + i0 * ldq;
@@ -602,6 +675,8 @@ void forward_impl(ExecContext& ctx, const AttnDims& d, Tensor& out, Tensor& lse,
       transpose_head(isa, kt, kr.p, d.Tk, d.D, kr.ld);
       for (int64_t i0 = 0; i0 < d.Tq; i0 += kQueryBlock) {
         const int64_t rows = std::min(kQueryBlock, d.Tq - i0);
+        prefetch_rows<true>(out.raw(), elem_bytes(out), o_off + i0 * ldo, rows, d.D, ldo);
+        prefetch_forward_next(d, pair, pairs, i0, q, k, v);
         const int64_t nk = d.offset() + i0 + rows;  // keys visible to the block's last row
         const int64_t base = d.offset() + i0;
         const Rows qr = load_rows(io, q, q_off + i0 * ldq, rows, d.D, ldq, qbuf);
@@ -681,6 +756,8 @@ void backward_impl(ExecContext& ctx, const AttnDims& d, Tensor& dq, Tensor& dk, 
           // Each operand's first row of the block.
           const int64_t q_blk = d.q_at(d.q, b, h) + i0 * d.q.tok;
           const int64_t dq_off = d.q_at(d.dq, b, h) + i0 * d.dq.tok;
+          prefetch_rows<true>(dq.raw(), elem_bytes(dq), dq_off, rows, d.D, d.dq.tok);
+          prefetch_backward_next(d, pair, pairs, h, i0, q, k, v, out, dout);
           const Rows qr = load_rows(io, q, q_blk, rows, d.D, d.q.tok, qbuf);
           const Rows orr =
               load_rows(io, out, d.q_at(d.out, b, h) + i0 * d.out.tok, rows, d.D, d.out.tok, obuf);
