@@ -1,17 +1,37 @@
 // CPU optimizer update kernels (the per-element arithmetic is core/kernels/math/adamw.h and,
 // for 8-bit AdamW, core/kernels/math/adamw8bit.h).
+//
+// No contraction into fused multiply-adds in this file: the AVX2 and AVX-512 clones below would
+// otherwise fuse what adamw.h rounds step by step, and the bits would depend on the CPU.
+#pragma GCC optimize("fp-contract=off")
 #include <algorithm>
 #include <cmath>
 
 #include "core/kernels/cpu/convert.h"
 #include "core/kernels/cpu/cpu_checks.h"
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/cpu/fast_math.h"
 #include "core/kernels/math/adamw.h"
 #include "core/kernels/math/adamw8bit.h"
 #include "core/kernels/math/dynamic_map.h"
 #include "core/profile.h"
 
 namespace braid::cpu {
+
+namespace {
+
+// AdamW over n elements, compiled for AVX-512 and AVX2 as well as the x86-64 baseline (the
+// loader picks the clone for the CPU), so the square roots and divisions run 16 or 8 wide.
+BRAID_CPU_CLONES void adamw_span(float* w, float* m, float* v, const float* g, int64_t n,
+                                 const AdamWStep& s) {
+  const float b1 = s.beta1, b2 = s.beta2, eps = s.eps, step_size = s.step_size;
+  const float inv_sqrt_bc2 = s.inv_sqrt_bc2, decay = s.decay, gs = s.grad_scale;
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    math::adamw_element(w[i], m[i], v[i], g[i], b1, b2, eps, step_size, inv_sqrt_bc2, decay, gs);
+}
+
+}  // namespace
 
 void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tensor& g,
                   const AdamWStep& s, Tensor* rounded) {
@@ -34,8 +54,6 @@ void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tenso
   float* mp = m.f32();
   float* vp = v.f32();
   const float* gp = g.f32();
-  const float b1 = s.beta1, b2 = s.beta2, eps = s.eps, step_size = s.step_size;
-  const float inv_sqrt_bc2 = s.inv_sqrt_bc2, decay = s.decay, gs = s.grad_scale;
   // Blocks small enough that the rounding reads the new weights from L1.
   constexpr int64_t kBlock = 2048;
   const int64_t blocks = (n + kBlock - 1) / kBlock;
@@ -44,11 +62,7 @@ void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tenso
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t lo = b * kBlock, hi = std::min(n, lo + kBlock);
-#pragma omp simd
-    for (int64_t i = lo; i < hi; ++i) {
-      math::adamw_element(wp[i], mp[i], vp[i], gp[i], b1, b2, eps, step_size, inv_sqrt_bc2, decay,
-                          gs);
-    }
+    adamw_span(wp + lo, mp + lo, vp + lo, gp + lo, hi - lo, s);
     if (rp) narrow_from_f32(isa, rounded->dtype(), wp + lo, rp + lo * 2, hi - lo);
   }
 }
