@@ -25,11 +25,12 @@ void check_input(const Tensor& t, DType dtype, const char* name) {
 }
 
 // Rows per chunk: the dw update is a GEMM whose inner dimension is the chunk, and it rewrites
-// all of dw each time, so chunks must be long; the (rows, V) logits scratch bounds them. 64 MiB
-// keeps 512 rows up to a vocabulary of 32768 and 333 rows at GPT-2's 50304 (with 16 MiB it
-// was 83: dw, 150 MiB at width 768, was rewritten 25 times for 2048 positions).
+// all of dw each time, so chunks must be long; the (rows, V) logits scratch bounds them. 128 MiB
+// keeps 512 rows up to a vocabulary of 65536 (with 16 MiB it was 83 rows at GPT-2's 50304: dw,
+// 150 MiB at width 768, was rewritten 25 times for 2048 positions; with 64 MiB 333 rows, and
+// the bf16 head ran 5-20 % slower than with 512, its dw GEMM at 1050 instead of 1370 GFLOP/s).
 int64_t chunk_rows(int64_t n, int64_t vocab) {
-  const int64_t scratch_floats = int64_t{1} << 24;  // 64 MiB
+  const int64_t scratch_floats = int64_t{1} << 25;  // 128 MiB
   return std::min(
       n, std::clamp(scratch_floats / std::max<int64_t>(vocab, 1), int64_t{64}, int64_t{512}));
 }
