@@ -64,10 +64,9 @@ std::shared_ptr<Allocator> plain_host_allocator();
 
 // Which pages a caching host allocator's large blocks sit on. Huge: blocks of at least
 // kHugePageBytes start on a 2 MiB boundary and are advised to Linux as transparent huge pages
-// (madvise, which is all a kernel in THP "madvise" mode needs), so the kernels that walk
-// activations with kilobyte strides (attention heads, the optimizer's flat buffers) miss the
-// TLB far less. Small: ordinary 4 KiB pages, 64-byte alignment. Elsewhere than Linux both are
-// Small.
+// (madvise, which is all a kernel in THP "madvise" mode needs): fewer TLB misses, 2-5 % of a
+// CPU training step (docs/benchmarks.md), for a slower first touch of each block. Small:
+// ordinary 4 KiB pages, 64-byte alignment. Elsewhere than Linux both are Small.
 enum class HostPages : uint8_t { Small, Huge };
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 

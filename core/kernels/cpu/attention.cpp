@@ -101,9 +101,9 @@ void store_rows(const cpu::TileIo& io, Tensor& t, int64_t off, int64_t n, int64_
 // times wider in GPT-2's packed qkv rows), which the hardware's stride prefetchers do not follow,
 // and in training a layer's q, k, v, out and dout come from far caches or memory: a block that
 // waits for each of its rows in turn ran a third slower than with warm caches (bench_attention
-// after a cache flush). So each query block asks for the rows the next block reads (at a pair's
-// last block also the next pair's keys and values) and for the rows it is about to write.
-// Addresses only: nothing is read, so a block past the end costs nothing but the hint.
+// --cold). So each query block asks for the rows the next block reads (at a pair's last block
+// also the next pair's keys and values) and for the rows it is about to write. Hints only: they
+// never fault and change no result.
 template <bool Write>
 void prefetch_rows(const void* data, int64_t elem_bytes, int64_t off, int64_t n, int64_t D,
                    int64_t ld) {
