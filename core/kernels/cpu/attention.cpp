@@ -597,8 +597,9 @@ void attention_backward_bf16(ExecContext& ctx, const AttnDims& d, Tensor& dq, Te
             return cpu::dot_row(isa, do_row, o_row, d.D);
           });
           round_row_pairs(path, p2, p, rows, nc, tmp);
-          round_row_pairs(path, ds2, ds, rows, nc, tmp);
+          // ds rounded once; its row pairs are the rounded rows interleaved.
           round_rows(path, dsb, ds, rows, nc);
+          pack_pairs_rows(ds2, dsb, rows, nc, round_even(nc));
           transpose_rows(isa, dot_t, do_blk, rows, d.D, lddo);
           transpose_rows(isa, qt, q_blk, rows, d.D, ldq);
           causal_keys_accumulate_bf16(isa, rows, base - lo, d.D, dot_t, p2, dvt + lo, d.Tk);

@@ -1,10 +1,13 @@
 // CPU linear layer y = x W^T + b on top of gemm_f32 (gemm_bf16/gemm_f16 for 16-bit storage);
 // backward split into input and weight parts.
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 
 #include "core/kernels/cpu/chunked_sum.h"
 #include "core/kernels/cpu/cpu_checks.h"
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/cpu/fast_math.h"
 #include "core/kernels/cpu/lowp.h"
 #include "core/kernels/gemm.h"
 #include "core/profile.h"
@@ -15,9 +18,21 @@ namespace cpu {
 
 namespace {
 
+// sums (OUT) = rows[0] + rows[1] + ... + rows[n - 1], bf16 rows of OUT widened inside the sum
+// (one pass over the rows; the same additions in the same order as widening each row first).
+BRAID_CPU_CLONES void sum_bf16_rows(float* sums, const uint16_t* rows, int64_t n, int64_t OUT) {
+#pragma omp simd
+  for (int64_t c = 0; c < OUT; ++c) sums[c] = std::bit_cast<float>(uint32_t{rows[c]} << 16);
+  for (int64_t r = 1; r < n; ++r) {
+    const uint16_t* row = rows + r * OUT;
+#pragma omp simd
+    for (int64_t c = 0; c < OUT; ++c) sums[c] += std::bit_cast<float>(uint32_t{row[c]} << 16);
+  }
+}
+
 // db (OUT, f32) += column sums of dy (N, OUT; f32, bf16 or f16). Fixed row chunks
 // (thread-count independent) so that all rows are spread over all threads even when OUT is
-// small; 16-bit rows are widened one at a time into the chunk's sums.
+// small; f16 rows are widened one at a time into the chunk's sums.
 void bias_grad(ExecContext& ctx, Tensor& db, const Tensor& dy) {
   const int64_t N = dy.dim(0), OUT = dy.dim(1);
   const int64_t chunk_rows = cpu::rows_per_chunk(N);
@@ -28,12 +43,16 @@ void bias_grad(ExecContext& ctx, Tensor& db, const Tensor& dy) {
   const bool low = dy.dtype() != DType::F32;
 #pragma omp parallel
   {
-    const TileBuffers bufs(ctx, low, 1, OUT);
+    const TileBuffers bufs(ctx, low && dy.dtype() != DType::BF16, 1, OUT);
     float* buf = bufs[0];
 #pragma omp for schedule(static)
     for (int64_t k = 0; k < chunks; ++k) {
       float* pk = pp + k * OUT;
       const int64_t r0 = k * chunk_rows, r1 = std::min(N, r0 + chunk_rows);
+      if (dy.dtype() == DType::BF16) {
+        sum_bf16_rows(pk, reinterpret_cast<const uint16_t*>(dy.raw()) + r0 * OUT, r1 - r0, OUT);
+        continue;
+      }
       const float* first = io.in(dy, r0 * OUT, OUT, buf);
 #pragma omp simd
       for (int64_t c = 0; c < OUT; ++c) pk[c] = first[c];

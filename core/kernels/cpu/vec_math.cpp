@@ -83,6 +83,25 @@ BRAID_AVX2 inline float hmax8(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// Lanes [0, n) of 8 (n in 0..8).
+BRAID_AVX2 inline __m256i tail_mask(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// The last n % 8 elements of a row (t = n - n % 8 is where they start): exp8 of s - shift on
+// one masked vector, so a short row's tail costs one vector exp rather than up to seven scalar
+// ones. Returns their sum, added in element order (the order of a scalar loop).
+BRAID_AVX2 inline float exp_tail(float* s, int64_t t, int64_t n, __m256 shift) {
+  if (t == n) return 0.0f;
+  const __m256i mask = tail_mask(n - t);
+  const __m256 e = exp8(_mm256_sub_ps(_mm256_maskload_ps(s + t, mask), shift));
+  _mm256_maskstore_ps(s + t, mask, e);
+  float sum = 0.0f;
+  for (int64_t j = t; j < n; ++j) sum += s[j];
+  return sum;
+}
+
 BRAID_AVX2 float softmax_row(float* s, int64_t n, float out_scale) {
   const int64_t n8 = n - n % 8;
   __m256 vmax = _mm256_set1_ps(s[0]);
@@ -106,10 +125,7 @@ BRAID_AVX2 float softmax_row(float* s, int64_t n, float out_scale) {
     acc0 = _mm256_add_ps(acc0, e);
   }
   float sum = hsum8(_mm256_add_ps(acc0, acc1));
-  for (j = n8; j < n; ++j) {
-    s[j] = exp_approx(s[j] - m);
-    sum += s[j];
-  }
+  sum += exp_tail(s, n8, n, vm);
   const float mul = out_scale / sum;
   const __m256 vmul = _mm256_set1_ps(mul);
   for (j = 0; j < n8; j += 8) _mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), vmul));
@@ -122,7 +138,7 @@ BRAID_AVX2 void exp_shifted_row(float* s, int64_t n, float shift) {
   const __m256 vs = _mm256_set1_ps(shift);
   for (int64_t j = 0; j < n8; j += 8)
     _mm256_storeu_ps(s + j, exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), vs)));
-  for (int64_t j = n8; j < n; ++j) s[j] = exp_approx(s[j] - shift);
+  exp_tail(s, n8, n, vs);
 }
 
 BRAID_AVX2 void softmax_grad_row(float* dp, const float* p, int64_t n, float d, float scale) {
@@ -148,9 +164,9 @@ BRAID_AVX2 float dot_row(const float* a, const float* b, int64_t n) {
 }  // namespace avx2
 
 // The same rows 16 lanes at a time, bit for bit the AVX2 results: each lane runs exp8's
-// operations, the elements below n - n % 8 are the vector ones and the rest go through the
-// scalar tail as there, and softmax_row's sum keeps AVX2's two 8-lane accumulators as the two
-// halves of one zmm register (an odd 8-element chunk goes to the lower one) before the same
+// operations, the elements below n - n % 8 are the 16- and 8-lane ones and the rest go through
+// AVX2's masked tail (exp_tail), and softmax_row's sum keeps AVX2's two 8-lane accumulators as the
+// two halves of one zmm register (an odd 8-element chunk goes to the lower one) before the same
 // final reduction. dot_row keeps the AVX2 loop: a 16-lane sum would change its order.
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() and warn about it inside
 // avx512fintrin.h; every lane is written.
@@ -209,10 +225,7 @@ BRAID_AVX512 float softmax_row(float* s, int64_t n, float out_scale) {
     acc0 = _mm256_add_ps(acc0, e);
   }
   float sum = avx2::hsum8(_mm256_add_ps(acc0, high8(acc)));
-  for (j = n8; j < n; ++j) {
-    s[j] = exp_approx(s[j] - m);
-    sum += s[j];
-  }
+  sum += avx2::exp_tail(s, n8, n, _mm256_set1_ps(m));
   const float mul = out_scale / sum;
   const __m512 vmul = _mm512_set1_ps(mul);
   for (j = 0; j + 16 <= n8; j += 16)
@@ -232,7 +245,7 @@ BRAID_AVX512 void exp_shifted_row(float* s, int64_t n, float shift) {
   for (; j < n8; j += 8)
     _mm256_storeu_ps(s + j,
                      avx2::exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), _mm256_set1_ps(shift))));
-  for (j = n8; j < n; ++j) s[j] = exp_approx(s[j] - shift);
+  avx2::exp_tail(s, n8, n, _mm256_set1_ps(shift));
 }
 
 BRAID_AVX512 void softmax_grad_row(float* dp, const float* p, int64_t n, float d, float scale) {
