@@ -3,6 +3,7 @@
 // naming the missing feature); and the cpuid probe behind those levels.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -264,6 +265,28 @@ TEST_P(KernelsCpuBlocksAt, RowsGiveTheAvx2LevelsBits) {
     ASSERT_EQ(bits(dot_row(CpuIsa::Avx2, in.data(), p.data(), n)),
               bits(dot_row(isa, in.data(), p.data(), n)))
         << "dot_row n " << n;
+  }
+}
+
+// A row is often the front of a longer buffer (a causal block's row of scores is followed by
+// the next row's): the row functions write their n elements and nothing after them, whatever
+// n's remainder by the vector width (the last elements are one masked vector from AVX2 up).
+TEST_P(KernelsCpuBlocksAt, RowsWriteNothingPastTheirEnd) {
+  const CpuIsa isa = GetParam();
+  constexpr float kGuard = 1234.5f;
+  for (int64_t n = 1; n <= 40; ++n) {
+    auto buf = random_values(static_cast<size_t>(n) + 16, static_cast<uint32_t>(n) + 3);
+    std::fill(buf.begin() + n, buf.end(), kGuard);
+    softmax_row(isa, buf.data(), n, 1.0f);
+    for (size_t j = static_cast<size_t>(n); j < buf.size(); ++j)
+      ASSERT_EQ(buf[j], kGuard) << "softmax_row n " << n << " wrote element " << j;
+    exp_shifted_row(isa, buf.data(), n, 0.5f);
+    for (size_t j = static_cast<size_t>(n); j < buf.size(); ++j)
+      ASSERT_EQ(buf[j], kGuard) << "exp_shifted_row n " << n << " wrote element " << j;
+    const auto p = random_values(static_cast<size_t>(n), static_cast<uint32_t>(n) + 9);
+    softmax_grad_row(isa, buf.data(), p.data(), n, 0.25f, 2.0f);
+    for (size_t j = static_cast<size_t>(n); j < buf.size(); ++j)
+      ASSERT_EQ(buf[j], kGuard) << "softmax_grad_row n " << n << " wrote element " << j;
   }
 }
 
