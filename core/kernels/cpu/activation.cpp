@@ -20,13 +20,6 @@ namespace braid {
 
 namespace {
 
-// Elements per task: large enough to amortise the call, small enough to balance threads.
-// With 16-bit storage each task widens its operands into f32 buffers of kSpan floats: up to
-// five of them (SwiGLU's backward) must stay in the core's L1 (48 KiB here), so 2048, not 8192
-// (whose three 32 KiB buffers went through L2: the bf16 element-wise and GELU groups of a
-// training step took 1-2 ms more).
-constexpr int64_t kSpan = 2048;
-
 // The per-element math is core/kernels/math/activation.h (shared with the CUDA kernels).
 // y may be x.
 BRAID_CPU_CLONES void gelu_forward_span(float* y, const float* x, int64_t n) {

@@ -25,13 +25,6 @@ void check_copyable(const Tensor& t, const char* op, const char* name) {
 }
 }  // namespace
 
-// Elements per task of the element-wise loops (and per-thread buffer size for 16-bit spans).
-// With 16-bit storage each task widens its operands into f32 buffers of kSpan floats: up to
-// five of them (SwiGLU's backward) must stay in the core's L1 (48 KiB here), so 2048, not 8192
-// (whose three 32 KiB buffers went through L2: the bf16 element-wise and GELU groups of a
-// training step took 1-2 ms more).
-constexpr int64_t kSpan = 2048;
-
 void add(ExecContext& ctx, Tensor& y, const Tensor& a, const Tensor& b) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   cpu::check_float_args("add", {{&a, "a"}, {&b, "b"}, {&y, "y"}});

@@ -1,7 +1,6 @@
 // CPU linear layer y = x W^T + b on top of gemm_f32 (gemm_bf16/gemm_f16 for 16-bit storage);
 // backward split into input and weight parts.
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 
 #include "core/kernels/cpu/chunked_sum.h"
@@ -20,13 +19,13 @@ namespace {
 
 // sums (OUT) = rows[0] + rows[1] + ... + rows[n - 1], bf16 rows of OUT widened inside the sum
 // (one pass over the rows; the same additions in the same order as widening each row first).
-BRAID_CPU_CLONES void sum_bf16_rows(float* sums, const uint16_t* rows, int64_t n, int64_t OUT) {
+BRAID_CPU_CLONES void sum_bf16_rows(float* sums, const bf16* rows, int64_t n, int64_t OUT) {
 #pragma omp simd
-  for (int64_t c = 0; c < OUT; ++c) sums[c] = std::bit_cast<float>(uint32_t{rows[c]} << 16);
+  for (int64_t c = 0; c < OUT; ++c) sums[c] = bf16_to_float(rows[c]);
   for (int64_t r = 1; r < n; ++r) {
-    const uint16_t* row = rows + r * OUT;
+    const bf16* row = rows + r * OUT;
 #pragma omp simd
-    for (int64_t c = 0; c < OUT; ++c) sums[c] += std::bit_cast<float>(uint32_t{row[c]} << 16);
+    for (int64_t c = 0; c < OUT; ++c) sums[c] += bf16_to_float(row[c]);
   }
 }
 
@@ -40,17 +39,17 @@ void bias_grad(ExecContext& ctx, Tensor& db, const Tensor& dy) {
   Tensor partial = ctx.empty({chunks, OUT}, DType::F32, MemCategory::Workspace);
   float* pp = partial.f32();  // partial: (chunks, OUT)
   const TileIo io(ctx);
-  const bool low = dy.dtype() != DType::F32;
+  const bool bf16_rows = dy.dtype() == DType::BF16;
 #pragma omp parallel
   {
-    const TileBuffers bufs(ctx, low && dy.dtype() != DType::BF16, 1, OUT);
+    const TileBuffers bufs(ctx, dy.dtype() == DType::F16, 1, OUT);
     float* buf = bufs[0];
 #pragma omp for schedule(static)
     for (int64_t k = 0; k < chunks; ++k) {
       float* pk = pp + k * OUT;
       const int64_t r0 = k * chunk_rows, r1 = std::min(N, r0 + chunk_rows);
-      if (dy.dtype() == DType::BF16) {
-        sum_bf16_rows(pk, reinterpret_cast<const uint16_t*>(dy.raw()) + r0 * OUT, r1 - r0, OUT);
+      if (bf16_rows) {
+        sum_bf16_rows(pk, dy.data<bf16>() + r0 * OUT, r1 - r0, OUT);
         continue;
       }
       const float* first = io.in(dy, r0 * OUT, OUT, buf);
