@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include "core/device.h"
@@ -93,5 +94,25 @@ class CachingHostAllocator final : public Allocator {
 
 // "weights 12.0 MiB | grads 12.0 MiB | ..." of the peak bytes per category (non-zero only).
 std::string memory_peaks_line(const MemoryStats& s);
+
+// A std::vector whose storage is 64-byte aligned, as every tensor's is: for GEMM operands
+// that are not tensors (the GEMM peak probes, benchmarks), whose rates depend on it. oneDNN's
+// AMX bf16 matmul ran 1024^3 at 1390-1540 GFLOP/s with its rows 16 or 32 bytes past a 64-byte
+// boundary (where malloc puts large blocks) and at 1800-1960 aligned; f32 sgemm 3 % slower
+// (docs/benchmarks.md).
+template <class T>
+struct Align64Allocator {
+  using value_type = T;
+  Align64Allocator() = default;
+  template <class U>
+  Align64Allocator(const Align64Allocator<U>& /*other*/) {}
+  T* allocate(size_t n) {
+    return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{64}));
+  }
+  void deallocate(T* p, size_t /*n*/) { ::operator delete (p, std::align_val_t{64}); }
+  friend bool operator==(const Align64Allocator&, const Align64Allocator&) { return true; }
+};
+template <class T>
+using AlignedVector = std::vector<T, Align64Allocator<T>>;
 
 }  // namespace braid

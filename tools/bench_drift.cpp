@@ -13,6 +13,7 @@
 
 #include "launch/train/exec_setup.h"
 #include "core/kernels/gemm.h"
+#include "core/memory.h"
 
 int main(int argc, char** argv) {
   const double total = argc > 1 ? std::atof(argv[1]) : 90.0;
@@ -22,7 +23,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int64_t n = 512;
-  std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n, 0.0f);
+  braid::AlignedVector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n, 0.0f);
   const double flops = 2.0 * n * n * n;
   using Clock = std::chrono::steady_clock;
   auto secs = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };

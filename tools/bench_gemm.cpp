@@ -15,6 +15,7 @@
 
 #include "core/kernels/cpu/gemm_backends.h"
 #include "core/kernels/gemm.h"
+#include "core/memory.h"
 #include "launch/train/exec_setup.h"
 #include "tools/bench_cli.h"
 
@@ -69,9 +70,10 @@ std::vector<Shape> training_shapes() {
   return shapes;
 }
 
+// 64-byte aligned, as tensors are: oneDNN's bf16 rates depend on it (core/memory.h).
 struct Buffers {
-  std::vector<float> a, b, c;
-  std::vector<braid::bf16> a16, b16;
+  braid::AlignedVector<float> a, b, c;
+  braid::AlignedVector<braid::bf16> a16, b16;
 };
 
 void fill(Buffers& buf, size_t na, size_t nb, size_t nc) {
@@ -286,6 +288,92 @@ int main(int argc, char** argv) {
     const double gm = 2.0 * M * N * K / time_gemm(ctx, matmul_cfg, s, buf, reps) / 1e9;
     std::printf("| %ldx%ldx%ld | %.1f | %.1f | %s |\n", (long)M, (long)N, (long)K, gs, gm,
                 braid::onednn_f32_matmul_preferred(true, false, M, N, K) ? "matmul" : "sgemm");
+  }
+
+  // bf16 in inner-dimension slices (gemm_bf16_onednn_sliced) against one call, alternating
+  // per call: the shapes onednn_bf16_k_slice slices on AMX and neighbours it leaves alone. The
+  // benchmark model's and GPT-2 124M's weight gradients (T N, K = 2048 tokens), the LM head's
+  // input gradient per 512-row chunk (N N, K = vocabulary) and dw per chunk (K = 512 rows).
+  if (braid::native_bf16_available(GemmBackend::OneDnn)) {
+    std::printf("\nbf16 on oneDNN, one call vs inner-dimension slices, GFLOP/s (median of %d):\n",
+                reps);
+    std::printf("| M x N x K | ta | one call | slices (count) | slices / one |\n");
+    std::printf("|---|---|---:|---:|---:|\n");
+    struct KShape {
+      bool ta;
+      int64_t M, N, K;
+    };
+    const KShape kshapes[] = {
+        {true, 1536, 512, 2048},  {true, 2048, 512, 2048}, {true, 512, 2048, 2048},
+        {true, 512, 512, 2048},   {true, 2304, 768, 2048}, {true, 3072, 768, 2048},
+        {true, 768, 3072, 2048},  {true, 768, 768, 2048},  {true, 8192, 512, 512},
+        {true, 64, 2048, 4096},   {false, 512, 512, 8192}, {false, 512, 768, 50304},
+        {false, 256, 768, 50304}, {false, 64, 768, 50304}};
+    const size_t most = 768 * 50304;
+    braid::AlignedVector<braid::bf16> a16(most), b16(most);
+    for (size_t i = 0; i < most; ++i) {
+      a16[i] = buf.a16[i % buf.a16.size()];
+      b16[i] = buf.b16[(i * 7) % buf.b16.size()];
+    }
+    braid::AlignedVector<float> c(4096 * 4096);
+    const braid::GemmWorkspace::Lease scratch = ctx.gemm_workspace().lease();
+    for (const KShape& k : kshapes) {
+      const int64_t slice = braid::onednn_bf16_k_slice(k.ta, false, k.M, k.N, k.K);
+      const int64_t lda = k.ta ? k.M : k.K;
+      std::vector<double> one, sliced;
+      auto call = [&](int64_t sl) {
+        const auto t0 = clock_type::now();
+        braid::gemm_bf16_onednn_sliced(*scratch, sl, k.ta, false, k.M, k.N, k.K, 1.0f, a16.data(),
+                                       lda, b16.data(), k.N, 0.0f, c.data(), k.N);
+        return seconds_since(t0);
+      };
+      call(k.K);
+      call(slice);
+      for (int r = 0; r < reps; ++r) {
+        one.push_back(call(k.K));
+        sliced.push_back(call(slice));
+      }
+      std::sort(one.begin(), one.end());
+      std::sort(sliced.begin(), sliced.end());
+      const double flop = 2.0 * k.M * k.N * k.K, g1 = flop / one[one.size() / 2] / 1e9,
+                   gs = flop / sliced[sliced.size() / 2] / 1e9;
+      std::printf("| %ldx%ldx%ld | %c | %.1f | %.1f (%ld) | %.2f |\n", (long)k.M, (long)k.N,
+                  (long)k.K, k.ta ? 'T' : 'N', g1, gs, (long)((k.K + slice - 1) / slice), gs / g1);
+    }
+  }
+
+  // 1024^3 (the GEMM peak probes' size) with every operand starting 0, 16 or 32 bytes past a
+  // 64-byte boundary (malloc puts large blocks 16 bytes past a page), alternating per call.
+  {
+    constexpr int64_t n = 1024;
+    const int offsets[] = {0, 16, 32};
+    braid::AlignedVector<char> raw(static_cast<size_t>(3 * n * n * 4 + 3 * 64));
+    std::printf("\nOperand alignment, %lldx%lldx%lld N N, GFLOP/s (best of %d):\n",
+                static_cast<long long>(n), static_cast<long long>(n), static_cast<long long>(n),
+                4 * reps);
+    std::printf("| dtype | 64-byte aligned | +16 bytes | +32 bytes |\n|---|---:|---:|---:|\n");
+    for (const bool bf16 : {false, true}) {
+      if (bf16 && !braid::native_bf16_available(GemmBackend::OneDnn)) continue;
+      double best[3] = {1e30, 1e30, 1e30};
+      for (int r = 0; r < 4 * reps + 1; ++r)
+        for (int o = 0; o < 3; ++o) {
+          char* base = raw.data() + offsets[o];
+          float* c = reinterpret_cast<float*>(base + 2 * n * n * 4 + 128);
+          const auto t0 = clock_type::now();
+          if (bf16)
+            braid::gemm_bf16(
+                ctx, false, false, n, n, n, 1.0f, reinterpret_cast<const braid::bf16*>(base), n,
+                reinterpret_cast<const braid::bf16*>(base + n * n * 4 + 64), n, 0.0f, c, n);
+          else
+            braid::gemm_f32(ctx, false, false, n, n, n, 1.0f, reinterpret_cast<const float*>(base),
+                            n, reinterpret_cast<const float*>(base + n * n * 4 + 64), n, 0.0f, c,
+                            n);
+          if (r > 0) best[o] = std::min(best[o], seconds_since(t0));
+        }
+      const double flop = 2.0 * n * n * n;
+      std::printf("| %s | %.1f | %.1f | %.1f |\n", bf16 ? "bf16" : "f32", flop / best[0] / 1e9,
+                  flop / best[1] / 1e9, flop / best[2] / 1e9);
+    }
   }
 
   std::printf("\nCalls from inside an OpenMP parallel region (%d threads, each its own block):\n",

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "core/memory.h"
+
 namespace {
 
 using Sgemm = int (*)(char, char, int64_t, int64_t, int64_t, float, const float*, int64_t,
@@ -67,9 +69,9 @@ struct Shape {
 };
 
 // Row-major C (M, N) = op(A) op(B); the C API is row-major too.
-double run_once(const Lib& lib, bool bf16, const Shape& s, const std::vector<float>& a,
-                const std::vector<float>& b, const std::vector<uint16_t>& a16,
-                const std::vector<uint16_t>& b16, std::vector<float>& c) {
+double run_once(const Lib& lib, bool bf16, const Shape& s, const braid::AlignedVector<float>& a,
+                const braid::AlignedVector<float>& b, const braid::AlignedVector<uint16_t>& a16,
+                const braid::AlignedVector<uint16_t>& b16, braid::AlignedVector<float>& c) {
   const int64_t lda = s.ta == 'T' ? s.M : s.K, ldb = s.tb == 'T' ? s.K : s.N;
   const auto t0 = std::chrono::steady_clock::now();
   const int status =
@@ -124,8 +126,9 @@ int main(int argc, char** argv) {
       {"peak", 'N', 'N', 2048, 2048, 2048},
   };
   const size_t big = size_t{8192} * 2048;
-  std::vector<float> a(big), b(big), c(big);
-  std::vector<uint16_t> a16(big), b16(big);
+  // 64-byte aligned, as tensors are: oneDNN's bf16 rates depend on it (core/memory.h).
+  braid::AlignedVector<float> a(big), b(big), c(big);
+  braid::AlignedVector<uint16_t> a16(big), b16(big);
   for (size_t i = 0; i < big; ++i) {
     a[i] = static_cast<float>(static_cast<int>(i * 7 % 13) - 6) / 8.0f;
     b[i] = static_cast<float>(static_cast<int>(i * 5 % 11) - 5) / 8.0f;

@@ -246,6 +246,65 @@ TEST(GemmTest, OneDnnMatmulPrimitiveLayoutAndScales) {
       }
 }
 
+// gemm_bf16 on oneDNN runs some long inner dimensions in slices on AMX CPUs
+// (onednn_bf16_k_slice, gemm_bf16_onednn_sliced): the sum over slices (the last one shorter)
+// matches the reference in every layout and (alpha, beta) with padded leading dimensions; the
+// slices the rule picks cover K in steps of 32 and are never shorter than 512; layouts and
+// shapes the rule leaves alone run as one call; and the public call on a sliced shape is right.
+TEST(GemmTest, Bf16InnerDimensionSlices) {
+  if (!native_bf16_available(GemmBackend::OneDnn))
+    GTEST_SKIP() << "no native bf16 kernel: " << native_bf16_missing(GemmBackend::OneDnn);
+  for (int t = 0; t < 4; ++t) {
+    const Problem p = make_problem(t & 1, t & 2, Case{40, 24, 2100}, true);
+    std::vector<bf16> A(p.A.size()), B(p.B.size());
+    for (size_t i = 0; i < A.size(); ++i) A[i] = float_to_bf16(p.A[i]);
+    for (size_t i = 0; i < B.size(); ++i) B[i] = float_to_bf16(p.B[i]);
+    GemmScratch scratch;
+    for (const auto& s : kScales) {
+      std::vector<float> C = initial_c(p, s[1]);
+      const std::vector<float> C_init = C;
+      gemm_bf16_onednn_sliced(scratch, 1000, p.ta, p.tb, p.M, p.N, p.K, s[0], A.data(), p.lda,
+                              B.data(), p.ldb, s[1], C.data(), p.ldc);
+      check_result(p, C, C_init, s[0], s[1],
+                   describe("bf16 in slices of 1000", GemmBackend::OneDnn, p, s[0], s[1]));
+    }
+  }
+  for (const auto& [ta, M, N, K] :
+       {std::tuple<bool, int64_t, int64_t, int64_t>{false, 512, 768, 50304},
+        {false, 512, 24, 8200},
+        {true, 2048, 512, 2048},
+        {true, 1536, 512, 1100}}) {
+    const int64_t slice = onednn_bf16_k_slice(ta, false, M, N, K);
+    ASSERT_GT(slice, 0);
+    if (slice < K) {
+      EXPECT_EQ(slice % 32, 0) << M << "x" << N << "x" << K;
+      EXPECT_GE(slice, 512) << M << "x" << N << "x" << K;
+    }
+    std::printf("gemm_bf16 %c N %lldx%lldx%lld: %lld slice(s) here\n", ta ? 'T' : 'N',
+                static_cast<long long>(M), static_cast<long long>(N), static_cast<long long>(K),
+                static_cast<long long>((K + slice - 1) / slice));
+  }
+  EXPECT_EQ(onednn_bf16_k_slice(false, true, 512, 768, 50304), 50304);   // B transposed
+  EXPECT_EQ(onednn_bf16_k_slice(false, false, 256, 768, 50304), 50304);  // few rows
+  EXPECT_EQ(onednn_bf16_k_slice(false, false, 512, 768, 4096), 4096);    // short K
+  EXPECT_EQ(onednn_bf16_k_slice(true, false, 64, 2048, 4096), 4096);     // narrow weight gradient
+  EXPECT_EQ(onednn_bf16_k_slice(true, false, 512, 512, 4096), 4096);
+
+  ExecOptions o;
+  o.gemm = GemmPlan{GemmBackend::OneDnn, Bf16Mode::Native};
+  ExecContext ctx(o);
+  const Problem p = make_problem(false, false, Case{512, 24, 8200}, true);
+  std::vector<bf16> A(p.A.size()), B(p.B.size());
+  for (size_t i = 0; i < A.size(); ++i) A[i] = float_to_bf16(p.A[i]);
+  for (size_t i = 0; i < B.size(); ++i) B[i] = float_to_bf16(p.B[i]);
+  std::vector<float> C = initial_c(p, -2.0f);
+  const std::vector<float> C_init = C;
+  gemm_bf16(ctx, false, false, p.M, p.N, p.K, 0.5f, A.data(), p.lda, B.data(), p.ldb, -2.0f,
+            C.data(), p.ldc);
+  check_result(p, C, C_init, 0.5f, -2.0f,
+               describe("bf16-native", GemmBackend::OneDnn, p, 0.5f, -2.0f));
+}
+
 // The weight-gradient layout at sizes where gemm_f32 on oneDNN takes the matmul primitive on
 // AVX-512 CPUs (onednn_f32_matmul_preferred): the public entry point, padded leading dims,
 // every (alpha, beta), and the same bits at one and two threads.

@@ -46,9 +46,9 @@ bool native_bf16_head(const ExecContext& ctx, const Tensor& x, const Tensor& w) 
 
 // The chunked loop for x and w of dtype `dt` (f32, or bf16 on the native GEMM); dx and dw are
 // f32 (or undefined). Shapes and targets are checked by the caller.
-void lm_head_chunks(ExecContext& ctx, DType dt, float* lossp, float* dxp, float* dwp,
-                    const void* x, const void* w, const int32_t* tp, int64_t N, int64_t C,
-                    int64_t V, float grad_scale) {
+void lm_head_chunks(ExecContext& ctx, DType dt, float* lossp, float* dxp, float* dwp, const void* x,
+                    const void* w, const int32_t* tp, int64_t N, int64_t C, int64_t V,
+                    float grad_scale) {
   const bool in16 = dt == DType::BF16, backward = dxp != nullptr;
   const auto* x16 = static_cast<const bf16*>(x);
   const auto* w16 = static_cast<const bf16*>(w);
@@ -61,12 +61,16 @@ void lm_head_chunks(ExecContext& ctx, DType dt, float* lossp, float* dxp, float*
   Tensor scratch16;
   if (in16 && backward) scratch16 = ctx.empty({chunk, V}, DType::BF16, MemCategory::Workspace);
   float* logits = scratch.f32();
+  const cpu::ConvertIsa convert = cpu::convert_path(ctx.cpu_isa());
   for (int64_t r0 = 0; r0 < N; r0 += chunk) {
     const int64_t rows = std::min(chunk, N - r0);
     if (in16)
       gemm_bf16(ctx, false, true, rows, V, C, 1.0f, x16 + r0 * C, C, w16, C, 0.0f, logits, V);
     else
       gemm_f32(ctx, false, true, rows, V, C, 1.0f, x32 + r0 * C, C, w32, C, 0.0f, logits, V);
+    // With bf16 operands each row's dlogits are rounded right after its softmax, while the row
+    // is in the core's caches, rather than in a second pass over the whole chunk.
+    bf16* d16 = in16 && backward ? static_cast<bf16*>(scratch16.raw()) : nullptr;
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       float* row = logits + r * V;
@@ -74,20 +78,18 @@ void lm_head_chunks(ExecContext& ctx, DType dt, float* lossp, float* dxp, float*
       if (target < 0) {
         lossp[r0 + r] = 0.0f;
         if (backward) std::fill(row, row + V, 0.0f);
-        continue;
+      } else {
+        const float target_logit = row[target];
+        lossp[r0 + r] = cpu::softmax_row(ctx.cpu_isa(), row, V, grad_scale) - target_logit;
+        row[target] -= grad_scale;
       }
-      const float target_logit = row[target];
-      lossp[r0 + r] = cpu::softmax_row(ctx.cpu_isa(), row, V, grad_scale) - target_logit;
-      row[target] -= grad_scale;
+      if (d16) cpu::narrow_from_f32(convert, DType::BF16, row, d16 + r * V, V);
     }
     if (!backward) continue;
     float* dx_chunk = dxp + r0 * C;
     if (in16) {
-      bf16* d16 = static_cast<bf16*>(scratch16.raw());
-      cpu::narrow_from_f32(ctx, DType::BF16, logits, d16, rows * V);
       gemm_bf16(ctx, false, false, rows, C, V, 1.0f, d16, V, w16, C, 0.0f, dx_chunk, C);
-      if (dwp)
-        gemm_bf16(ctx, true, false, V, C, rows, 1.0f, d16, V, x16 + r0 * C, C, 1.0f, dwp, C);
+      if (dwp) gemm_bf16(ctx, true, false, V, C, rows, 1.0f, d16, V, x16 + r0 * C, C, 1.0f, dwp, C);
     } else {
       gemm_f32(ctx, false, false, rows, C, V, 1.0f, logits, V, w32, C, 0.0f, dx_chunk, C);
       if (dwp)
@@ -147,8 +149,7 @@ void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor&
   F32Staging s(ctx, "lm_head_cross_entropy");
   Tensor dx32 = s.out(dx, "dx"), dw32 = s.out(dw, "dw", true);
   lm_head_chunks(ctx, dt, losses.f32(), backward ? dx32.f32() : nullptr,
-                 dw32.defined() ? dw32.f32() : nullptr, x.raw(), w.raw(), tp, N, C, V,
-                 grad_scale);
+                 dw32.defined() ? dw32.f32() : nullptr, x.raw(), w.raw(), tp, N, C, V, grad_scale);
   s.finish();
 }
 

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/kernels/cpu/convert.h"
 #include "core/kernels/cpu/gemm_backends.h"
+#include "core/memory.h"
 #include "core/profile.h"
 #include "core/tensor.h"
 
@@ -181,8 +182,9 @@ void gemm_bf16_with(ExecContext& ctx, GemmBackend b, Bf16Mode mode, bool trans_a
   switch (b) {
     case GemmBackend::OneDnn: {
       const GemmWorkspace::Lease scratch = ctx.gemm_workspace().lease();
-      return gemm_bf16_onednn(*scratch, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C,
-                              ldc);
+      return gemm_bf16_onednn_sliced(*scratch, onednn_bf16_k_slice(trans_a, trans_b, M, N, K),
+                                     trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                                     ldc);
     }
     case GemmBackend::OpenBlas:
       return gemm_bf16_openblas(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -308,7 +310,7 @@ std::string gemm_backend_name(const GemmPlan& plan) {
 
 double measure_gemm_peak_f32(ExecContext& ctx, double seconds) {
   constexpr int64_t n = 1024;
-  std::vector<float> a(n * n), b(n * n), c(n * n);
+  AlignedVector<float> a(n * n), b(n * n), c(n * n);  // aligned as training's tensors are
   for (int64_t i = 0; i < n * n; ++i) {
     a[i] = static_cast<float>((i * 7) % 13) * 0.01f;
     b[i] = static_cast<float>((i * 5) % 11) * 0.01f;
@@ -320,8 +322,8 @@ double measure_gemm_peak_f32(ExecContext& ctx, double seconds) {
 
 double measure_gemm_peak_bf16(ExecContext& ctx, double seconds) {
   constexpr int64_t n = 1024;
-  std::vector<bf16> a(n * n), b(n * n);
-  std::vector<float> c(n * n);
+  AlignedVector<bf16> a(n * n), b(n * n);  // aligned as training's tensors are
+  AlignedVector<float> c(n * n);
   for (int64_t i = 0; i < n * n; ++i) {
     a[i] = float_to_bf16(static_cast<float>((i * 7) % 13) * 0.01f);
     b[i] = float_to_bf16(static_cast<float>((i * 5) % 11) * 0.01f);

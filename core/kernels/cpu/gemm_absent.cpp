@@ -21,6 +21,7 @@ std::string onednn_isa_name() { return "none (built without oneDNN)"; }
 bool onednn_has_bf16_matmul() { return false; }
 bool onednn_f32_matmul_preferred(bool, bool, int64_t, int64_t, int64_t) { return false; }
 bool onednn_f32_bias_fused() { return false; }
+int64_t onednn_bf16_k_slice(bool, bool, int64_t, int64_t, int64_t K) { return K; }
 void gemm_f32_bias_onednn(GemmScratch&, bool, bool, int64_t, int64_t, int64_t, const float*,
                           int64_t, const float*, int64_t, const float*, float*, int64_t) {
   no_onednn();
@@ -31,6 +32,10 @@ void gemm_f32_onednn(bool, bool, int64_t, int64_t, int64_t, float, const float*,
 }
 void gemm_bf16_onednn(GemmScratch&, bool, bool, int64_t, int64_t, int64_t, float, const bf16*,
                       int64_t, const bf16*, int64_t, float, float*, int64_t) {
+  no_onednn();
+}
+void gemm_bf16_onednn_sliced(GemmScratch&, int64_t, bool, bool, int64_t, int64_t, int64_t, float,
+                             const bf16*, int64_t, const bf16*, int64_t, float, float*, int64_t) {
   no_onednn();
 }
 void gemm_bf16_out_onednn(GemmScratch&, bool, bool, int64_t, int64_t, int64_t, const bf16*, int64_t,

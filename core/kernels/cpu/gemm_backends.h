@@ -45,6 +45,12 @@ void gemm_f32_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float al
 void gemm_bf16_onednn(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
                       float alpha, const bf16* A, int64_t lda, const bf16* B, int64_t ldb,
                       float beta, float* C, int64_t ldc);
+// The same product as one gemm_bf16_onednn call per slice of `slice` of the inner dimension
+// (the last one shorter), the first scaling C by beta and each next adding onto it: f32 sums
+// of the slices, so the result differs from one call's only in rounding.
+void gemm_bf16_onednn_sliced(GemmScratch& scratch, int64_t slice, bool ta, bool tb, int64_t M,
+                             int64_t N, int64_t K, float alpha, const bf16* A, int64_t lda,
+                             const bf16* B, int64_t ldb, float beta, float* C, int64_t ldc);
 // bf16 inputs, bf16 output: C = round(op(A) op(B) + bias + (accumulate ? C : 0)), the sum in
 // f32 and rounded once; bias (N floats) may be null.
 void gemm_bf16_out_onednn(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
@@ -72,6 +78,19 @@ bool onednn_f32_bias_fused();
 // 230-300 GFLOP/s and the primitive 300-350; with N of 768 and more (GPT-2 124M's width) sgemm
 // was 5-20 % faster, and with M = 512 too (docs/benchmarks.md).
 bool onednn_f32_matmul_preferred(bool ta, bool tb, int64_t M, int64_t N, int64_t K);
+
+// The inner-dimension slice gemm_bf16 runs oneDNN's f32-output bf16 matmul in
+// (gemm_bf16_onednn_sliced; K itself: one call). Only on AMX, where oneDNN 2.6's matmul ran these
+// layouts faster in slices (2 threads, docs/benchmarks.md):
+// - both operands as stored, at least 512 rows and K of 8192 and more (the LM head's input
+//   gradient: logits gradient times the (vocabulary, width) weight): 840-1030 GFLOP/s in one
+//   call, 1125-1540 in slices of max(1024, N) (N capped at 4096), at GPT-2's vocabulary of
+//   50304 and widths 768-4096; with 64-256 rows no faster or slower;
+// - A transposed (the weight gradients dy^T x, K the tokens), K at least 1024, M and N at least
+//   512 and M x N at least 768 x 1024: slices of 512 ran 4-23 % faster (the linears' dW of the
+//   benchmark model and GPT-2 124M, the LM head's dw over all tokens); with M or N of 64-256
+//   slower, at 512 x 512 and 768 x 768 the same.
+int64_t onednn_bf16_k_slice(bool ta, bool tb, int64_t M, int64_t N, int64_t K);
 // How many matmul primitives a scratch slot holds (tests: the cache is reused, not rebuilt).
 size_t onednn_cached_matmuls(const GemmScratch& scratch);
 void gemm_f32_openblas(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,

@@ -2,6 +2,7 @@
 // the caller's GEMM workspace slot (core/kernels/cpu/gemm_workspace.h).
 #include <oneapi/dnnl/dnnl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -162,6 +163,23 @@ bool onednn_f32_matmul_preferred(bool ta, bool tb, int64_t M, int64_t N, int64_t
   return onednn_f32_bias_fused() && ta && !tb && M >= 1024 && K >= 256 && N < 768;
 }
 
+int64_t onednn_bf16_k_slice(bool ta, bool tb, int64_t M, int64_t N, int64_t K) {
+  static const bool amx = [] {
+    const unsigned isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+    const unsigned amx_isa = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_amx);
+    return (isa & amx_isa) == amx_isa;
+  }();
+  if (!amx || tb) return K;
+  int64_t target = 0;  // the shortest slice; 0: one call
+  if (!ta && M >= 512 && K >= 8192) target = std::clamp<int64_t>(N, 1024, 4096);
+  if (ta && K >= 1024 && std::min(M, N) >= 512 && M * N >= 768 * 1024) target = 512;
+  if (target == 0) return K;
+  // Equal slices of at least `target`, rounded up to 32 so that each starts on a 64-byte
+  // boundary of an aligned row.
+  const int64_t slices = K / target;
+  return ((K + slices - 1) / slices + 31) / 32 * 32;
+}
+
 std::string onednn_isa_name() {
   switch (dnnl_get_effective_cpu_isa()) {
     case dnnl_cpu_isa_sse41:
@@ -211,6 +229,19 @@ void gemm_bf16_onednn(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t
                       float alpha, const bf16* A, int64_t lda, const bf16* B, int64_t ldb,
                       float beta, float* C, int64_t ldc) {
   run_matmul(scratch, true, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void gemm_bf16_onednn_sliced(GemmScratch& scratch, int64_t slice, bool ta, bool tb, int64_t M,
+                             int64_t N, int64_t K, float alpha, const bf16* A, int64_t lda,
+                             const bf16* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  BRAID_CHECK(slice > 0 && K > 0, "gemm_bf16_onednn_sliced: slice {} and K {} must be positive",
+              slice, K);
+  // op(A)'s slice: columns k0.. of A, or rows when transposed; op(B)'s: rows k0.. of B, or
+  // columns when transposed.
+  for (int64_t k0 = 0; k0 < K; k0 += slice)
+    run_matmul(scratch, true, ta, tb, M, N, std::min(slice, K - k0), alpha,
+               A + (ta ? k0 * lda : k0), lda, B + (tb ? k0 : k0 * ldb), ldb, k0 == 0 ? beta : 1.0f,
+               C, ldc);
 }
 
 void gemm_bf16_out_onednn(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
