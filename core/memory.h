@@ -97,9 +97,9 @@ std::string memory_peaks_line(const MemoryStats& s);
 
 // A std::vector whose storage is 64-byte aligned, as every tensor's is: for GEMM operands
 // that are not tensors (the GEMM peak probes, benchmarks), whose rates depend on it. oneDNN's
-// AMX bf16 matmul ran 1024^3 at 1390-1540 GFLOP/s with its rows 16 or 32 bytes past a 64-byte
-// boundary (where malloc puts large blocks) and at 1800-1960 aligned; f32 sgemm 3 % slower
-// (docs/benchmarks.md).
+// AMX bf16 matmul ran 1024^3 at 1480-1540 GFLOP/s with its operands 16 or 32 bytes past a
+// 64-byte boundary (where malloc puts large blocks) and at 2090 aligned; f32 sgemm within 3 %
+// (bench_gemm, docs/benchmarks.md).
 template <class T>
 struct Align64Allocator {
   using value_type = T;

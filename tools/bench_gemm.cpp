@@ -291,25 +291,29 @@ int main(int argc, char** argv) {
   }
 
   // bf16 in inner-dimension slices (gemm_bf16_onednn_sliced) against one call, alternating
-  // per call: the shapes onednn_bf16_k_slice slices on AMX and neighbours it leaves alone. The
-  // benchmark model's and GPT-2 124M's weight gradients (T N, K = 2048 tokens), the LM head's
-  // input gradient per 512-row chunk (N N, K = vocabulary) and dw per chunk (K = 512 rows).
+  // per call. Each shape is also run in the slices the rule uses for its layout (512 for A^T B,
+  // max(1024, N) up to 4096 for A B) whether onednn_bf16_k_slice picks them or not, so the
+  // shapes it leaves alone show what slicing would cost there. The benchmark model's and GPT-2
+  // 124M's weight gradients (T N, K = 2048 tokens), the LM head's input gradient per 512-row
+  // chunk (N N, K = vocabulary: 8192, GPT-2's 50304, Llama's 32000) and dw per chunk (K = 512).
   if (braid::native_bf16_available(GemmBackend::OneDnn)) {
     std::printf("\nbf16 on oneDNN, one call vs inner-dimension slices, GFLOP/s (median of %d):\n",
                 reps);
-    std::printf("| M x N x K | ta | one call | slices (count) | slices / one |\n");
-    std::printf("|---|---|---:|---:|---:|\n");
+    std::printf(
+        "| M x N x K | ta | one call | in slices (size) | slices / one | gemm_bf16 takes |\n");
+    std::printf("|---|---|---:|---:|---:|---|\n");
     struct KShape {
       bool ta;
       int64_t M, N, K;
     };
     const KShape kshapes[] = {
-        {true, 1536, 512, 2048},  {true, 2048, 512, 2048}, {true, 512, 2048, 2048},
-        {true, 512, 512, 2048},   {true, 2304, 768, 2048}, {true, 3072, 768, 2048},
-        {true, 768, 3072, 2048},  {true, 768, 768, 2048},  {true, 8192, 512, 512},
-        {true, 64, 2048, 4096},   {false, 512, 512, 8192}, {false, 512, 768, 50304},
+        {true, 1536, 512, 2048},  {true, 2048, 512, 2048},  {true, 512, 2048, 2048},
+        {true, 512, 512, 2048},   {true, 2304, 768, 2048},  {true, 3072, 768, 2048},
+        {true, 768, 3072, 2048},  {true, 768, 768, 2048},   {true, 8192, 512, 512},
+        {true, 64, 2048, 4096},   {true, 1024, 256, 4096},  {true, 16, 768, 16384},
+        {false, 512, 512, 8192},  {false, 512, 768, 50304}, {false, 512, 2048, 32000},
         {false, 256, 768, 50304}, {false, 64, 768, 50304}};
-    const size_t most = 768 * 50304;
+    const size_t most = size_t{2048} * 32000;
     braid::AlignedVector<braid::bf16> a16(most), b16(most);
     for (size_t i = 0; i < most; ++i) {
       a16[i] = buf.a16[i % buf.a16.size()];
@@ -318,7 +322,8 @@ int main(int argc, char** argv) {
     braid::AlignedVector<float> c(4096 * 4096);
     const braid::GemmWorkspace::Lease scratch = ctx.gemm_workspace().lease();
     for (const KShape& k : kshapes) {
-      const int64_t slice = braid::onednn_bf16_k_slice(k.ta, false, k.M, k.N, k.K);
+      const int64_t taken = braid::onednn_bf16_k_slice(k.ta, false, k.M, k.N, k.K);
+      const int64_t forced = k.ta ? 512 : std::clamp<int64_t>(k.N, 1024, 4096);
       const int64_t lda = k.ta ? k.M : k.K;
       std::vector<double> one, sliced;
       auto call = [&](int64_t sl) {
@@ -328,17 +333,20 @@ int main(int argc, char** argv) {
         return seconds_since(t0);
       };
       call(k.K);
-      call(slice);
+      call(forced);
       for (int r = 0; r < reps; ++r) {
         one.push_back(call(k.K));
-        sliced.push_back(call(slice));
+        sliced.push_back(call(forced));
       }
       std::sort(one.begin(), one.end());
       std::sort(sliced.begin(), sliced.end());
       const double flop = 2.0 * k.M * k.N * k.K, g1 = flop / one[one.size() / 2] / 1e9,
                    gs = flop / sliced[sliced.size() / 2] / 1e9;
-      std::printf("| %ldx%ldx%ld | %c | %.1f | %.1f (%ld) | %.2f |\n", (long)k.M, (long)k.N,
-                  (long)k.K, k.ta ? 'T' : 'N', g1, gs, (long)((k.K + slice - 1) / slice), gs / g1);
+      const std::string takes = taken < k.K ? std::to_string((k.K + taken - 1) / taken) +
+                                                  " slices of " + std::to_string(taken)
+                                            : "one call";
+      std::printf("| %ldx%ldx%ld | %c | %.1f | %.1f (%ld) | %.2f | %s |\n", (long)k.M, (long)k.N,
+                  (long)k.K, k.ta ? 'T' : 'N', g1, gs, (long)forced, gs / g1, takes.c_str());
     }
   }
 

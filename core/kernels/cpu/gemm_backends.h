@@ -81,15 +81,13 @@ bool onednn_f32_matmul_preferred(bool ta, bool tb, int64_t M, int64_t N, int64_t
 
 // The inner-dimension slice gemm_bf16 runs oneDNN's f32-output bf16 matmul in
 // (gemm_bf16_onednn_sliced; K itself: one call). Only on AMX, where oneDNN 2.6's matmul ran these
-// layouts faster in slices (2 threads, docs/benchmarks.md):
+// layouts faster in slices (2 threads; bench_gemm, docs/benchmarks.md):
+// - A transposed (the weight gradients dy^T x, K the tokens) with K of at least 1024 and M and
+//   N of at least 512: slices of 512, 1.1-1.3x (the linears' dW of the benchmark model and
+//   GPT-2 124M); with M or N of 16-256 from 0.9x to 1.3x between runs, so one call there;
 // - both operands as stored, at least 512 rows and K of 8192 and more (the LM head's input
-//   gradient: logits gradient times the (vocabulary, width) weight): 840-1030 GFLOP/s in one
-//   call, 1125-1540 in slices of max(1024, N) (N capped at 4096), at GPT-2's vocabulary of
-//   50304 and widths 768-4096; with 64-256 rows no faster or slower;
-// - A transposed (the weight gradients dy^T x, K the tokens), K at least 1024, M and N at least
-//   512 and M x N at least 768 x 1024: slices of 512 ran 4-23 % faster (the linears' dW of the
-//   benchmark model and GPT-2 124M, the LM head's dw over all tokens); with M or N of 64-256
-//   slower, at 512 x 512 and 768 x 768 the same.
+//   gradient: logits gradient times the (vocabulary, width) weight): slices of max(1024, N),
+//   N capped at 4096, 1.2-1.4x at vocabularies of 8192-50304; with 64-256 rows slower.
 int64_t onednn_bf16_k_slice(bool ta, bool tb, int64_t M, int64_t N, int64_t K);
 // How many matmul primitives a scratch slot holds (tests: the cache is reused, not rebuilt).
 size_t onednn_cached_matmuls(const GemmScratch& scratch);

@@ -172,7 +172,7 @@ int64_t onednn_bf16_k_slice(bool ta, bool tb, int64_t M, int64_t N, int64_t K) {
   if (!amx || tb) return K;
   int64_t target = 0;  // the shortest slice; 0: one call
   if (!ta && M >= 512 && K >= 8192) target = std::clamp<int64_t>(N, 1024, 4096);
-  if (ta && K >= 1024 && std::min(M, N) >= 512 && M * N >= 768 * 1024) target = 512;
+  if (ta && K >= 1024 && std::min(M, N) >= 512) target = 512;
   if (target == 0) return K;
   // Equal slices of at least `target`, rounded up to 32 so that each starts on a 64-byte
   // boundary of an aligned row.
