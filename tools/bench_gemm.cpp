@@ -323,7 +323,7 @@ int main(int argc, char** argv) {
     const braid::GemmWorkspace::Lease scratch = ctx.gemm_workspace().lease();
     for (const KShape& k : kshapes) {
       const int64_t taken = braid::onednn_bf16_k_slice(k.ta, false, k.M, k.N, k.K);
-      const int64_t forced = k.ta ? 512 : std::clamp<int64_t>(k.N, 1024, 4096);
+      const int64_t forced = braid::onednn_bf16_slice_length(k.ta, k.N);
       const int64_t lda = k.ta ? k.M : k.K;
       std::vector<double> one, sliced;
       auto call = [&](int64_t sl) {

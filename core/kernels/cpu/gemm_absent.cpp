@@ -22,6 +22,7 @@ bool onednn_has_bf16_matmul() { return false; }
 bool onednn_f32_matmul_preferred(bool, bool, int64_t, int64_t, int64_t) { return false; }
 bool onednn_f32_bias_fused() { return false; }
 int64_t onednn_bf16_k_slice(bool, bool, int64_t, int64_t, int64_t K) { return K; }
+int64_t onednn_bf16_slice_length(bool, int64_t) { no_onednn(); }
 void gemm_f32_bias_onednn(GemmScratch&, bool, bool, int64_t, int64_t, int64_t, const float*,
                           int64_t, const float*, int64_t, const float*, float*, int64_t) {
   no_onednn();

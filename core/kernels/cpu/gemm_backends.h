@@ -89,6 +89,9 @@ bool onednn_f32_matmul_preferred(bool ta, bool tb, int64_t M, int64_t N, int64_t
 //   gradient: logits gradient times the (vocabulary, width) weight): slices of max(1024, N),
 //   N capped at 4096, 1.2-1.4x at vocabularies of 8192-50304; with 64-256 rows slower.
 int64_t onednn_bf16_k_slice(bool ta, bool tb, int64_t M, int64_t N, int64_t K);
+// The shortest slice of that rule for a layout (512 with A transposed, else max(1024, N) up to
+// 4096), whether or not the rule slices the shape.
+int64_t onednn_bf16_slice_length(bool ta, int64_t N);
 // How many matmul primitives a scratch slot holds (tests: the cache is reused, not rebuilt).
 size_t onednn_cached_matmuls(const GemmScratch& scratch);
 void gemm_f32_openblas(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,

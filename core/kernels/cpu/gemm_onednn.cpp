@@ -163,20 +163,22 @@ bool onednn_f32_matmul_preferred(bool ta, bool tb, int64_t M, int64_t N, int64_t
   return onednn_f32_bias_fused() && ta && !tb && M >= 1024 && K >= 256 && N < 768;
 }
 
+int64_t onednn_bf16_slice_length(bool ta, int64_t N) {
+  return ta ? 512 : std::clamp<int64_t>(N, 1024, 4096);
+}
+
 int64_t onednn_bf16_k_slice(bool ta, bool tb, int64_t M, int64_t N, int64_t K) {
   static const bool amx = [] {
     const unsigned isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
     const unsigned amx_isa = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_amx);
     return (isa & amx_isa) == amx_isa;
   }();
-  if (!amx || tb) return K;
-  int64_t target = 0;  // the shortest slice; 0: one call
-  if (!ta && M >= 512 && K >= 8192) target = std::clamp<int64_t>(N, 1024, 4096);
-  if (ta && K >= 1024 && std::min(M, N) >= 512) target = 512;
-  if (target == 0) return K;
-  // Equal slices of at least `target`, rounded up to 32 so that each starts on a 64-byte
-  // boundary of an aligned row.
-  const int64_t slices = K / target;
+  const bool sliced =
+      amx && !tb && (ta ? K >= 1024 && std::min(M, N) >= 512 : M >= 512 && K >= 8192);
+  if (!sliced) return K;
+  // Equal slices of at least the layout's length, rounded up to 32 so that each starts on a
+  // 64-byte boundary of an aligned row.
+  const int64_t slices = K / onednn_bf16_slice_length(ta, N);
   return ((K + slices - 1) / slices + 31) / 32 * 32;
 }
 
