@@ -384,6 +384,88 @@ int main(int argc, char** argv) {
     }
   }
 
+  // Warm against cold operands. Every other table here calls a shape on the same buffers, which
+  // after the first call sit in the caches; in a training step a GEMM's inputs and output come
+  // from memory (the step's tensors are hundreds of MiB). Cold: each call takes its A, B and C
+  // from the next stretch of a 1 GiB arena, so nothing of them is cached; warm: the arena's
+  // first stretch every time. Alternating per call; the arena holds bf16 pairs that are also
+  // finite f32 values, so both dtypes read it.
+  {
+    constexpr size_t arena_bytes = size_t{1} << 30;
+    braid::AlignedVector<uint32_t> arena(arena_bytes / 4);
+    uint32_t seed = 777;
+#pragma omp parallel for schedule(static) firstprivate(seed)
+    for (size_t i = 0; i < arena.size(); ++i) {
+      const uint32_t h = static_cast<uint32_t>(i) * 2654435761u + seed;
+      const float x = static_cast<float>(h >> 8) / 16777216.0f - 0.5f,
+                  y = static_cast<float>((h * 747796405u) >> 8) / 16777216.0f - 0.5f;
+      arena[i] =
+          static_cast<uint32_t>(braid::float_to_bf16(x).bits) << 16 | braid::float_to_bf16(y).bits;
+    }
+    char* base = reinterpret_cast<char*>(arena.data());
+    std::printf(
+        "\nWarm vs cold operands (the plan's GEMMs, median of %d alternating calls), "
+        "GFLOP/s:\n",
+        reps);
+    std::printf("| shape | M x N x K | ta tb | dtype | warm | cold | cold / warm |\n");
+    std::printf("|---|---|---|---|---:|---:|---:|\n");
+    std::vector<Shape> cshapes = shapes;
+    cshapes.back() = {"peak probe", false, false, 1024, 1024, 1024, true};
+    size_t next = 0;  // where the next cold call's operands start
+    for (const bool bf16 : {false, true}) {
+      if (bf16 && !braid::native_bf16_available(ctx.gemm().backend)) continue;
+      double warm_total = 0, cold_total = 0;
+      for (const Shape& s : cshapes) {
+        const size_t el = bf16 ? 2 : 4, round = 4096;
+        const size_t a_bytes = (s.M * s.K * el + round - 1) / round * round,
+                     b_bytes = (s.K * s.N * el + round - 1) / round * round,
+                     c_bytes = (s.M * s.N * 4 + round - 1) / round * round,
+                     span = a_bytes + b_bytes + c_bytes;
+        auto call = [&](size_t off) {
+          const char* a = base + off;
+          const char* b = a + a_bytes;
+          float* c = reinterpret_cast<float*>(base + off + a_bytes + b_bytes);
+          const int64_t lda = s.ta ? s.M : s.K, ldb = s.tb ? s.K : s.N;
+          const auto t0 = clock_type::now();
+          if (bf16)
+            braid::gemm_bf16(ctx, s.ta, s.tb, s.M, s.N, s.K, 1.0f,
+                             reinterpret_cast<const braid::bf16*>(a), lda,
+                             reinterpret_cast<const braid::bf16*>(b), ldb, 0.0f, c, s.N);
+          else
+            braid::gemm_f32(ctx, s.ta, s.tb, s.M, s.N, s.K, 1.0f, reinterpret_cast<const float*>(a),
+                            lda, reinterpret_cast<const float*>(b), ldb, 0.0f, c, s.N);
+          return seconds_since(t0);
+        };
+        auto cold_offset = [&] {
+          if (next < span || next + span > arena_bytes) next = span;  // never the warm stretch
+          const size_t off = next;
+          next += span;
+          return off;
+        };
+        call(0);
+        std::vector<double> warm, cold;
+        for (int r = 0; r < reps; ++r) {
+          warm.push_back(call(0));
+          cold.push_back(call(cold_offset()));
+        }
+        std::sort(warm.begin(), warm.end());
+        std::sort(cold.begin(), cold.end());
+        const double w = warm[warm.size() / 2], c = cold[cold.size() / 2],
+                     flop = 2.0 * s.M * s.N * s.K;
+        if (!s.peak) {
+          warm_total += w;
+          cold_total += c;
+        }
+        std::printf("| %s | %ldx%ldx%ld | %c %c | %s | %.1f | %.1f | %.2f |\n", s.name.c_str(),
+                    (long)s.M, (long)s.N, (long)s.K, s.ta ? 'T' : 'N', s.tb ? 'T' : 'N',
+                    bf16 ? "bf16" : "f32", flop / w / 1e9, flop / c / 1e9, w / c);
+      }
+      std::printf("| all 12 training shapes, ms | | | %s | %.1f | %.1f | %.2f |\n",
+                  bf16 ? "bf16" : "f32", warm_total * 1e3, cold_total * 1e3,
+                  warm_total / cold_total);
+    }
+  }
+
   std::printf("\nCalls from inside an OpenMP parallel region (%d threads, each its own block):\n",
               omp_get_max_threads());
   std::printf("| backend | dtype | M x N x K | total GFLOP/s | process threads after |\n");
