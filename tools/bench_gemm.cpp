@@ -114,6 +114,12 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
+// The middle value of t (the upper one of an even count).
+double median(std::vector<double> t) {
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
 // Median seconds per call after one warm-up; slow configs get fewer repetitions.
 double time_gemm(braid::ExecContext& ctx, const Config& cfg, const Shape& s, Buffers& buf,
                  int reps) {
@@ -127,8 +133,7 @@ double time_gemm(braid::ExecContext& ctx, const Config& cfg, const Shape& s, Buf
     run_once(ctx, cfg, s.ta, s.tb, s.M, s.N, s.K, buf);
     t.push_back(seconds_since(t0));
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return median(std::move(t));
 }
 
 int process_threads() {
@@ -338,10 +343,8 @@ int main(int argc, char** argv) {
         one.push_back(call(k.K));
         sliced.push_back(call(forced));
       }
-      std::sort(one.begin(), one.end());
-      std::sort(sliced.begin(), sliced.end());
-      const double flop = 2.0 * k.M * k.N * k.K, g1 = flop / one[one.size() / 2] / 1e9,
-                   gs = flop / sliced[sliced.size() / 2] / 1e9;
+      const double flop = 2.0 * k.M * k.N * k.K, g1 = flop / median(one) / 1e9,
+                   gs = flop / median(sliced) / 1e9;
       const std::string takes = taken < k.K ? std::to_string((k.K + taken - 1) / taken) +
                                                   " slices of " + std::to_string(taken)
                                             : "one call";
@@ -393,10 +396,9 @@ int main(int argc, char** argv) {
   {
     constexpr size_t arena_bytes = size_t{1} << 30;
     braid::AlignedVector<uint32_t> arena(arena_bytes / 4);
-    uint32_t seed = 777;
-#pragma omp parallel for schedule(static) firstprivate(seed)
+#pragma omp parallel for schedule(static)
     for (size_t i = 0; i < arena.size(); ++i) {
-      const uint32_t h = static_cast<uint32_t>(i) * 2654435761u + seed;
+      const uint32_t h = static_cast<uint32_t>(i) * 2654435761u + 777u;
       const float x = static_cast<float>(h >> 8) / 16777216.0f - 0.5f,
                   y = static_cast<float>((h * 747796405u) >> 8) / 16777216.0f - 0.5f;
       arena[i] =
@@ -409,17 +411,18 @@ int main(int argc, char** argv) {
         reps);
     std::printf("| shape | M x N x K | ta tb | dtype | warm | cold | cold / warm |\n");
     std::printf("|---|---|---|---|---:|---:|---:|\n");
-    std::vector<Shape> cshapes = shapes;
+    std::vector<Shape> cshapes = shapes;  // the 12 training shapes, then the peak probes' size
     cshapes.back() = {"peak probe", false, false, 1024, 1024, 1024, true};
     size_t next = 0;  // where the next cold call's operands start
     for (const bool bf16 : {false, true}) {
       if (bf16 && !braid::native_bf16_available(ctx.gemm().backend)) continue;
       double warm_total = 0, cold_total = 0;
       for (const Shape& s : cshapes) {
-        const size_t el = bf16 ? 2 : 4, round = 4096;
-        const size_t a_bytes = (s.M * s.K * el + round - 1) / round * round,
-                     b_bytes = (s.K * s.N * el + round - 1) / round * round,
-                     c_bytes = (s.M * s.N * 4 + round - 1) / round * round,
+        auto page_bytes = [](int64_t elems, size_t el) {  // rounded up to whole 4 KiB pages
+          return (static_cast<size_t>(elems) * el + 4095) / 4096 * 4096;
+        };
+        const size_t el = bf16 ? 2 : 4, a_bytes = page_bytes(s.M * s.K, el),
+                     b_bytes = page_bytes(s.K * s.N, el), c_bytes = page_bytes(s.M * s.N, 4),
                      span = a_bytes + b_bytes + c_bytes;
         auto call = [&](size_t off) {
           const char* a = base + off;
@@ -448,10 +451,7 @@ int main(int argc, char** argv) {
           warm.push_back(call(0));
           cold.push_back(call(cold_offset()));
         }
-        std::sort(warm.begin(), warm.end());
-        std::sort(cold.begin(), cold.end());
-        const double w = warm[warm.size() / 2], c = cold[cold.size() / 2],
-                     flop = 2.0 * s.M * s.N * s.K;
+        const double w = median(warm), c = median(cold), flop = 2.0 * s.M * s.N * s.K;
         if (!s.peak) {
           warm_total += w;
           cold_total += c;
