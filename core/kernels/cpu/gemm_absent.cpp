@@ -31,10 +31,6 @@ void gemm_f32_onednn(bool, bool, int64_t, int64_t, int64_t, float, const float*,
                      const float*, int64_t, float, float*, int64_t) {
   no_onednn();
 }
-void gemm_bf16_onednn(GemmScratch&, bool, bool, int64_t, int64_t, int64_t, float, const bf16*,
-                      int64_t, const bf16*, int64_t, float, float*, int64_t) {
-  no_onednn();
-}
 void gemm_bf16_onednn_sliced(GemmScratch&, int64_t, bool, bool, int64_t, int64_t, int64_t, float,
                              const bf16*, int64_t, const bf16*, int64_t, float, float*, int64_t) {
   no_onednn();

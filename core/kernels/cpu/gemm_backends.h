@@ -41,13 +41,10 @@ std::string native_bf16_missing(GemmBackend b);
 // Per-library entry points. Callers have already handled M == 0, N == 0 and K == 0.
 void gemm_f32_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                      int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
-// bf16 through a matmul primitive cached in the caller's scratch slot.
-void gemm_bf16_onednn(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
-                      float alpha, const bf16* A, int64_t lda, const bf16* B, int64_t ldb,
-                      float beta, float* C, int64_t ldc);
-// The same product as one gemm_bf16_onednn call per slice of `slice` of the inner dimension
-// (the last one shorter), the first scaling C by beta and each next adding onto it: f32 sums
-// of the slices, so the result differs from one call's only in rounding.
+// bf16 (f32 out) through a matmul primitive cached in the caller's scratch slot, one call per
+// slice of `slice` of the inner dimension (the last one shorter; slice >= K: one call), the
+// first scaling C by beta and each next adding onto it: f32 sums of the slices, so a sliced
+// result differs from one call's only in rounding.
 void gemm_bf16_onednn_sliced(GemmScratch& scratch, int64_t slice, bool ta, bool tb, int64_t M,
                              int64_t N, int64_t K, float alpha, const bf16* A, int64_t lda,
                              const bf16* B, int64_t ldb, float beta, float* C, int64_t ldc);
@@ -56,7 +53,7 @@ void gemm_bf16_onednn_sliced(GemmScratch& scratch, int64_t slice, bool ta, bool 
 void gemm_bf16_out_onednn(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
                           const bf16* A, int64_t lda, const bf16* B, int64_t ldb, const float* bias,
                           bool accumulate, bf16* C, int64_t ldc);
-// f32 through the same cached matmul primitive as gemm_bf16_onednn (strides for transposes,
+// f32 through the same cached matmul primitive as gemm_bf16_onednn_sliced (strides for transposes,
 // alpha as output scale, beta as sum post-op), so that plumbing is testable on CPUs whose
 // oneDNN has no bf16 matmul.
 void gemm_f32_onednn_matmul(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t N, int64_t K,

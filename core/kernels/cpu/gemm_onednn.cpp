@@ -227,12 +227,6 @@ void gemm_f32_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float al
   BRAID_CHECK(st == dnnl_success, "dnnl_sgemm failed with status {}", static_cast<int>(st));
 }
 
-void gemm_bf16_onednn(GemmScratch& scratch, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
-                      float alpha, const bf16* A, int64_t lda, const bf16* B, int64_t ldb,
-                      float beta, float* C, int64_t ldc) {
-  run_matmul(scratch, true, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-
 void gemm_bf16_onednn_sliced(GemmScratch& scratch, int64_t slice, bool ta, bool tb, int64_t M,
                              int64_t N, int64_t K, float alpha, const bf16* A, int64_t lda,
                              const bf16* B, int64_t ldb, float beta, float* C, int64_t ldc) {
