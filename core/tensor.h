@@ -18,6 +18,11 @@ using Shape = std::vector<int64_t>;
 
 std::string shape_str(const Shape& s);
 int64_t shape_numel(const Shape& s);
+// `s` with its last dimension set to `last` (a linear layer's output shape from its input's).
+inline Shape with_last(Shape s, int64_t last) {
+  s.back() = last;
+  return s;
+}
 
 // Owns one allocation from an allocator it keeps alive. Tensors share it through shared_ptr.
 class Storage {

@@ -64,7 +64,7 @@ struct MatchData {
 };
 
 // Length of the (possibly invalid) UTF-8 sequence at s[i], at least 1.
-size_t utf8_len(std::string_view s, size_t i) {
+size_t utf8_seq_len(std::string_view s, size_t i) {
   const unsigned char c = static_cast<unsigned char>(s[i]);
   const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
   return std::min(n, s.size() - i);
@@ -111,9 +111,9 @@ size_t PreSplit::chunk_end(std::string_view text, size_t start) const {
     return text.size();
   }
   const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(data.md);
-  if (ov[0] > start) return ov[0];       // unmatched bytes before the match
-  if (ov[1] > start) return ov[1];       // the match
-  return start + utf8_len(text, start);  // an empty match: one character
+  if (ov[0] > start) return ov[0];           // unmatched bytes before the match
+  if (ov[1] > start) return ov[1];           // the match
+  return start + utf8_seq_len(text, start);  // an empty match: one character
 }
 
 std::vector<std::string_view> PreSplit::split(std::string_view text) const {

@@ -1,5 +1,7 @@
-// Communicator: names of the reduction operations.
+// Communicator: names of the reduction operations and of tensors in messages.
 #include "parallel/communicator.h"
+
+#include <fmt/format.h>
 
 namespace braid {
 
@@ -13,6 +15,10 @@ const char* reduce_op_name(ReduceOp op) {
       return "max";
   }
   return "?";
+}
+
+std::string tensor_desc(const Tensor& t) {
+  return fmt::format("{}[{}]", dtype_name(t.dtype()), t.numel());
 }
 
 }  // namespace braid

@@ -11,6 +11,8 @@ namespace braid {
 
 enum class ReduceOp { Sum, Avg, Max };
 const char* reduce_op_name(ReduceOp op);  // "sum", "avg", "max"
+// A tensor as a collective's error and timeout messages name it: "f32[1048576]".
+std::string tensor_desc(const Tensor& t);
 
 // One process group. Backends (MPI for host memory now, NCCL for device memory later) derive
 // from it; nothing here names a library.

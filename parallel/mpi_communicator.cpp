@@ -14,10 +14,6 @@ namespace braid {
 
 namespace {
 
-std::string tensor_desc(const Tensor& t) {
-  return fmt::format("{}[{}]", dtype_name(t.dtype()), t.numel());
-}
-
 int count_of(const Tensor& t, const char* op) {
   BRAID_CHECK(t.numel() <= INT_MAX, "{}: {} elements exceed the MPI count limit {}", op, t.numel(),
               INT_MAX);

@@ -17,10 +17,6 @@ bool nccl_built() { return true; }
 
 namespace {
 
-std::string tensor_desc(const Tensor& t) {
-  return fmt::format("{}[{}]", dtype_name(t.dtype()), t.numel());
-}
-
 ncclDataType_t nccl_type(DType t) {
   switch (t) {
     case DType::F32:

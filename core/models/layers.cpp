@@ -34,11 +34,6 @@ Tensor weight_tensor(ExecContext& ctx, const Shape& shape, float value) {
 }
 
 namespace {
-Shape with_last(const Shape& s, int64_t last) {
-  Shape r = s;
-  r.back() = last;
-  return r;
-}
 
 // Reports params (already in reverse order of use) ready on mb.
 void report_ready(MicroBatch& mb, std::initializer_list<Parameter*> params) {

@@ -26,12 +26,6 @@ float lora_scale(const LoraConfig& c) {
   return c.rslora ? c.alpha / std::sqrt(r) : c.alpha / r;
 }
 
-Shape with_last(const Shape& s, int64_t last) {
-  Shape r = s;
-  r.back() = last;
-  return r;
-}
-
 }  // namespace
 
 ShardSpec lora_a_shard(const ShardSpec& base) {

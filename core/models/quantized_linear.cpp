@@ -5,14 +5,6 @@
 
 namespace braid {
 
-namespace {
-Shape with_last(const Shape& s, int64_t last) {
-  Shape r = s;
-  r.back() = last;
-  return r;
-}
-}  // namespace
-
 QuantizedLinear::QuantizedLinear(ExecContext& ctx, Linear& from, QuantCode code, int64_t block,
                                  bool double_quant)
     : Module(from.path()) {

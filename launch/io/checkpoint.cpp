@@ -114,7 +114,7 @@ void remove_all_or_throw(const fs::path& p) {
 }
 
 // Bounded JSON nesting: a hostile manifest must not overflow the stack of the parser.
-std::string read_text(const fs::path& p) {
+std::string read_checked_json_text(const fs::path& p) {
   std::string text = read_regular_file(p.string(), "checkpoint file");
   check_json_depth(text, "checkpoint file", p.string());
   return text;
@@ -137,7 +137,7 @@ std::optional<std::string> CheckpointManager::latest() const {
   const fs::path pointer = fs::path(dir_) / "latest";
   std::error_code ec;
   if (fs::is_regular_file(pointer, ec)) {
-    std::string name = read_text(pointer);
+    std::string name = read_checked_json_text(pointer);
     while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.pop_back();
     if (parse_dir_name(name) && is_complete(fs::path(dir_) / name))
       return (fs::path(dir_) / name).string();
@@ -309,7 +309,7 @@ LoadedCheckpoint CheckpointManager::load(const std::string& path) {
   const std::string mpath = manifest_path.string();
   nlohmann::json m;
   try {
-    m = nlohmann::json::parse(read_text(manifest_path));
+    m = nlohmann::json::parse(read_checked_json_text(manifest_path));
   } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e400
     user_error("{}: not valid JSON ({}); {}", mpath, e.what(), corrupt_advice(dir));
   }

@@ -14,14 +14,6 @@ namespace {
 
 using json = nlohmann::json;
 
-// The shortest decimal that reads back as `f`, so 1e-5f is written 1e-05, not 9.99999974e-06.
-double clean_float(float f) { return std::stod(fmt::format("{}", f)); }
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 float optional_float(const json& hf, const char* key, float fallback, const std::string& path) {
   if (!hf.contains(key) || hf[key].is_null()) return fallback;
   if (!hf[key].is_number())
@@ -173,11 +165,13 @@ Tensor transposed(const Tensor& t) {
 Shape reversed(const Shape& s) { return Shape(s.rbegin(), s.rend()); }
 
 bool is_hf_buffer(const ModelConfig& cfg, const std::string& name) {
-  if (cfg.is_llama()) return ends_with(name, ".rotary_emb.inv_freq");
-  return ends_with(name, ".attn.bias") || ends_with(name, ".attn.masked_bias");
+  if (cfg.is_llama()) return name.ends_with(".rotary_emb.inv_freq");
+  return name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias");
 }
 
 }  // namespace
+
+double json_float(float f) { return std::stod(fmt::format("{}", f)); }
 
 json hf_config_json(const ModelConfig& cfg) {
   if (!cfg.is_llama()) {
@@ -190,9 +184,9 @@ json hf_config_json(const ModelConfig& cfg) {
             {"n_layer", cfg.n_layer},
             {"n_head", cfg.n_head},
             {"n_inner", cfg.ffn() == 4 * cfg.n_embd ? json(nullptr) : json(cfg.ffn())},
-            {"layer_norm_epsilon", clean_float(cfg.norm_eps)},
+            {"layer_norm_epsilon", json_float(cfg.norm_eps)},
             {"activation_function", "gelu_new"},
-            {"initializer_range", clean_float(cfg.init_std)},
+            {"initializer_range", json_float(cfg.init_std)},
             {"tie_word_embeddings", cfg.tied()},
             {"torch_dtype", "float32"}};
   }
@@ -216,8 +210,8 @@ json hf_config_json(const ModelConfig& cfg) {
             {"num_key_value_heads", cfg.kv_heads()},
             {"head_dim", cfg.head_dim()},
             {"max_position_embeddings", cfg.context_length},
-            {"rms_norm_eps", clean_float(cfg.norm_eps)},
-            {"initializer_range", clean_float(cfg.init_std)},
+            {"rms_norm_eps", json_float(cfg.norm_eps)},
+            {"initializer_range", json_float(cfg.init_std)},
             {"tie_word_embeddings", cfg.tied()},
             {"hidden_act", "silu"},
             {"attention_dropout", 0.0},
@@ -333,8 +327,8 @@ std::vector<std::pair<std::string, Shape>> parameter_shapes(const ModelConfig& c
 
 bool hf_transposed(const ModelConfig& cfg, const std::string& name) {
   if (cfg.is_llama() || name.rfind("transformer.h.", 0) != 0) return false;
-  return ends_with(name, ".attn.c_attn.weight") || ends_with(name, ".attn.c_proj.weight") ||
-         ends_with(name, ".mlp.c_fc.weight") || ends_with(name, ".mlp.c_proj.weight");
+  return name.ends_with(".attn.c_attn.weight") || name.ends_with(".attn.c_proj.weight") ||
+         name.ends_with(".mlp.c_fc.weight") || name.ends_with(".mlp.c_proj.weight");
 }
 
 NamedTensors to_hf_tensors(const ModelConfig& cfg, const NamedTensors& params) {

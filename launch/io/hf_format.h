@@ -23,6 +23,10 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 // The HF config.json for this model (gpt2: GPT2LMHeadModel; llama: LlamaForCausalLM).
 nlohmann::json hf_config_json(const ModelConfig& cfg);
 
+// A float config value as the double that prints like it: the shortest decimal that reads back
+// as `f` (0.1f is written 0.1, not 0.100000001; 1e-5f as 1e-05, not 9.99999974e-06).
+double json_float(float f);
+
 // The ModelConfig an HF config.json describes. Fields left at their family default are
 // written as braid's "default" values (ffn_hidden 0, n_kv_head 0, tie_embeddings auto).
 // Unsupported model types, missing keys and unsupported options (rope_scaling, biases in

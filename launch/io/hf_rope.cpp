@@ -4,14 +4,13 @@
 #include <optional>
 #include <vector>
 
+#include "launch/io/hf_format.h"
+
 namespace braid {
 
 namespace {
 
 using json = nlohmann::json;
-
-// The shortest decimal that reads back as `f` (1e-5f is written 1e-05).
-double clean_float(float f) { return std::stod(fmt::format("{}", f)); }
 
 // The fields each rope type takes besides rope_type (or type), rope_theta and
 // partial_rotary_factor; the same names as transformers' validation.
@@ -203,32 +202,32 @@ void rope_from_hf(const json& hf, ModelConfig& c, const std::string& path) {
 void rope_to_hf(const ModelConfig& c, json& hf) {
   json p = json::object();
   p["rope_type"] = std::string(enum_name(c.rope_type));
-  p["rope_theta"] = clean_float(c.rope_theta);
+  p["rope_theta"] = json_float(c.rope_theta);
   const int original = c.rope_original_context > 0 ? c.rope_original_context : c.context_length;
   switch (c.rope_type) {
     case RopeType::Default:
       break;
     case RopeType::Linear:
-      p["factor"] = clean_float(c.rope_factor);
+      p["factor"] = json_float(c.rope_factor);
       break;
     case RopeType::Llama3:
-      p["factor"] = clean_float(c.rope_factor);
-      p["low_freq_factor"] = clean_float(c.rope_low_freq_factor);
-      p["high_freq_factor"] = clean_float(c.rope_high_freq_factor);
+      p["factor"] = json_float(c.rope_factor);
+      p["low_freq_factor"] = json_float(c.rope_low_freq_factor);
+      p["high_freq_factor"] = json_float(c.rope_high_freq_factor);
       p["original_max_position_embeddings"] = original;
       break;
     case RopeType::Yarn:
-      p["factor"] = clean_float(c.rope_factor);
+      p["factor"] = json_float(c.rope_factor);
       p["original_max_position_embeddings"] = original;
-      p["beta_fast"] = clean_float(c.rope_beta_fast);
-      p["beta_slow"] = clean_float(c.rope_beta_slow);
+      p["beta_fast"] = json_float(c.rope_beta_fast);
+      p["beta_slow"] = json_float(c.rope_beta_slow);
       p["truncate"] = c.rope_truncate;
-      if (c.rope_attention_factor > 0) p["attention_factor"] = clean_float(c.rope_attention_factor);
-      if (c.rope_mscale != 0) p["mscale"] = clean_float(c.rope_mscale);
-      if (c.rope_mscale_all_dim != 0) p["mscale_all_dim"] = clean_float(c.rope_mscale_all_dim);
+      if (c.rope_attention_factor > 0) p["attention_factor"] = json_float(c.rope_attention_factor);
+      if (c.rope_mscale != 0) p["mscale"] = json_float(c.rope_mscale);
+      if (c.rope_mscale_all_dim != 0) p["mscale_all_dim"] = json_float(c.rope_mscale_all_dim);
       break;
   }
-  hf["rope_theta"] = clean_float(c.rope_theta);
+  hf["rope_theta"] = json_float(c.rope_theta);
   hf["rope_parameters"] = p;
   if (c.rope_type == RopeType::Default) {
     hf["rope_scaling"] = nullptr;

@@ -7,6 +7,7 @@
 
 #include "core/models/lora.h"
 #include "core/safetensors.h"
+#include "launch/io/hf_format.h"
 
 namespace braid {
 
@@ -15,13 +16,6 @@ namespace fs = std::filesystem;
 namespace {
 constexpr const char* kPrefix = "base_model.model.";
 const std::string kA = ".lora_A.weight", kB = ".lora_B.weight";
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-// A float config value as the double that prints like it (0.1f -> 0.1, not 0.100000001).
-double shortest(float v) { return std::stod(fmt::format("{}", v)); }
 
 }  // namespace
 
@@ -42,8 +36,8 @@ void save_peft_adapter(const Transformer& model, const LoraConfig& cfg, const st
   nlohmann::json j = {{"peft_type", "LORA"},
                       {"task_type", "CAUSAL_LM"},
                       {"r", cfg.rank},
-                      {"lora_alpha", shortest(cfg.alpha)},
-                      {"lora_dropout", shortest(cfg.dropout)},
+                      {"lora_alpha", json_float(cfg.alpha)},
+                      {"lora_dropout", json_float(cfg.dropout)},
                       {"target_modules", std::vector<std::string>(modules.begin(), modules.end())},
                       {"use_rslora", cfg.rslora},
                       {"fan_in_fan_out", !model.config().is_llama()},
@@ -88,7 +82,7 @@ PeftAdapter load_peft_adapter(const fs::path& dir) {
   SafetensorsFile f = SafetensorsFile::open((dir / "adapter_model.safetensors").string());
   const std::string prefix = kPrefix;
   for (const std::string& n : f.names()) {
-    BRAID_USER_CHECK(n.rfind(prefix, 0) == 0 && (ends_with(n, kA) || ends_with(n, kB)),
+    BRAID_USER_CHECK(n.rfind(prefix, 0) == 0 && (n.ends_with(kA) || n.ends_with(kB)),
                      "{}: tensor {} is not a LoRA A/B weight named {}<module>.lora_A/B.weight",
                      f.path(), n, prefix);
     a.tensors.emplace_back(n.substr(prefix.size()), f.get(n).to(DType::F32));
@@ -105,7 +99,7 @@ void merge_peft_adapter(Transformer& model, const PeftAdapter& adapter) {
   };
   int merged = 0;
   for (const auto& [name, a] : adapter.tensors) {
-    if (!ends_with(name, kA)) continue;
+    if (!name.ends_with(kA)) continue;
     const std::string module = name.substr(0, name.size() - kA.size());
     const Tensor* b = find(module + kB);
     BRAID_USER_CHECK(b, "the adapter has {} but no {}{}", name, module, kB);

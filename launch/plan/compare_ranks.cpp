@@ -10,8 +10,6 @@ namespace braid::plan {
 
 namespace {
 
-constexpr double kMiB = 1024.0 * 1024.0;
-
 // One row: a quantity both sides have (measured < 0: the run does not have it).
 struct Row {
   std::string name;

@@ -13,8 +13,6 @@ namespace braid::plan {
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
 // A candidate plan: the options that differ from the user's, and its prediction if valid.
 struct Candidate {
   TrainOptions t;
@@ -110,7 +108,7 @@ std::optional<FitChange> smallest_combination(const ModelConfig& m, const Candid
             if (q == "qlora") {
               cand.t.lora_rank = 16;
               cand.t.lora_base = "4bit";
-              cand.parts.push_back("--lora-rank 16 --lora-base 4bit (QLoRA)");
+              cand.parts.emplace_back("--lora-rank 16 --lora-base 4bit (QLoRA)");
             } else if (!q.empty()) {
               cand.t.lora_base = q;
               cand.parts.push_back(fmt::format("--lora-base {}", q));

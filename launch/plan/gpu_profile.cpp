@@ -14,13 +14,6 @@ namespace braid::plan {
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-std::string lower(std::string s) {
-  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
-
 bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
 }  // namespace
@@ -40,7 +33,7 @@ Device parse_calibrate_device(const std::string& value) {
 }
 
 const GpuSpec* table_gpu_for_device(const std::string& device_name, double total_gib) {
-  const std::string n = lower(device_name);
+  const std::string n = ascii_lower(device_name);
   std::string kind;
   if (has(n, "h200"))
     kind = "h200";

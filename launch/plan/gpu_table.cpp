@@ -32,11 +32,6 @@ GpuSpec gpu(const char* name, const char* desc, double mem_gib, double fp32, dou
   return g;
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // Memory is the total the driver reports (nvidia-smi / NVML "MiB", rocm-smi bytes), in GiB:
 // an "80 GB" H100 reports 81,559 MiB (79.65 GiB), not 80e9 bytes (74.5 GiB). The part of it the
 // runtime itself takes (CUDA context, library workspaces) is GpuSpec::overhead_gib, the
@@ -70,6 +65,11 @@ GpuSpec hopper(GpuSpec g) {
 }
 
 }  // namespace
+
+std::string ascii_lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
 
 const std::vector<GpuSpec>& gpu_table() {
   // Columns: memory GiB, fp32, bf16, fp16 dense TFLOP/s, HBM GB/s, intra-node GB/s per
@@ -116,7 +116,7 @@ const std::vector<GpuSpec>& gpu_table() {
 
 DeviceProfile find_device(const std::string& name) {
   if (name.size() > 5 && name.ends_with(".json")) return load_device_profile(name);
-  std::string n = lower(name);
+  std::string n = ascii_lower(name);
   static const std::pair<const char*, const char*> kAliases[] = {
       {"a100", "a100-80gb"},   {"a100-80", "a100-80gb"}, {"a100-40", "a100-40gb"},
       {"h100", "h100-sxm"},    {"rtx-3090", "rtx3090"},  {"rtx-4090", "rtx4090"},

@@ -17,6 +17,8 @@ const std::vector<GpuSpec>& gpu_table();
 DeviceProfile find_device(const std::string& name);
 // The accelerator part of find_device.
 GpuSpec find_gpu(const std::string& name);
+// `s` with ASCII letters in lower case: device and card names match case-insensitively.
+std::string ascii_lower(std::string s);
 
 // Peak dense TFLOP/s of `gpu` for a compute precision. Throws UserError when the GPU lacks it
 // (V100 has no bf16).

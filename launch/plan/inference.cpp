@@ -8,10 +8,6 @@
 
 namespace braid::plan {
 
-namespace {
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-}
-
 double kv_cache_bytes(const ModelConfig& m, int64_t context, int64_t batch, double elem_bytes) {
   return 2.0 * m.n_layer * m.kv_heads() * m.head_dim() * static_cast<double>(context) *
          static_cast<double>(batch) * elem_bytes;

@@ -10,8 +10,6 @@
 namespace braid::plan {
 
 namespace {
-constexpr double kMiB = 1024.0 * 1024.0;
-constexpr double kGiB = 1024.0 * kMiB;
 constexpr double kBucketBytes = 25 * kMiB;  // gradient bucket cap (ARCHITECTURE.md)
 }  // namespace
 

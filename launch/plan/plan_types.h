@@ -11,6 +11,10 @@
 
 namespace braid::plan {
 
+// Bytes per MiB and GiB: the planner reports memory in binary units, as nvidia-smi does.
+inline constexpr double kMiB = 1024.0 * 1024.0;
+inline constexpr double kGiB = 1024.0 * kMiB;
+
 // A rate measured at one shape: `key` is the shape the kernel was run at (n_embd for GEMMs, block
 // element-wise kernels and the LM head, head_dim or seq for attention, tokens, vocabulary);
 // `rate` is TFLOP/s for FLOP tables and GB/s for byte tables.

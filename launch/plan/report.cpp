@@ -7,8 +7,6 @@ namespace braid::plan {
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
 std::string layout_str(const PlanResult& r) {
   const Layout& l = r.layout;
   std::string s = fmt::format("dp={} tp={} pp={}", l.dp, l.tp, l.pp);

@@ -13,8 +13,6 @@ namespace braid::plan {
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
 // Which time component differs most from the best plan's.
 std::string loss_reason(const PlanResult& p, const PlanResult& best) {
   struct Part {

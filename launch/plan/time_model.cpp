@@ -12,10 +12,6 @@
 
 namespace braid::plan {
 
-namespace {
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-}  // namespace
-
 double bubble_fraction(int p, int m, int v) {
   return static_cast<double>(p - 1) / (static_cast<double>(v) * m);
 }

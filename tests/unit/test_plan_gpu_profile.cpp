@@ -21,8 +21,6 @@ namespace {
 
 using braid::testing::user_error_of;
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
 // What an H200 calibration could measure (round numbers, not a measurement).
 GpuMeasurements h200() {
   GpuMeasurements m;

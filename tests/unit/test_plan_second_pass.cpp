@@ -20,8 +20,6 @@ namespace braid::plan {
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
 Cluster cluster(const char* gpu, int nodes, int per_node = 8) {
   Cluster c;
   c.gpu = find_gpu(gpu);

@@ -48,8 +48,6 @@ __global__ void swiglu_backward_kernel(AnyPtr dgate, AnyPtr dup, AnyConstPtr dy,
   }
 }
 
-constexpr int kThreads = 256;
-
 }  // namespace
 
 void launch_gelu_forward(void* stream, void* y, int ty, const void* x, int tx, int64_t n) {

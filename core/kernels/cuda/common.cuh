@@ -31,6 +31,16 @@ __device__ __forceinline__ void store_f32(__half* p, int64_t i, float v) {
 
 inline cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 
+// Threads per block of the element-wise kernels (a multiple of the warp size).
+constexpr int kThreads = 256;
+
+// One block per row, for the kernels that give each row a block: at least one block, at most
+// kMaxRowBlocks (the kernels loop over the rows beyond).
+constexpr int64_t kMaxRowBlocks = int64_t{1} << 20;
+inline unsigned row_blocks(int64_t rows) {
+  return static_cast<unsigned>(rows < 1 ? 1 : rows < kMaxRowBlocks ? rows : kMaxRowBlocks);
+}
+
 // Blocks of `threads` covering n elements, capped so a grid-stride loop does the rest.
 inline unsigned grid_for(int64_t n, int threads, int64_t max_blocks = 65535L * 16) {
   int64_t b = (n + threads - 1) / threads;

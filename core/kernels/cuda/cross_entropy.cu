@@ -16,10 +16,6 @@ namespace {
 constexpr int kRowThreads = 256;
 constexpr unsigned kFull = 0xffffffffu;
 
-unsigned row_blocks(int64_t rows) {
-  return static_cast<unsigned>(rows < (int64_t{1} << 20) ? (rows > 0 ? rows : 1) : (1 << 20));
-}
-
 // (m, s) summarises values x as m = max x and s = sum exp(x - m); merge folds (m2, s2) in.
 // Symmetric, so the two lanes of a butterfly step agree bit for bit.
 __device__ __forceinline__ void merge(float& m, float& s, float m2, float s2) {

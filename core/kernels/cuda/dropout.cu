@@ -20,8 +20,6 @@ __global__ void dropout_kernel(AnyPtr y, AnyConstPtr x, int64_t n, float p, floa
   }
 }
 
-constexpr int kThreads = 256;
-
 }  // namespace
 
 void launch_dropout(void* stream, void* y, int ty, const void* x, int tx, int64_t n, float p,

@@ -1,34 +1,19 @@
 // Elementwise glue kernels: residual add, y = alpha*y + beta*x, casts, and the sum of squares
 // behind gradient norms. Buffers: contiguous, n elements, any of f32/bf16/f16 per argument
-// (the dtype is uniform across a launch, so the switch in ld/st does not diverge); f32
+// (the dtype is uniform across a launch, so the switch in ld_any/st_any does not diverge); f32
 // arithmetic, results rounded to nearest even on store.
-#include "core/kernels/cuda/common.cuh"
+#include "core/kernels/cuda/any_dtype.cuh"
 #include "core/kernels/cuda/elementwise.h"
 
 namespace braid::cuda {
 
 namespace {
 
-__device__ __forceinline__ float ld(const void* p, int t, int64_t i) {
-  switch (t) {
-    case kBF16: return load_f32(static_cast<const __nv_bfloat16*>(p), i);
-    case kF16: return load_f32(static_cast<const __half*>(p), i);
-    default: return static_cast<const float*>(p)[i];
-  }
-}
-__device__ __forceinline__ void st(void* p, int t, int64_t i, float v) {
-  switch (t) {
-    case kBF16: store_f32(static_cast<__nv_bfloat16*>(p), i, v); break;
-    case kF16: store_f32(static_cast<__half*>(p), i, v); break;
-    default: static_cast<float*>(p)[i] = v; break;
-  }
-}
-
 __global__ void add_kernel(void* y, int ty, const void* a, int ta, const void* b, int tb,
                            int64_t n) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    st(y, ty, i, ld(a, ta, i) + ld(b, tb, i));
+    st_any(y, ty, i, ld_any(a, ta, i) + ld_any(b, tb, i));
 }
 
 // beta == 0 never reads x (scale_inplace passes y itself).
@@ -36,15 +21,16 @@ __global__ void axpby_kernel(void* y, int ty, float alpha, const void* x, int tx
                              int64_t n) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const float yv = ld(y, ty, i);
-    st(y, ty, i, beta == 0.0f ? yv * alpha : (alpha == 1.0f ? yv : yv * alpha) + ld(x, tx, i) * beta);
+    const float yv = ld_any(y, ty, i);
+    st_any(y, ty, i,
+           beta == 0.0f ? yv * alpha : (alpha == 1.0f ? yv : yv * alpha) + ld_any(x, tx, i) * beta);
   }
 }
 
 __global__ void cast_kernel(void* dst, int td, const void* src, int ts, int64_t n) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    st(dst, td, i, ld(src, ts, i));
+    st_any(dst, td, i, ld_any(src, ts, i));
 }
 
 // One block per chunk: a fixed reduction tree per chunk, so the result depends on n and chunk
@@ -56,7 +42,7 @@ __global__ void sum_squares_kernel(double* partial, const void* x, int tx, int64
   const int64_t end = begin + chunk < n ? begin + chunk : n;
   double acc = 0.0;
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    const double v = ld(x, tx, i);
+    const double v = ld_any(x, tx, i);
     acc += v * v;
   }
   for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
@@ -77,8 +63,6 @@ __global__ void sum_partials_kernel(double* out, const double* partial, int64_t 
     out[0] = s;
   }
 }
-
-constexpr int kThreads = 256;
 
 }  // namespace
 

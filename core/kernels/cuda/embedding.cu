@@ -100,9 +100,6 @@ __global__ void embedding_position_grad_kernel(AnyPtr g, AnyConstPtr dout, int64
   }
 }
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxRowBlocks = int64_t{1} << 20;
-
 }  // namespace
 
 void launch_check_tokens(void* stream, unsigned long long* bad, const int32_t* tokens, int64_t N,
@@ -118,7 +115,7 @@ void launch_embedding_forward(void* stream, void* out, int tout, const int32_t* 
                               int64_t C) {
   if (N == 0 || C == 0) return;
   const int threads = C <= 128 ? 64 : C <= 512 ? 128 : 256;
-  const unsigned blocks = static_cast<unsigned>(N < kMaxRowBlocks ? N : kMaxRowBlocks);
+  const unsigned blocks = row_blocks(N);
   embedding_forward_kernel<<<blocks, threads, 0, as_stream(stream)>>>(
       {out, tout}, tokens, {wte, twte}, rows, row_begin, {wpe, twpe}, pos_offset, N, T, C);
 }

@@ -2,36 +2,12 @@
 // GEMM adds x W^T onto it (so the sum is rounded once, as on the CPU), and a constant fill
 // (the ones vector whose product with dy gives the bias gradient). Buffers are contiguous;
 // dtypes are uniform across a launch, so the switches below do not diverge.
-#include "core/kernels/cuda/common.cuh"
+#include "core/kernels/cuda/any_dtype.cuh"
 #include "core/kernels/cuda/linear.h"
 
 namespace braid::cuda {
 
 namespace {
-
-__device__ __forceinline__ float ld(const void* p, int t, int64_t i) {
-  switch (t) {
-    case kBF16:
-      return load_f32(static_cast<const __nv_bfloat16*>(p), i);
-    case kF16:
-      return load_f32(static_cast<const __half*>(p), i);
-    default:
-      return static_cast<const float*>(p)[i];
-  }
-}
-__device__ __forceinline__ void st(void* p, int t, int64_t i, float v) {
-  switch (t) {
-    case kBF16:
-      store_f32(static_cast<__nv_bfloat16*>(p), i, v);
-      break;
-    case kF16:
-      store_f32(static_cast<__half*>(p), i, v);
-      break;
-    default:
-      static_cast<float*>(p)[i] = v;
-      break;
-  }
-}
 
 // y: (rows, cols); b: (cols).
 __global__ void broadcast_rows_kernel(void* y, int ty, const void* b, int tb, int64_t rows,
@@ -39,16 +15,14 @@ __global__ void broadcast_rows_kernel(void* y, int ty, const void* b, int tb, in
   const int64_t n = rows * cols;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    st(y, ty, i, ld(b, tb, i % cols));
+    st_any(y, ty, i, ld_any(b, tb, i % cols));
 }
 
 __global__ void fill_kernel(void* p, int t, float value, int64_t n) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    st(p, t, i, value);
+    st_any(p, t, i, value);
 }
-
-constexpr int kThreads = 256;
 
 }  // namespace
 

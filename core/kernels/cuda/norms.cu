@@ -132,12 +132,7 @@ __global__ void add_chunk_partials_kernel(AnyPtr out, const float* partial, int6
 
 // Threads per row block: enough to cover the row in a few strides, a multiple of 32.
 int row_threads(int64_t C) { return C <= 256 ? 64 : C <= 1024 ? 128 : C <= 4096 ? 256 : 512; }
-constexpr int64_t kMaxRowBlocks = int64_t{1} << 20;  // rows beyond: a grid-stride loop
 constexpr int kColumnThreads = 256;
-
-unsigned row_blocks(int64_t N) {
-  return static_cast<unsigned>(N < kMaxRowBlocks ? N : kMaxRowBlocks);
-}
 
 }  // namespace
 

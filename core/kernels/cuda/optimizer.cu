@@ -28,7 +28,6 @@ __global__ void adamw_kernel(float* __restrict__ w, float* __restrict__ m, float
   }
 }
 
-constexpr int kThreads = 256;
 constexpr int kPerThread = static_cast<int>(math::kAdam8bitBlock) / kThreads;
 
 __global__ void adamw8bit_kernel(float* __restrict__ w, uint8_t* __restrict__ mq,

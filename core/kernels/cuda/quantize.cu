@@ -10,7 +10,6 @@ namespace braid::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
 constexpr int kNf4 = 0, kInt8 = 1;  // QuantCode::Nf4, QuantCode::Int8
 
 __device__ int encode(const QuantTable& t, float s) {

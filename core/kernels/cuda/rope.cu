@@ -41,8 +41,6 @@ __global__ void rope_rotate_kernel(AnyPtr x, const float* table, int64_t rows, i
   }
 }
 
-constexpr int kThreads = 256;
-
 }  // namespace
 
 void launch_rope_table(void* stream, float* table, const double* freq, int64_t T, int64_t D,
