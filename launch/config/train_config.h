@@ -41,7 +41,7 @@ struct TrainConfig {
     v("log_interval", log_interval, "Print and record metrics every this many steps.");
     v("eval_interval", eval_interval, "Validation loss every this many steps (and at the end); 0 disables.");
     v("eval_batches", eval_batches, "Micro-batches of validation data per evaluation.");
-    v("peak_tflops", peak_tflops, "Peak TFLOP/s used for MFU; 0 uses this machine's f32 GEMM rate, measured once (best of 2 s) and cached in ~/.cache/braid/peak.json.");
+    v("peak_tflops", peak_tflops, "Peak TFLOP/s used for MFU; 0 uses this machine's f32 GEMM rate, measured once (best of 2 s) and cached in ~/.cache/braid/peak.json (measured again after a run whose MFU passed 100 %: docs/runs.md).");
     v("threads", threads, "OpenMP threads; 0 uses OMP_NUM_THREADS or all cores.");
     v("sample_tokens", sample_tokens, "Tokens generated from the trained model at the end of training (0: none).");
     v("sample_prompt", sample_prompt, "Prompt of the sample at the end of training.");

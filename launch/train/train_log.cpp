@@ -32,9 +32,11 @@ std::string time_split_line(const KernelTimes& k, double step_time, int64_t step
   std::string line = fmt::format("time per step {:.4f} s:", per);
   auto part = [&](const char* name, double s) {
     const double v = s / static_cast<double>(steps);
-    line += fmt::format(" {} {:.4f} ({:.0f}%) |", name, v, step_time > 0 ? 100.0 * s / step_time : 0.0);
+    line +=
+        fmt::format(" {} {:.4f} ({:.0f}%) |", name, v, step_time > 0 ? 100.0 * s / step_time : 0.0);
   };
-  for (int g = 0; g < kKernelGroups; ++g) part(kernel_group_name(static_cast<KernelGroup>(g)), k.seconds[g]);
+  for (int g = 0; g < kKernelGroups; ++g)
+    part(kernel_group_name(static_cast<KernelGroup>(g)), k.seconds[g]);
   part("other", std::max(0.0, step_time - k.total()));
   line.pop_back();
   line.pop_back();
@@ -171,7 +173,8 @@ void MetricsHook::end_window(const StepInfo& s) {
   run_.log.say(fmt::format(
       "step {:>6}/{}{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} tok/s | {} | MFU {} | "
       "mem {:.0f} MiB (act {:.0f}){} | ETA {}",
-      done, total, s.epoch > 0 ? fmt::format(" | epoch {}", s.epoch) : std::string(), mean_loss, s.lr, s.grad_norm, tok_s, format_si(flops, "FLOP/s"),
+      done, total, s.epoch > 0 ? fmt::format(" | epoch {}", s.epoch) : std::string(), mean_loss,
+      s.lr, s.grad_norm, tok_s, format_si(flops, "FLOP/s"),
       run_.dims.lead() ? fmt::format("{:.1f}%", 100.0 * flops / peak) : std::string("n/a"), mem_mib,
       act_mib, pipeline ? " | bubble " + bubble_str(bubble) : std::string(), format_duration(eta)));
   nlohmann::json fields = {
@@ -191,6 +194,7 @@ void MetricsHook::end_window(const StepInfo& s) {
       {"kernel_s", kernel_seconds_json(window_kernels_, window_time_, window_steps_)}};
   if (pipeline) fields["bubble"] = bubble;
   if (s.epoch > 0) fields["epoch"] = s.epoch;
+  max_mfu_ = std::max(max_mfu_, flops / peak);
   run_.log.record("train", std::move(fields));
   if (run_.opt->scales_loss())
     run_.log.record(
@@ -213,6 +217,10 @@ void MetricsHook::on_train_end(const TrainSummary& summary) {
     run_.log.say(time_split_line(train_kernels_, train_time_, summary.steps_done));
     run_.log.say("peak memory by category: " + memory_peaks_line(memory_.run_peaks()));
   }
+  // A cached CPU peak below what the run computed was measured on a slower machine state.
+  if (run_.dims.lead() && !run_.peak.cache_key.empty() && max_mfu_ > 1.0)
+    run_.log.say(remeasure_cached_peak(*run_.ctx, run_.peak.cache_key, run_.peak.flops_per_s,
+                                       max_mfu_ * run_.peak.flops_per_s, kPeakProbeSeconds));
 }
 
 }  // namespace braid

@@ -14,9 +14,9 @@
 #include "core/memory.h"
 #include "core/model_config.h"
 #include "core/profile.h"
-#include "launch/train/memory_report.h"
-#include "launch/report/metrics.h"
 #include "launch/config/train_config.h"
+#include "launch/report/metrics.h"
+#include "launch/train/memory_report.h"
 #include "launch/train/train_hooks.h"
 
 namespace braid {
@@ -89,6 +89,7 @@ class MetricsHook final : public TrainHook {
   double window_time_ = 0, window_loss_ = 0, train_time_ = 0;
   double window_busy_ = 0, window_makespan_ = 0;  // this stage's pipeline time in the window
   int window_steps_ = 0, window_loss_steps_ = 0, window_skipped_ = 0;
+  double max_mfu_ = 0;                          // the highest of the run's windows (lead)
   KernelTimes window_kernels_, train_kernels_;  // the steps only (evaluation, saving excluded)
 };
 

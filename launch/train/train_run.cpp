@@ -28,12 +28,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// How long the start-up peak probe runs: the best 1024^3 GEMM rate seen in that time is the
-// MFU denominator when train.peak_tflops is 0. On a shared or virtual machine whose speed
-// drifts over seconds (docs/benchmarks.md, bench_drift), 0.5 s often saw only a slow spell and
-// read MFU high (93 % in one quickstart run); 2 s of best-of is steadier.
-constexpr double kPeakProbeSeconds = 2.0;
-
 // The data-parallel side over the DP group: gradient buckets that all-reduce (sum, since every
 // rank scales its loss by 1 / global tokens), or reduce-scatter for ZeRO-1. GPT-2's tied
 // embedding across pipeline stages is final only after the step's sum over its two stages (a
@@ -134,9 +128,9 @@ TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
   if (!ctx) ctx = make_context(device_choice.device, cfg.data.seed, cfg.train.tf32);
   // Weights in every layout come from whole tensors: run.init_from's before the split, a
   // resumed checkpoint's cut to each rank's part.
-  model = std::make_unique<RankModel>(
-      *ctx, cfg, RankModelComms{&dims.tp(), &dims.pp(), dims.embedding()}, cfg.run.init_from,
-      ck ? &ck->model : nullptr, lead);
+  model = std::make_unique<RankModel>(*ctx, cfg,
+                                      RankModelComms{&dims.tp(), &dims.pp(), dims.embedding()},
+                                      cfg.run.init_from, ck ? &ck->model : nullptr, lead);
   // Buckets bind the gradients first, so the f32 masters of the optimizer share the bucket
   // views; AdamW or ZeRO-1's sharded AdamW, in MixedPrecision for bf16/fp16 (16-bit weights
   // from here).
@@ -184,7 +178,8 @@ TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
   // times the ranks (each computes with its own threads).
   const PeakChoice peak_choice = lead ? choose_mfu_peak(*ctx, cfg.train.peak_tflops, machine,
                                                         kPeakProbeSeconds, cfg.train.precision)
-                                      : PeakChoice{1.0, "not measured on this rank"};
+                                      : PeakChoice{1.0, "not measured on this rank", ""};
+  peak = peak_choice;
   peak_flops_per_s = peak_choice.flops_per_s * layout.ranks;
   print_header(peak_choice);
   if (lead) log.open_metrics(run_dir, cfg.train.steps, start_step);
@@ -270,8 +265,8 @@ void TrainRun::resume(LoadedCheckpoint& ck) {
   // other data (and change the optimizer's batch).
   if (ck.state.contains("data") && ck.state.at("data").contains("global_batch")) {
     const int64_t was = ck.state.at("data").at("global_batch").get<int64_t>();
-    const int64_t now = static_cast<int64_t>(cfg.data.micro_batch) * cfg.data.grad_accum *
-                        dims.dp_size();
+    const int64_t now =
+        static_cast<int64_t>(cfg.data.micro_batch) * cfg.data.grad_accum * dims.dp_size();
     BRAID_USER_CHECK(was == now,
                      "cannot resume from {}: it was trained with {} sequences per step, and this "
                      "layout gives {} (data.micro_batch {} x data.grad_accum {} x {} "
@@ -355,12 +350,12 @@ void TrainRun::report_epochs() {
   loader->with_epochs([&](EpochStream& e) {
     const EpochUnits& u = e.units();
     const int64_t n = static_cast<int64_t>(u.units.size()), seqs = e.sequences_in_epoch(0);
-    std::string line = fmt::format(
-        "data: {} {} per epoch in {} sequences of {} tokens{}", n, u.samples ? "samples" : "windows",
-        seqs, cfg.data.seq_len,
-        e.packed() ? fmt::format(" (packed, {:.1f} samples per sequence)",
-                                 static_cast<double>(n) / static_cast<double>(seqs))
-                   : std::string());
+    std::string line =
+        fmt::format("data: {} {} per epoch in {} sequences of {} tokens{}", n,
+                    u.samples ? "samples" : "windows", seqs, cfg.data.seq_len,
+                    e.packed() ? fmt::format(" (packed, {:.1f} samples per sequence)",
+                                             static_cast<double>(n) / static_cast<double>(seqs))
+                               : std::string());
     if (cfg.data.epochs > 0)
       line += fmt::format("; {} epochs = {} steps of {} sequences", cfg.data.epochs,
                           cfg.train.steps, loader->global_batch());

@@ -3,7 +3,8 @@
 // execution context, this rank's part of the model, the data-parallel wrapper over its DP group,
 // the optimizer (parallel/data_parallel.h, launch/train/train_optimizer.h), the resumed optimizer
 // state and step, the run record, the header lines, metrics.jsonl and the data loader. The loop
-// (launch/train/trainer.cpp) and its step hooks (launch/train/train_hooks.h) read it; they do not build.
+// (launch/train/trainer.cpp) and its step hooks (launch/train/train_hooks.h) read it; they do not
+// build.
 #pragma once
 
 #include <chrono>
@@ -15,15 +16,15 @@
 
 #include "core/context.h"
 #include "data/loader.h"
+#include "launch/config/train_config.h"
 #include "launch/io/checkpoint.h"
+#include "launch/report/peak_cache.h"
+#include "launch/report/run_record.h"
 #include "launch/train/dist_run.h"
 #include "launch/train/exec_setup.h"
-#include "launch/report/peak_cache.h"
 #include "launch/train/rank_model.h"
 #include "launch/train/run_lock.h"
-#include "launch/report/run_record.h"
 #include "launch/train/signals.h"
-#include "launch/config/train_config.h"
 #include "launch/train/train_log.h"
 #include "launch/train/train_optimizer.h"
 #include "optim/optimizer.h"
@@ -63,7 +64,7 @@ class TrainRun {
   std::optional<std::string> resume_from;  // the checkpoint this run continues
   // QLoRA: what the manifests record of the quantised base (quantised_base_record), else null.
   nlohmann::json quantised_base;
-  DeviceDecision device_choice;  // where this rank computes, and why
+  DeviceDecision device_choice;      // where this rank computes, and why
   std::shared_ptr<ExecContext> ctx;  // shared with DistRun when run_train made it
   std::unique_ptr<RankModel> model;
   std::unique_ptr<DataParallel> data_parallel;
@@ -77,6 +78,7 @@ class TrainRun {
   double tokens_per_step = 0, flops_per_step = 0;
   float grad_scale = 0;         // 1 / tokens_per_step: every rank's loss gradient scale
   double peak_flops_per_s = 0;  // the MFU denominator, all ranks together
+  PeakChoice peak;              // one rank's MFU peak and where it came from (lead)
   std::unique_ptr<Loader> loader;
   std::vector<Batch> micro;  // this DP rank's micro-batches of the step in progress
 

@@ -23,6 +23,20 @@ grep -q "steps: 4" runs/r/config.yaml || fail "config.yaml was overwritten"
 grep -q "lr: 0.002" runs/r/config.step-00000004.yaml || fail "new config not saved beside it"
 echo "ok: changed config on resume warned, original kept"
 
+# ---- a cached peak below what a run computes (measured while the machine was slower): the
+# run says so, measures again and caches the larger rate ----
+sed -i -E 's/"flops_per_s": [0-9.e+]+/"flops_per_s": 1000.0/' cache/braid/peak.json
+grep -q '"flops_per_s": 1000.0' cache/braid/peak.json || fail "could not lower the cached peak"
+write_config "$WORK/data" r_slow cfg_slow.yaml
+"$BRAID" train cfg_slow.yaml --set train.steps=4 --set train.peak_tflops=0 > slow.log
+grep -q "MFU peak .*cached in" slow.log ||
+  fail "the run did not divide by the cached peak: $(grep 'MFU peak' slow.log)"
+grep -q "MFU above 100 %: .*measured again: .*the next runs divide by" slow.log ||
+  fail "no re-measurement after MFU above 100 %: $(tail -5 slow.log)"
+grep -q '"flops_per_s": 1000.0' cache/braid/peak.json &&
+  fail "the cached peak was not raised: $(cat cache/braid/peak.json)"
+echo "ok: a cached peak below the run's rate is measured again and raised"
+
 # ---- manifests carry SHA-256 that sha256sum reproduces ----
 ck=runs/r/checkpoints/$(cat runs/r/checkpoints/latest)
 grep -q '"checksum_algo": "sha256"' $ck/manifest.json || fail "manifest does not name sha256"
