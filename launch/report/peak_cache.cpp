@@ -37,6 +37,20 @@ nlohmann::json read_cache(const fs::path& p) {
   return j.is_object() ? j : nlohmann::json::object();  // damaged: measured again, rewritten
 }
 
+// Sets cache[key] and writes the cache atomically; the error, or "" when it was written.
+std::string store_entry(const fs::path& path, nlohmann::json& cache, const std::string& key,
+                        double flops_per_s, double probe_seconds) {
+  cache[key] = {{"flops_per_s", flops_per_s}, {"probe_seconds", probe_seconds}};
+  try {
+    std::error_code ec;
+    fs::create_directories(path.parent_path(), ec);
+    write_file_atomic(path.string(), cache.dump(2) + "\n");
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string peak_cache_key(const MachineInfo& m) {
@@ -50,20 +64,16 @@ PeakChoice gpu_peak(const ExecContext& ctx, Precision precision) {
   const plan::GpuSpec* g = plan::table_gpu_for_device(
       props.name, static_cast<double>(props.total_bytes) / (1024.0 * 1024.0 * 1024.0));
   if (!g)
-    return {
-        1e30,
-        fmt::format("{} is not in braid's GPU table; set train.peak_tflops for MFU", props.name),
-        ""};
+    return {1e30, fmt::format("{} is not in braid's GPU table; set train.peak_tflops for MFU",
+                              props.name)};
   const double tf = plan::peak_tflops(*g, precision);
-  return {tf * 1e12,
-          fmt::format("the published dense {} peak of {} ({})", enum_name(precision), g->name,
-                      props.name),
-          ""};
+  return {tf * 1e12, fmt::format("the published dense {} peak of {} ({})", enum_name(precision),
+                                 g->name, props.name)};
 }
 
 PeakChoice choose_mfu_peak(ExecContext& ctx, double peak_tflops, const MachineInfo& m,
                            double probe_seconds, Precision precision) {
-  if (peak_tflops > 0) return {peak_tflops * 1e12, "train.peak_tflops", ""};
+  if (peak_tflops > 0) return {peak_tflops * 1e12, "train.peak_tflops"};
   if (!ctx.device().is_cpu()) return gpu_peak(ctx, precision);
   const fs::path path = cache_path();
   const std::string key = peak_cache_key(m);
@@ -75,16 +85,10 @@ PeakChoice choose_mfu_peak(ExecContext& ctx, double peak_tflops, const MachineIn
                         path.string(), key),
             key};
   const double measured = measure_gemm_peak_f32(ctx, probe_seconds);
-  if (path.empty()) return {measured, "f32 GEMM peak measured now (no HOME to cache it in)", ""};
-  cache[key] = {{"flops_per_s", measured}, {"probe_seconds", probe_seconds}};
-  try {
-    std::error_code ec;
-    fs::create_directories(path.parent_path(), ec);
-    write_file_atomic(path.string(), cache.dump(2) + "\n");
-  } catch (const UserError& e) {
-    return {measured, fmt::format("f32 GEMM peak measured now; not cached ({})", e.what()), ""};
-  }
-  return {measured, fmt::format("f32 GEMM peak measured now, cached in {}", path.string()), ""};
+  if (path.empty()) return {measured, "f32 GEMM peak measured now (no HOME to cache it in)"};
+  if (const std::string err = store_entry(path, cache, key, measured, probe_seconds); !err.empty())
+    return {measured, fmt::format("f32 GEMM peak measured now; not cached ({})", err)};
+  return {measured, fmt::format("f32 GEMM peak measured now, cached in {}", path.string())};
 }
 
 std::string remeasure_cached_peak(ExecContext& ctx, const std::string& key, double cached,
@@ -98,12 +102,8 @@ std::string remeasure_cached_peak(ExecContext& ctx, const std::string& key, doub
   const fs::path path = cache_path();
   if (path.empty()) return line;
   nlohmann::json cache = read_cache(path);
-  cache[key] = {{"flops_per_s", best}, {"probe_seconds", probe_seconds}};
-  try {
-    write_file_atomic(path.string(), cache.dump(2) + "\n");
-  } catch (const UserError& e) {
-    return line + fmt::format("; not cached ({})", e.what());
-  }
+  if (const std::string err = store_entry(path, cache, key, best, probe_seconds); !err.empty())
+    return line + fmt::format("; not cached ({})", err);
   return line +
          fmt::format("; the next runs divide by {:.1f} (cached in {})", best / 1e9, path.string());
 }

@@ -19,8 +19,8 @@ inline constexpr double kPeakProbeSeconds = 2.0;
 
 struct PeakChoice {
   double flops_per_s = 0;
-  std::string source;     // for the log: "train.peak_tflops", "measured now, cached in ...", ...
-  std::string cache_key;  // the peak.json entry it was read from; empty when not from the cache
+  std::string source;       // for the log: "train.peak_tflops", "measured now, cached in ...", ...
+  std::string cache_key{};  // the peak.json entry it was read from; empty when not from it
 };
 
 // The cache is <$XDG_CACHE_HOME or $HOME/.cache>/braid/peak.json, one entry per

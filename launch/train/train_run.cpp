@@ -178,7 +178,7 @@ TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
   // times the ranks (each computes with its own threads).
   const PeakChoice peak_choice = lead ? choose_mfu_peak(*ctx, cfg.train.peak_tflops, machine,
                                                         kPeakProbeSeconds, cfg.train.precision)
-                                      : PeakChoice{1.0, "not measured on this rank", ""};
+                                      : PeakChoice{1.0, "not measured on this rank"};
   peak = peak_choice;
   peak_flops_per_s = peak_choice.flops_per_s * layout.ranks;
   print_header(peak_choice);
