@@ -144,6 +144,7 @@ int main(int argc, char** argv) {
   std::printf("\n%-34s %12s\n", "metric", "value");
   std::printf("%-34s %12lld\n", "parameters", static_cast<long long>(cfg.num_params()));
   std::printf("%-34s %12.1f\n", "model GFLOP per step", model_flops / 1e9);
+  std::printf("%-34s %12.4f\n", "model MFLOP per token", cfg.flops_per_token(T) / 1e6);
   auto rows = [&](const char* tag, const Result& r) {
     std::printf("%s%-*s %12.3f\n", tag, 34 - static_cast<int>(std::strlen(tag)), " step time (s)",
                 r.sec);
