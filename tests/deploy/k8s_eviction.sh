@@ -73,10 +73,13 @@ chmod +x agent.sh
 printf 'pod-a slots=1\npod-b slots=1\n' >hostfile
 common=(--set data.grad_accum=2 --set checkpoint.interval=0 --set optim.decay=constant)
 # The pods' ranks see only what mpirun forwards: the sanitizer stage's options too (its
-# ranks run without the leak check, as every multi-rank test's; tests/CMakeLists.txt).
+# ranks run without the leak check, as every multi-rank test's; tests/CMakeLists.txt), and a
+# forced CPU level (BRAID_CPU_ISA, ONEDNN_MAX_CPU_ISA), which the uninterrupted run beside the
+# pods inherits: without it the two runs would take different kernels.
 fwd=()
-[ -n "${ASAN_OPTIONS:-}" ] && fwd+=(-x ASAN_OPTIONS)
-[ -n "${UBSAN_OPTIONS:-}" ] && fwd+=(-x UBSAN_OPTIONS)
+for v in ASAN_OPTIONS UBSAN_OPTIONS BRAID_CPU_ISA ONEDNN_MAX_CPU_ISA; do
+  [ -n "${!v:-}" ] && fwd+=(-x "$v")
+done
 
 # launch NAME STEPS: the launcher pod's command in the background; LAUNCHER=its pid.
 launch() {
