@@ -49,7 +49,7 @@ void quantize_blockwise(ExecContext& ctx, Tensor& q, Tensor& absmax, const Tenso
 }
 
 void dequantize_blockwise(ExecContext& ctx, Tensor& y, const Tensor& q, const Tensor& absmax,
-                          QuantCode code, int64_t block, int64_t begin) {
+                          QuantCode code, int64_t block, int64_t begin, float offset) {
   KernelArgs args(ctx, "dequantize_blockwise", {{&y, "y"}, {&q, "q"}, {&absmax, "absmax"}});
   BRAID_CHECK(block > 0 && begin >= 0, "dequantize_blockwise: block {}, begin {}", block, begin);
   BRAID_CHECK(q.dtype() == DType::U8, "dequantize_blockwise: q is {}, expected u8", q.str());
@@ -60,7 +60,7 @@ void dequantize_blockwise(ExecContext& ctx, Tensor& y, const Tensor& q, const Te
       quant_code_bytes(code, end) <= q.numel() && quant_blocks(end, block) <= absmax.numel(),
       "dequantize_blockwise: values [{}, {}) past q {} / absmax {}", begin, end, q.str(),
       absmax.str());
-  BRAID_DISPATCH(args, dequantize_blockwise, ctx, y, q, absmax, code, block, begin);
+  BRAID_DISPATCH(args, dequantize_blockwise, ctx, y, q, absmax, code, block, begin, offset);
 }
 
 int64_t QuantizedWeight::numel() const { return shape_numel(shape); }
@@ -106,11 +106,8 @@ Tensor weight_absmax(ExecContext& ctx, const QuantizedWeight& qw) {
   if (!qw.nested.defined()) return qw.absmax;
   const int64_t blocks = qw.nested.numel();
   Tensor a = ctx.empty({blocks}, DType::F32, MemCategory::Workspace);
-  dequantize_blockwise(ctx, a, qw.nested, qw.nested_absmax, QuantCode::Dynamic, kNestedBlock);
-  Tensor host = a.to_host();
-  float* p = host.f32();
-  for (int64_t i = 0; i < blocks; ++i) p[i] += qw.offset;
-  if (host.raw() != a.raw()) a.copy_from(host);
+  dequantize_blockwise(ctx, a, qw.nested, qw.nested_absmax, QuantCode::Dynamic, kNestedBlock, 0,
+                       qw.offset);
   return a;
 }
 

@@ -31,9 +31,11 @@ Tensor quant_code_table(QuantCode code);
 void quantize_blockwise(ExecContext& ctx, Tensor& q, Tensor& absmax, const Tensor& x,
                         QuantCode code, int64_t block);
 // y (f32 or bf16, n values) = code[q] * absmax for the values [begin, begin + y.numel()) of the
-// quantised array (a tile of rows of a weight: the block of value i is i / block).
+// quantised array (a tile of rows of a weight: the block of value i is i / block). A non-zero
+// `offset` is then added in f32 (the product and the sum rounded once each): double
+// quantisation's absmax values are read back that way, on the tensor's device.
 void dequantize_blockwise(ExecContext& ctx, Tensor& y, const Tensor& q, const Tensor& absmax,
-                          QuantCode code, int64_t block, int64_t begin = 0);
+                          QuantCode code, int64_t block, int64_t begin = 0, float offset = 0.0f);
 
 // A weight stored only quantised, with QLoRA's double quantisation of its absmax values: the
 // absmax values, less their mean `offset`, are quantised again with the signed dynamic map in

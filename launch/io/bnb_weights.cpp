@@ -145,10 +145,9 @@ Tensor read_bnb_weight(ExecContext& ctx, HfWeights& w, const std::string& name) 
                                               quant_blocks(blocks, s.nested_block), s.where);
     check_table(state_tensor(w, name + ".nested_quant_map", DType::F32, 256, s.where),
                 QuantCode::Dynamic, name + ".nested_quant_map", s.where);
+    // As bitsandbytes: the dequantised values, then the offset added in f32.
     dequantize_blockwise(ctx, absmax, nested_codes, nested_absmax, QuantCode::Dynamic,
-                         s.nested_block);
-    float* a = absmax.f32();
-    for (int64_t b = 0; b < blocks; ++b) a[b] += s.offset;  // as bitsandbytes: in f32
+                         s.nested_block, 0, s.offset);
   } else {
     absmax.copy_from(state_tensor(w, name + ".absmax", DType::F32, blocks, s.where));
   }

@@ -8,7 +8,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,6 +67,19 @@ class GpuTest : public ::testing::Test {
     ExecOptions o;
     o.device = Device::cuda(0);
     gpu_ = std::make_unique<ExecContext>(o);
+  }
+  // A kernel that faulted (an illegal address, say) leaves the CUDA context unusable, and every
+  // later test would fail with the same sticky error: name the test it happened in and stop.
+  void TearDown() override {
+    if (!gpu_) return;
+    try {
+      cuda::device_synchronize();
+    } catch (const std::exception& e) {
+      const ::testing::TestInfo* t = ::testing::UnitTest::GetInstance()->current_test_info();
+      std::fprintf(stderr, "GPU fault in %s.%s (the CUDA context is lost; stopping): %s\n",
+                   t ? t->test_suite_name() : "?", t ? t->name() : "?", e.what());
+      std::exit(1);
+    }
   }
   ExecContext& gpu() { return *gpu_; }
   ExecContext& cpu() { return cpu_; }

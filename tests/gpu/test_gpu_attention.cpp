@@ -1,6 +1,6 @@
-// CUDA causal attention against its CPU twin: odd sequence lengths (1, 7, 129) and head
-// dimensions (1, 17, 64, 128, 160, 300), grouped-query heads, fewer query rows than keys (KV-cache
-// decoding), sliding windows, every float dtype; out, lse, dq, dk, dv all start as NaN.
+// CUDA causal attention against its CPU twin: odd sequence lengths (1, 7, 129, 1024) and head
+// dimensions (1, 17, 64, 128, 160, 300, 640, 2048), grouped-query heads, fewer query rows than keys
+// (KV-cache decoding), sliding windows, every float dtype; out, lse, dq, dk, dv all start as NaN.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -32,6 +32,12 @@ const AttnCase kCases[] = {
     {1, 129, 129, 2, 1, 32, 40},
     {1, 20, 90, 2, 2, 16, 33},
     {1, 70, 70, 1, 1, 8, 1},
+    // Wide heads (fewer warps per block; 2048 is the kernels' largest) and a training length
+    // (many key tiles; cuDNN's many KV blocks and its causal mask over them).
+    {1, 20, 20, 2, 1, 640},
+    {1, 9, 9, 1, 1, 2048},
+    {1, 1024, 1024, 4, 2, 64},
+    {1, 300, 300, 2, 2, 128},
 };
 
 std::string name(const AttnCase& c) {
@@ -93,6 +99,52 @@ TEST_P(GpuAttention, ForwardAndBackwardMatchCpu) {
     std::printf("cuDNN attention not available: %s\n", status.c_str());
 }
 
+// cuDNN takes a training shape in both directions (counted one call each) and declines a
+// decoding step (fewer queries than keys), whatever the cache length; the results match the CPU.
+TEST_P(GpuAttention, CudnnTakesTrainingShapesAndDeclinesDecoding) {
+  const DType dt = GetParam();
+  const std::string status = cuda::cudnn_status();
+  if (dt == DType::F32 || status.rfind("cuDNN fused", 0) != 0)
+    GTEST_SKIP() << "cuDNN attention takes 16-bit storage only; here: " << status;
+  cuda::set_cudnn_attention(gpu(), true);
+  const int64_t B = 2, T = 160, Hq = 4, Hkv = 2, D = 64;
+  const Shape qs{B, T, Hq, D}, ks{B, T, Hkv, D}, ls{B, Hq, T};
+  Tensor q = random_host(qs, dt, 31, -2.0f, 2.0f), k = random_host(ks, dt, 32, -2.0f, 2.0f);
+  Tensor v = random_host(ks, dt, 33), dout = random_host(qs, dt, 34);
+  Tensor out_c = Tensor::empty(qs, dt), lse_c = Tensor::empty(ls);
+  attention_forward(cpu(), out_c, lse_c, q, k, v);
+  Tensor gq = up(q), gk = up(k), gv = up(v);
+  Tensor out = poisoned(qs, dt), lse = poisoned(ls, DType::F32);
+  int64_t calls = cuda::cudnn_attention_calls(gpu());
+  attention_forward(gpu(), out, lse, gq, gk, gv);
+  EXPECT_EQ(cuda::cudnn_attention_calls(gpu()), calls + 1) << "forward: " << status;
+  EXPECT_TRUE(close(out, out_c, 4 * atol(dt), 4 * rtol(dt)));
+  EXPECT_TRUE(close(lse, lse_c, 1e-3, 1e-3));
+  Tensor dq_c = Tensor::empty(qs, dt), dk_c = Tensor::empty(ks, dt), dv_c = Tensor::empty(ks, dt);
+  attention_backward(cpu(), dq_c, dk_c, dv_c, dout, q, k, v, out_c, lse_c);
+  Tensor dq = poisoned(qs, dt), dk = poisoned(ks, dt), dv = poisoned(ks, dt);
+  calls = cuda::cudnn_attention_calls(gpu());
+  attention_backward(gpu(), dq, dk, dv, up(dout), gq, gk, gv, up(out_c), up(lse_c));
+  EXPECT_EQ(cuda::cudnn_attention_calls(gpu()), calls + 1) << "backward: " << status;
+  EXPECT_TRUE(close(dq, dq_c, 4 * atol(dt), 4 * rtol(dt)));
+  EXPECT_TRUE(close(dk, dk_c, 4 * atol(dt), 4 * rtol(dt)));
+  EXPECT_TRUE(close(dv, dv_c, 4 * atol(dt), 4 * rtol(dt)));
+
+  // Decoding: one query against a cache that grows by one key a step.
+  calls = cuda::cudnn_attention_calls(gpu());
+  for (int64_t tk = 40; tk < 44; ++tk) {
+    const Shape q1{1, 1, Hq, D}, kc{1, tk, Hkv, D}, l1{1, Hq, 1};
+    Tensor qd = random_host(q1, dt, 40 + tk), kd = random_host(kc, dt, 50 + tk),
+           vd = random_host(kc, dt, 60 + tk);
+    Tensor od_c = Tensor::empty(q1, dt), ld_c = Tensor::empty(l1);
+    attention_forward(cpu(), od_c, ld_c, qd, kd, vd);
+    Tensor od = poisoned(q1, dt), ld = poisoned(l1, DType::F32);
+    attention_forward(gpu(), od, ld, up(qd), up(kd), up(vd));
+    EXPECT_TRUE(close(od, od_c, atol(dt), rtol(dt))) << "decoding step, " << tk << " keys";
+  }
+  EXPECT_EQ(cuda::cudnn_attention_calls(gpu()), calls) << "cuDNN took a decoding step";
+}
+
 // No query rows: nothing flows back, dk and dv are zero.
 TEST_P(GpuAttention, NoQueriesGivesZeroKeyGradients) {
   const DType dt = GetParam();
@@ -111,22 +163,27 @@ TEST_P(GpuAttention, NoQueriesGivesZeroKeyGradients) {
 // kernels.
 TEST_P(GpuAttention, PackedQkvMatchesCpu) {
   const DType dt = GetParam();
-  cuda::set_cudnn_attention(gpu(), false);  // braid's kernel: the CPU's tolerances
-  const int64_t B = 2, T = 33, H = 3, D = 16, C = H * D;
-  const Shape hs{B, T, H, D}, ls{B, H, T}, ps{B, T, 3 * C};
-  const Tensor qkv = random_host(ps, dt, 21, -2.0f, 2.0f), dout = random_host(hs, dt, 22);
-  Tensor out_c = Tensor::empty(hs, dt), lse_c = Tensor::empty(ls);
-  attention_forward_packed(cpu(), out_c, lse_c, qkv, H);
-  Tensor out = poisoned(hs, dt), lse = poisoned(ls, DType::F32);
-  const Tensor gqkv = up(qkv);
-  attention_forward_packed(gpu(), out, lse, gqkv, H);
-  EXPECT_TRUE(close(out, out_c, atol(dt), rtol(dt)));
-  EXPECT_TRUE(close(lse, lse_c, 2e-5, 2e-5));
-  Tensor dqkv_c = Tensor::empty(ps, dt);
-  attention_backward_packed(cpu(), dqkv_c, dout, qkv, out_c, lse_c, H);
-  Tensor dqkv = poisoned(ps, dt);
-  attention_backward_packed(gpu(), dqkv, up(dout), gqkv, up(out_c), up(lse_c), H);
-  EXPECT_TRUE(close(dqkv, dqkv_c, atol(dt), rtol(dt)));
+  for (const bool cudnn : {false, true}) {
+    // braid's kernel: the CPU's tolerances; cuDNN (16-bit, where present) takes this GPT-2-like
+    // shape (head size 64) after the split, with the wider tolerance.
+    cuda::set_cudnn_attention(gpu(), cudnn);
+    const double w = cudnn ? 4.0 : 1.0, lse_tol = cudnn ? 1e-3 : 2e-5;
+    const int64_t B = 2, T = 33, H = 3, D = cudnn ? 64 : 16, C = H * D;
+    const Shape hs{B, T, H, D}, ls{B, H, T}, ps{B, T, 3 * C};
+    const Tensor qkv = random_host(ps, dt, 21, -2.0f, 2.0f), dout = random_host(hs, dt, 22);
+    Tensor out_c = Tensor::empty(hs, dt), lse_c = Tensor::empty(ls);
+    attention_forward_packed(cpu(), out_c, lse_c, qkv, H);
+    Tensor out = poisoned(hs, dt), lse = poisoned(ls, DType::F32);
+    const Tensor gqkv = up(qkv);
+    attention_forward_packed(gpu(), out, lse, gqkv, H);
+    EXPECT_TRUE(close(out, out_c, w * atol(dt), w * rtol(dt))) << "cuDNN allowed: " << cudnn;
+    EXPECT_TRUE(close(lse, lse_c, lse_tol, lse_tol)) << "cuDNN allowed: " << cudnn;
+    Tensor dqkv_c = Tensor::empty(ps, dt);
+    attention_backward_packed(cpu(), dqkv_c, dout, qkv, out_c, lse_c, H);
+    Tensor dqkv = poisoned(ps, dt);
+    attention_backward_packed(gpu(), dqkv, up(dout), gqkv, up(out_c), up(lse_c), H);
+    EXPECT_TRUE(close(dqkv, dqkv_c, w * atol(dt), w * rtol(dt))) << "cuDNN allowed: " << cudnn;
+  }
   cuda::set_cudnn_attention(gpu(), true);  // the default again
 }
 

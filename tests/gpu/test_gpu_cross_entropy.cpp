@@ -92,6 +92,26 @@ TEST_P(GpuLmHead, RejectsABadTargetBeforeWriting) {
   EXPECT_TRUE(same(dw, dw0)) << "dw was written";
 }
 
+// With several bad targets far apart (other threads and blocks of the search), the message
+// names the first.
+TEST_P(GpuLmHead, NamesTheFirstOfSeveralBadTargets) {
+  const DType dt = GetParam();
+  const int64_t N = 5000;
+  Tensor x = up(random_host({N, 8}, dt, 60)), w = up(random_host({11, 8}, dt, 61));
+  Tensor tgt = targets_for(N, 11, 62);
+  tgt.i32()[4321] = 11;
+  tgt.i32()[1700] = -2;
+  tgt.i32()[2501] = 99;
+  Tensor losses = poisoned({N}, DType::F32), dx = poisoned({N, 8}, dt),
+         dw = up(random_host({11, 8}, DType::F32, 63));
+  try {
+    lm_head_cross_entropy(gpu(), losses, dx, dw, x, w, up(tgt), 1.0f);
+    ADD_FAILURE() << "no error for bad targets";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("targets[1700] = -2"), std::string::npos) << e.what();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, GpuLmHead, ::testing::Values(DType::F32, DType::BF16, DType::F16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 

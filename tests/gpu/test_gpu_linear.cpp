@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "core/kernels/cuda/cuda_kernels.h"
 #include "core/kernels/linear.h"
 #include "tests/gpu/gpu_test_util.h"
 
@@ -129,6 +130,27 @@ TEST_P(GpuLinear, BiasAlignedOrNotMatchesCpu) {
     linear_forward(gpu(), y, up(x), up(w), dflat.slice0(offset, offset + 24));
     EXPECT_TRUE(close(y, y_cpu, tol(dt), rtol(dt))) << "bias at element offset " << offset;
   }
+}
+
+// train.tf32: f32 products on TF32 tensor cores (about 3 significant digits per product), but
+// the bias gradient's column sums stay exact f32 sums, as on the CPU.
+TEST_F(GpuTest, Tf32ProductsAndExactBiasSums) {
+  const int64_t N = 257, IN = 512, OUT = 48;
+  Tensor x = random_host({N, IN}, DType::F32, 500), w = random_host({OUT, IN}, DType::F32, 501);
+  Tensor b = random_host({OUT}, DType::F32, 502), dy = random_host({N, OUT}, DType::F32, 503);
+  cuda::set_allow_tf32(gpu(), true);
+  Tensor y_cpu = Tensor::empty({N, OUT});
+  linear_forward(cpu(), y_cpu, x, w, b);
+  Tensor y = poisoned({N, OUT}, DType::F32);
+  linear_forward(gpu(), y, up(x), up(w), up(b));
+  EXPECT_TRUE(close(y, y_cpu, 5e-2, 1e-2));
+  Tensor dw_cpu = Tensor::zeros({OUT, IN}), db_cpu = Tensor::zeros({OUT});
+  linear_backward_weight(cpu(), dw_cpu, db_cpu, dy, x, true);
+  Tensor dw = poisoned({OUT, IN}, DType::F32), db = poisoned({OUT}, DType::F32);
+  linear_backward_weight(gpu(), dw, db, up(dy), up(x), true);
+  EXPECT_TRUE(close(dw, dw_cpu, 5e-2, 1e-2));
+  EXPECT_TRUE(close(db, db_cpu, 1e-4, 1e-5)) << "the bias gradient must not run in TF32";
+  cuda::set_allow_tf32(gpu(), false);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, GpuLinear, ::testing::Values(DType::F32, DType::BF16, DType::F16),

@@ -122,6 +122,15 @@ TEST_P(GpuNorms, BackwardInPlaceOnDy) {
   Tensor inplace = up(dy), dw2 = up(w), db2 = up(b);
   layernorm_backward(gpu(), inplace, dw2, db2, inplace, gx, gw, mean, rstd);
   EXPECT_TRUE(same_bits(inplace, dx) && same_bits(dw2, dw) && same_bits(db2, db));
+
+  // RMSNorm the same way.
+  Tensor y_r = poisoned({N, C}, dt), rstd_r = poisoned({N}, DType::F32);
+  rmsnorm_forward(gpu(), y_r, rstd_r, gx, gw, 1e-6f);
+  Tensor dx_r = poisoned({N, C}, dt), dw_r = up(w);
+  rmsnorm_backward(gpu(), dx_r, dw_r, up(dy), gx, gw, rstd_r);
+  Tensor inplace_r = up(dy), dw_r2 = up(w);
+  rmsnorm_backward(gpu(), inplace_r, dw_r2, inplace_r, gx, gw, rstd_r);
+  EXPECT_TRUE(same_bits(inplace_r, dx_r) && same_bits(dw_r2, dw_r)) << "RMSNorm";
 }
 
 // The f32 weight gradients sum the CPU's row chunks in the CPU's order without FMA contraction;

@@ -44,6 +44,27 @@ TEST_F(GpuOptimizer, AdamWMatchesCpuBitForBit) {
   }
 }
 
+// Mixed precision: the 16-bit copy of the updated f32 masters, and a clip factor on g.
+TEST_F(GpuOptimizer, AdamWRoundedCopyAndGradScaleMatchCpuBitForBit) {
+  const int64_t n = 4099;
+  for (DType rdt : {DType::BF16, DType::F16}) {
+    Tensor w = random_host({n}, DType::F32, 70),
+           m = random_host({n}, DType::F32, 71, -1e-2f, 1e-2f);
+    Tensor v = random_host({n}, DType::F32, 72, 0.0f, 1e-3f);
+    Tensor g = random_host({n}, DType::F32, 73, -2.0f, 2.0f);
+    Tensor gw = up(w), gm = up(m), gv = up(v);
+    AdamWStep st = step_at(1);
+    st.grad_scale = 0.37f;
+    Tensor r = Tensor::empty({n}, rdt), gr = poisoned({n}, rdt);
+    adamw_update(cpu(), w, m, v, g, st, &r);
+    adamw_update(gpu(), gw, gm, gv, up(g), st, &gr);
+    EXPECT_TRUE(close(gw, w, 0, 0)) << dtype_name(rdt);
+    EXPECT_TRUE(close(gm, m, 0, 0)) << dtype_name(rdt);
+    EXPECT_TRUE(close(gv, v, 0, 0)) << dtype_name(rdt);
+    EXPECT_TRUE(same_bytes(gr, r)) << "the rounded copy, " << dtype_name(rdt);
+  }
+}
+
 TEST_F(GpuOptimizer, Adamw8bitMatchesCpuBitForBit) {
   for (int64_t n : {1, 2047, 2 * 2048 + 333}) {
     const uint64_t s = static_cast<uint64_t>(n) * 10;

@@ -38,9 +38,36 @@ TEST_F(GpuQuantize, BlockwiseMatchesCpuBitForBit) {
           Tensor gy = poisoned({n - begin}, yt);
           dequantize_blockwise(gpu(), gy, gq, ga, code, block, begin);
           ASSERT_TRUE(same_bytes(gy, y)) << "read back n=" << n;
+          // With an offset added after the product (double quantisation's absmax values).
+          dequantize_blockwise(cpu(), y, q, a, code, block, begin, 0.0371f);
+          dequantize_blockwise(gpu(), gy, gq, ga, code, block, begin, 0.0371f);
+          ASSERT_TRUE(same_bytes(gy, y)) << "read back with an offset, n=" << n;
         }
       }
     }
+  }
+}
+
+// Blocks wider than a thread block (the kernels' strided loops) and an all-zero block (the
+// absmax clamp), for each code.
+TEST_F(GpuQuantize, WideBlocksAndAZeroBlockMatchCpuBitForBit) {
+  const int64_t n = 3 * 4096 + 77, block = 4096;
+  for (QuantCode code :
+       {QuantCode::Nf4, QuantCode::Int8, QuantCode::Dynamic, QuantCode::DynamicUnsigned}) {
+    const float lo = code == QuantCode::DynamicUnsigned ? 0.0f : -2.0f;
+    Tensor x = random_host({n}, DType::F32, 80, lo, 2.0f);
+    for (int64_t i = block; i < 2 * block; ++i) x.f32()[i] = 0.0f;
+    Tensor q = Tensor::empty({quant_code_bytes(code, n)}, DType::U8);
+    Tensor a = Tensor::empty({quant_blocks(n, block)});
+    quantize_blockwise(cpu(), q, a, x, code, block);
+    Tensor gq = gpu().empty(q.shape(), DType::U8), ga = poisoned(a.shape(), DType::F32);
+    quantize_blockwise(gpu(), gq, ga, up(x), code, block);
+    ASSERT_TRUE(same_bytes(gq, q)) << "codes";
+    ASSERT_TRUE(same_bytes(ga, a)) << "absmax";
+    Tensor y = Tensor::empty({n}), gy = poisoned({n}, DType::F32);
+    dequantize_blockwise(cpu(), y, q, a, code, block);
+    dequantize_blockwise(gpu(), gy, gq, ga, code, block);
+    ASSERT_TRUE(same_bytes(gy, y)) << "read back";
   }
 }
 
@@ -53,6 +80,8 @@ TEST_F(GpuQuantize, QuantisedLinearMatchesCpu) {
     ASSERT_TRUE(same_bytes(qg.q, qc.q));
     ASSERT_TRUE(same_bytes(qg.nested, qc.nested));
     ASSERT_TRUE(same_bytes(qg.nested_absmax, qc.nested_absmax));
+    // The absmax values read back on the device (offset added there), as the CPU's.
+    ASSERT_TRUE(same_bytes(weight_absmax(gpu(), qg), weight_absmax(cpu(), qc)));
     const Tensor x = random_host({N, IN}, dt, 8), dy = random_host({N, OUT}, dt, 9);
     const Tensor b = random_host({OUT}, dt, 10);
     Tensor y = Tensor::empty({N, OUT}, dt);

@@ -1,6 +1,7 @@
 // CUDA rotary position embedding against its CPU twin: the same double-precision cos/sin table
 // (core/kernels/math/rope.h), odd shapes, long positions, the scaled rope types (linear, llama3,
-// yarn), every float dtype, and backward undoing forward. The op rotates x in place, so there is no output to poison.
+// yarn), every float dtype, and backward undoing forward. The op rotates x in place, so there is no
+// output to poison.
 #include <gtest/gtest.h>
 
 #include <string>

@@ -159,6 +159,34 @@ TEST(Quantize, DoubleQuantisedWeight) {
     ASSERT_NEAR(y.f32()[i], w.f32()[i], 0.16 * 0.05) << i;  // half NF4 widest gap x absmax
 }
 
+// A non-zero offset is added to each value read back after the product, in f32 (double
+// quantisation's absmax values: bitsandbytes adds the mean back that way); offset 0 adds nothing.
+TEST(Quantize, OffsetIsAddedAfterTheProduct) {
+  const int64_t n = 700, block = 256;
+  const Tensor x = random_tensor({n}, 4, -1.0, 1.0);
+  const Quantized d = quantize(x, QuantCode::Dynamic, block);
+  Tensor y0 = Tensor::empty({n}), y1 = Tensor::empty({n}), yb = Tensor::empty({n}, DType::BF16);
+  dequantize_blockwise(test_ctx(), y0, d.q, d.absmax, QuantCode::Dynamic, block);
+  const float offset = 0.0371f;
+  dequantize_blockwise(test_ctx(), y1, d.q, d.absmax, QuantCode::Dynamic, block, 0, offset);
+  dequantize_blockwise(test_ctx(), yb, d.q, d.absmax, QuantCode::Dynamic, block, 0, offset);
+  const Tensor y0b = dequantize(d, n, QuantCode::Dynamic, block);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(y0.f32()[i], y0b.f32()[i]) << i;
+    const float want = y0.f32()[i] + offset;
+    ASSERT_EQ(y1.f32()[i], want) << i;
+    ASSERT_EQ(bf16_to_float(yb.data<bf16>()[i]), bf16_to_float(float_to_bf16(want))) << i;
+  }
+  // A double-quantised weight's absmax values are read back the same way.
+  const QuantizedWeight dq = quantize_weight(test_ctx(), random_tensor({64, 300}, 5, -0.05, 0.05),
+                                             QuantCode::Nf4, 64, true);
+  const Tensor a = weight_absmax(test_ctx(), dq);
+  Tensor nested = Tensor::empty({dq.nested.numel()});
+  dequantize_blockwise(test_ctx(), nested, dq.nested, dq.nested_absmax, QuantCode::Dynamic, 256);
+  ASSERT_EQ(a.numel(), nested.numel());
+  for (int64_t b = 0; b < a.numel(); ++b) ASSERT_EQ(a.f32()[b], nested.f32()[b] + dq.offset) << b;
+}
+
 // The quantised linear (one tile here; test_dequantize_tile.cpp runs several) equals the plain
 // linear on the dequantised weight, forward and input gradient, f32 and bf16 activations.
 TEST(Quantize, QuantisedLinearEqualsDequantisedLinear) {

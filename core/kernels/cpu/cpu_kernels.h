@@ -94,7 +94,7 @@ void adamw8bit_update(ExecContext& ctx, Tensor& w, Tensor& m_codes, Tensor& m_ab
 void quantize_blockwise(ExecContext& ctx, Tensor& q, Tensor& absmax, const Tensor& x,
                         QuantCode code, int64_t block);
 void dequantize_blockwise(ExecContext& ctx, Tensor& y, const Tensor& q, const Tensor& absmax,
-                          QuantCode code, int64_t block, int64_t begin);
+                          QuantCode code, int64_t block, int64_t begin, float offset);
 void linear_forward_quantized(ExecContext& ctx, Tensor& y, const Tensor& x,
                               const QuantizedWeight& w, const Tensor& b);
 void linear_backward_input_quantized(ExecContext& ctx, Tensor& dx, const Tensor& dy,

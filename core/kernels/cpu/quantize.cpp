@@ -86,7 +86,7 @@ void quantize_blockwise(ExecContext& ctx, Tensor& q, Tensor& absmax, const Tenso
 }
 
 void dequantize_blockwise(ExecContext& ctx, Tensor& y, const Tensor& q, const Tensor& absmax,
-                          QuantCode code, int64_t block, int64_t begin) {
+                          QuantCode code, int64_t block, int64_t begin, float offset) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "dequantize_blockwise";
   check_values(y, op, "y");
@@ -121,7 +121,8 @@ void dequantize_blockwise(ExecContext& ctx, Tensor& y, const Tensor& q, const Te
     for (int64_t j = c * kChunk; j < j1; ++j) {
       const int64_t i = begin + j;
       const int k = code == QuantCode::Nf4 ? math::nf4_code_at(qp, i) : qp[i];
-      const float v = table[k] * ap[i / block];
+      float v = table[k] * ap[i / block];
+      if (offset != 0.0f) v += offset;  // rounded apart from the product (no contraction)
       if (out_bf16)
         yb[j] = float_to_bf16(v);
       else

@@ -58,7 +58,6 @@ bool same_dtype(std::initializer_list<const Tensor*> ts) {
   return true;
 }
 
-
 }  // namespace
 
 void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,

@@ -109,12 +109,12 @@ namespace {
 bool run_gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
               float alpha, const void* A, int64_t lda, const void* B, int64_t ldb, float beta,
               void* C, int64_t ldc, DType ab_dtype, DType c_dtype, const void* bias,
-              DType bias_dtype) {
+              DType bias_dtype, bool exact_f32) {
   BRAID_CHECK(c_dtype == DType::F32 || c_dtype == ab_dtype,
               "GEMM: C is {} with {} inputs; expected f32 or {}", dtype_name(c_dtype),
               dtype_name(ab_dtype), dtype_name(ab_dtype));
   CudaState& st = state_of(ctx);
-  const bool tf32 = ab_dtype == DType::F32 && st.allow_tf32;
+  const bool tf32 = ab_dtype == DType::F32 && st.allow_tf32 && !exact_f32;
   const GemmKey key{trans_a,
                     trans_b,
                     M,
@@ -212,11 +212,20 @@ bool run_gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N
 
 void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
           float alpha, const void* A, int64_t lda, const void* B, int64_t ldb, float beta, void* C,
-          int64_t ldc, DType ab_dtype, DType c_dtype) {
+          int64_t ldc, DType ab_dtype, DType c_dtype, bool exact_f32) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Gemm);
   if (M == 0 || N == 0) return;
+  if (K == 0) {  // an empty sum: C = beta * C, without asking cuBLASLt for a k = 0 plan
+    BRAID_CHECK(beta == 0.0f || beta == 1.0f, "GEMM with K = 0 and beta {}; expected 0 or 1", beta);
+    const size_t elem = dtype_size(c_dtype);
+    if (beta == 0.0f)
+      CUDA_CHECK(cudaMemset2DAsync(C, static_cast<size_t>(ldc) * elem, 0,
+                                   static_cast<size_t>(N) * elem, static_cast<size_t>(M),
+                                   static_cast<cudaStream_t>(ctx.stream().handle)));
+    return;
+  }
   run_gemm(ctx, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ab_dtype, c_dtype,
-           nullptr, DType::F32);
+           nullptr, DType::F32, exact_f32);
 }
 
 bool gemm_bias(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
@@ -224,12 +233,13 @@ bool gemm_bias(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t 
                int64_t ldc, DType ab_dtype, DType c_dtype, const void* bias, DType bias_dtype) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Gemm);
   if (M == 0 || N == 0) return true;
+  if (K == 0) return false;  // the caller writes the bias, and gemm adds the empty product
   BRAID_CHECK(bias != nullptr, "gemm_bias without a bias");
   BRAID_CHECK(bias_dtype == DType::F32 || bias_dtype == c_dtype,
               "GEMM bias of {} with a {} output; expected f32 or {}", dtype_name(bias_dtype),
               dtype_name(c_dtype), dtype_name(c_dtype));
   return run_gemm(ctx, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, 0.0f, C, ldc, ab_dtype,
-                  c_dtype, bias, bias_dtype);
+                  c_dtype, bias, bias_dtype, false);
 }
 
 }  // namespace braid::cuda

@@ -12,14 +12,16 @@
 
 namespace braid::cuda {
 
+// K == 0: C = beta * C (beta 0 or 1). `exact_f32`: f32 inputs run true f32 even where the
+// context allows TF32 (sums that must not lose the inputs' low bits, e.g. a bias gradient).
 void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
           float alpha, const void* A, int64_t lda, const void* B, int64_t ldb, float beta, void* C,
-          int64_t ldc, DType ab_dtype, DType c_dtype);
+          int64_t ldc, DType ab_dtype, DType c_dtype, bool exact_f32 = false);
 
 // C (M, N) = alpha * op(A) op(B) + bias, the bias (N values of bias_dtype: f32 or C's dtype)
 // added to every row in cuBLASLt's epilogue, in f32 before C is rounded once. Returns false,
-// queuing nothing, when cuBLASLt has no algorithm for this epilogue and shape (the caller then
-// writes the bias and uses gemm with beta = 1).
+// queuing nothing, when cuBLASLt has no algorithm for this epilogue and shape, or K == 0 (the
+// caller then writes the bias and uses gemm with beta = 1).
 bool gemm_bias(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                float alpha, const void* A, int64_t lda, const void* B, int64_t ldb, void* C,
                int64_t ldc, DType ab_dtype, DType c_dtype, const void* bias, DType bias_dtype);

@@ -17,7 +17,9 @@ constexpr int kRowThreads = 256;
 constexpr unsigned kFull = 0xffffffffu;
 
 // (m, s) summarises values x as m = max x and s = sum exp(x - m); merge folds (m2, s2) in.
-// Symmetric, so the two lanes of a butterfly step agree bit for bit.
+// Symmetric, so the two lanes of a butterfly step agree bit for bit: each product rounded on
+// its own and one commutative add (left to itself, nvcc contracts one product into an FMA,
+// which rounds differently in the partner lane).
 __device__ __forceinline__ void merge(float& m, float& s, float m2, float s2) {
   if (m2 == -INFINITY) return;
   if (m == -INFINITY) {
@@ -26,7 +28,7 @@ __device__ __forceinline__ void merge(float& m, float& s, float m2, float s2) {
     return;
   }
   const float mx = fmaxf(m, m2);
-  s = s * expf(m - mx) + s2 * expf(m2 - mx);
+  s = __fadd_rn(__fmul_rn(s, expf(m - mx)), __fmul_rn(s2, expf(m2 - mx)));
   m = mx;
 }
 

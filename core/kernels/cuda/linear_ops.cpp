@@ -129,12 +129,13 @@ void linear_backward_weight(ExecContext& ctx, Tensor& dw, Tensor& db, const Tens
     gemm(ctx, true, false, OUT, IN, N, 1.0f, dy.raw(), OUT, x.raw(), IN, beta, dw.raw(), IN, ab,
          dw.dtype());
   if (!db.defined() || OUT == 0) return;
-  // db (1, OUT) += ones (1, N) @ dy (N, OUT): the column sums as a GEMM, f32 accumulation.
+  // db (1, OUT) += ones (1, N) @ dy (N, OUT): the column sums as a GEMM, f32 accumulation of
+  // the exact f32 values even where TF32 is allowed (the CPU's and PyTorch's sums).
   Tensor ones = ctx.empty({N}, ab, MemCategory::Workspace);
   launch_fill(stream_of(ctx), ones.raw(), code(ones), 1.0f, N);
   check_launch(op);
   gemm(ctx, false, false, 1, OUT, N, 1.0f, ones.raw(), N, dy.raw(), OUT, beta, db.raw(), OUT, ab,
-       db.dtype());
+       db.dtype(), true);
 }
 
 }  // namespace braid::cuda

@@ -22,8 +22,10 @@ inline void check_launch(const char* op) {
 
 // A floating dtype (f32, bf16, f16), as the kernels store.
 inline void check_float(const Tensor& t, const char* op, const char* name) {
-  BRAID_CHECK(t.defined() && t.dtype() != DType::I32, "{}: {} is {}; expected f32, bf16 or f16", op,
-              name, t.str());
+  BRAID_CHECK(t.defined() &&
+                  (t.dtype() == DType::F32 || t.dtype() == DType::BF16 || t.dtype() == DType::F16),
+              "{}: {} is {}; expected f32, bf16 or f16", op, name,
+              t.defined() ? t.str() : std::string("undefined"));
 }
 
 }  // namespace braid::cuda

@@ -18,6 +18,12 @@ void adamw_update(ExecContext& ctx, Tensor& w, Tensor& m, Tensor& v, const Tenso
   check_shape(m, w.shape(), "adamw_update m");
   check_shape(v, w.shape(), "adamw_update v");
   check_shape(g, w.shape(), "adamw_update g");
+  if (rounded)
+    BRAID_CHECK(rounded->defined() &&
+                    (rounded->dtype() == DType::BF16 || rounded->dtype() == DType::F16) &&
+                    rounded->numel() == w.numel(),
+                "{}: rounded is {}; expected bf16 or f16 with {} elements", op,
+                rounded->defined() ? rounded->str() : std::string("undefined"), w.numel());
   launch_adamw(stream_of(ctx), w.f32(), m.f32(), v.f32(), g.f32(), w.numel(),
                {s.beta1, s.beta2, s.eps, s.step_size, s.inv_sqrt_bc2, s.decay, s.grad_scale});
   check_launch(op);

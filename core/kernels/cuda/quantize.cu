@@ -53,11 +53,12 @@ __global__ void quantize_kernel(uint8_t* q, float* absmax, AnyConstPtr x, int64_
 }
 
 __global__ void dequantize_kernel(AnyPtr y, const uint8_t* q, const float* absmax, int64_t begin,
-                                  int64_t n, int64_t block, QuantTable table) {
+                                  int64_t n, int64_t block, QuantTable table, float offset) {
   for (int64_t j = global_thread(); j < n; j += grid_threads()) {
     const int64_t i = begin + j;
     const int k = table.kind == kNf4 ? math::nf4_code_at(q, i) : q[i];
-    y.set(j, table.v[k] * absmax[i / block]);
+    const float v = __fmul_rn(table.v[k], absmax[i / block]);
+    y.set(j, offset != 0.0f ? __fadd_rn(v, offset) : v);
   }
 }
 
@@ -73,10 +74,10 @@ void launch_quantize_blockwise(void* stream, uint8_t* q, float* absmax, const vo
 
 void launch_dequantize_blockwise(void* stream, void* y, int ty, const uint8_t* q,
                                  const float* absmax, int64_t begin, int64_t n, int64_t block,
-                                 const QuantTable& table) {
+                                 const QuantTable& table, float offset) {
   if (n == 0) return;
   dequantize_kernel<<<grid_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
-      {y, ty}, q, absmax, begin, n, block, table);
+      {y, ty}, q, absmax, begin, n, block, table, offset);
 }
 
 }  // namespace braid::cuda

@@ -19,9 +19,10 @@ struct QuantTable {
 // (core/kernels/math/quantize.h: the CPU kernel's bits). NF4 packs two codes a byte.
 void launch_quantize_blockwise(void* stream, uint8_t* q, float* absmax, const void* x, int tx,
                                int64_t n, int64_t block, const QuantTable& table);
-// y (n values of dtype ty) = table[code of value begin + j] * absmax[(begin + j) / block].
+// y (n values of dtype ty) = table[code of value begin + j] * absmax[(begin + j) / block],
+// plus offset when it is not 0 (each rounded once, as the CPU).
 void launch_dequantize_blockwise(void* stream, void* y, int ty, const uint8_t* q,
                                  const float* absmax, int64_t begin, int64_t n, int64_t block,
-                                 const QuantTable& table);
+                                 const QuantTable& table, float offset);
 
 }  // namespace braid::cuda

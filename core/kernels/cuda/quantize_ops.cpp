@@ -33,7 +33,7 @@ Tensor read_back(ExecContext& ctx, const QuantizedWeight& w, DType dt, const cha
               op);
   const Tensor absmax = weight_absmax(ctx, w);
   Tensor t = ctx.empty(w.shape, dt, MemCategory::Workspace);
-  cuda::dequantize_blockwise(ctx, t, w.q, absmax, w.code, w.block, 0);
+  cuda::dequantize_blockwise(ctx, t, w.q, absmax, w.code, w.block, 0, 0.0f);
   return t;
 }
 
@@ -50,14 +50,14 @@ void quantize_blockwise(ExecContext& ctx, Tensor& q, Tensor& absmax, const Tenso
 }
 
 void dequantize_blockwise(ExecContext& ctx, Tensor& y, const Tensor& q, const Tensor& absmax,
-                          QuantCode code, int64_t block, int64_t begin) {
+                          QuantCode code, int64_t block, int64_t begin, float offset) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "dequantize_blockwise";
   check_values(y, op, "y");
   BRAID_CHECK(q.dtype() == DType::U8 && absmax.dtype() == DType::F32, "{}: q {} / absmax {}", op,
               q.str(), absmax.str());
   launch_dequantize_blockwise(stream_of(ctx), y.raw(), cuda::code(y), q.data<uint8_t>(),
-                              absmax.f32(), begin, y.numel(), block, table_of(code));
+                              absmax.f32(), begin, y.numel(), block, table_of(code), offset);
   check_launch(op);
 }
 

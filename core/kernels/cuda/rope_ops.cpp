@@ -36,8 +36,8 @@ void rope_rotate(ExecContext& ctx, Tensor& x, int64_t pos_offset, const RopeScal
   cuda::copy_async(dfreq.raw(), freq.data(), freq.size() * sizeof(double), stream_of(ctx));
   Tensor table = ctx.empty({T, 2, half}, DType::F32, MemCategory::Workspace);
   float* tab = static_cast<float*>(table.raw());  // table: (T, 2, D/2), cos then sign * sin
-  launch_rope_table(stream_of(ctx), tab, static_cast<const double*>(dfreq.raw()), T, D,
-                    pos_offset, rope_attention_scaling(rope), sign);
+  launch_rope_table(stream_of(ctx), tab, static_cast<const double*>(dfreq.raw()), T, D, pos_offset,
+                    rope_attention_scaling(rope), sign);
   launch_rope_rotate(stream_of(ctx), x.raw(), code(x), tab, B, T, H, D);
   check_launch(op);
 }

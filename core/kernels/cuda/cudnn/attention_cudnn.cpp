@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <initializer_list>
 #include <map>
@@ -56,6 +57,24 @@ const Library& library() {
       l.error = fmt::format("libcudnn.so.9 could not be opened ({})", e ? e : "not found");
       return l;
     }
+    // The frontend also opens the shared CUDA runtime (braid links the static one) for device
+    // queries and the backward's workspace clearing; without it every graph build throws. Ask
+    // for it the way the frontend will, so the status says why instead of cuDNN silently
+    // taking no case.
+    const char* cudart = std::getenv("CUDNN_FRONTEND_CUDART_LIB_NAME");
+    const bool named = cudart && cudart[0] != '\0';
+    void* rt = nullptr;
+    for (const char* name :
+         {named ? cudart : "libcudart.so.13", named ? cudart : "libcudart.so.12"})
+      if ((rt = dlopen(name, RTLD_NOW)) != nullptr) break;
+    if (!rt) {
+      const char* e = dlerror();
+      l.error = fmt::format(
+          "{} could not be opened ({}); the cuDNN frontend needs the shared CUDA runtime",
+          named ? cudart : "libcudart.so.13", e ? e : "not found");
+      return l;
+    }
+    // rt stays open: the frontend's own dlopen of the same name then finds it loaded.
     try {
       const size_t v = fe::detail::get_backend_version();
       l.version = fmt::format("cuDNN {}.{}.{} (frontend {}.{}.{})", v / 10000, v / 100 % 100,
@@ -88,6 +107,7 @@ struct Graph {
 class Cache final : public CudnnCache {
  public:
   ~Cache() override {
+    graphs.clear();  // the plans built on the handle go first
     if (handle) fe::detail::destroy_handle(handle);
   }
   cudnnHandle_t handle = nullptr;
@@ -176,6 +196,9 @@ const Graph& graph_for(ExecContext& ctx, Cache& c, const Key& key) {
   return c.graphs.emplace(key, std::move(out)).first->second;
 }
 
+// Distinct shapes (each direction counts) with a cuDNN graph per context.
+constexpr size_t kMaxGraphs = 64;
+
 bool aligned(const Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw()) % 16 == 0; }
 
 // The graph that takes this call, or null (the caller falls back).
@@ -191,11 +214,18 @@ const Graph* usable(ExecContext& ctx, bool backward, const Tensor& q, const Tens
   if (q.ndim() != 4 || k.ndim() != 4 || q.dim(1) == 0 || k.dim(1) == 0 || q.dim(0) == 0 ||
       q.dim(3) % 8 != 0)
     return nullptr;
+  // Training and prefill only (as many queries as keys). A decoding step has a few queries
+  // against a cache one token longer each time: every step would be a new graph (validation,
+  // heuristics and plan building take 0.1-1 s), so braid's kernel, which needs no plan, takes it.
+  if (q.dim(1) != k.dim(1)) return nullptr;
   if (!library().error.empty()) return nullptr;
   const Key key{backward, q.dim(0), q.dim(1), k.dim(1), q.dim(2), k.dim(2), q.dim(3), dt};
   try {
     Cache& c = cache_of(ctx);
     if (!c.handle) return nullptr;
+    // A run with ever new shapes (evaluation of varying lengths) would build and keep a graph
+    // per shape: past kMaxGraphs new shapes go to braid's kernel.
+    if (c.graphs.size() >= kMaxGraphs && c.graphs.find(key) == c.graphs.end()) return nullptr;
     const Graph& g = graph_for(ctx, c, key);
     return g.graph ? &g : nullptr;
   } catch (const std::exception&) {
