@@ -107,8 +107,6 @@ void save_safetensors(const std::string& path,
     BRAID_CHECK(name != "__metadata__", "{}: a tensor cannot be named __metadata__", path);
     BRAID_CHECK(!header.contains(name), "{}: tensor name '{}' given twice", path, name);
     BRAID_CHECK(t.defined(), "{}: tensor '{}' is undefined", path, name);
-    BRAID_CHECK(t.device().is_cpu(), "{}: tensor '{}' is on {}; copy it to the CPU first", path,
-                name, t.device().str());
     header[name] = {{"dtype", dtype_safetensors(t.dtype())},
                     {"shape", t.shape()},
                     {"data_offsets", {offset, offset + t.nbytes()}}};

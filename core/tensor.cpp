@@ -231,8 +231,7 @@ void Tensor::zero_() {
   if (on_host(*this)) {
     std::memset(raw(), 0, nbytes());
   } else {
-    const std::vector<char> zeros(nbytes(), 0);
-    cuda::copy_sync(raw(), zeros.data(), nbytes());
+    cuda::memset_sync(raw(), 0, nbytes());
   }
 }
 

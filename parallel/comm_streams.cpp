@@ -68,8 +68,10 @@ Work CommStreams::launch(const std::string& what,
 }
 
 void CommStreams::stream_wait(void* stream, const Work& w) {
-  if (void* ev = w.device_event()) ops_.stream_wait_event(stream, ev);
-  else w.wait();  // host-completed work: nothing to queue on a stream
+  if (void* ev = w.device_event())
+    ops_.stream_wait_event(stream, ev);
+  else
+    w.wait();  // host-completed work: nothing to queue on a stream
 }
 
 }  // namespace braid

@@ -29,6 +29,7 @@ void DataParallel::finish() {
 void DataParallel::bind_parameters(ExecContext& ctx, DType compute) {
   BRAID_CHECK(sharded(), "DataParallel::bind_parameters: only ZeRO-1 keeps flat parameter buffers");
   BRAID_CHECK(params_.empty(), "DataParallel::bind_parameters called twice");
+  ctx_ = &ctx;
   const auto& bs = buckets_->buckets();
   for (size_t b = 0; b < bs.size(); ++b) {
     ParamBuffer pb{ctx.zeros({bs[b].numel}, compute, MemCategory::Weights),
@@ -54,10 +55,13 @@ Tensor DataParallel::param_shard(size_t b) const {
 }
 
 void DataParallel::gather_parameters() {
+  BRAID_CHECK(ctx_ != nullptr, "DataParallel::gather_parameters before bind_parameters");
   std::vector<Work> works;
   for (size_t b = 0; b < params_.size(); ++b) {
     ParamBuffer& pb = params_[b];
-    pb.send.copy_from(param_shard(b));
+    // Queued on the context (on a GPU, its stream, which the all-gather is ordered after): no
+    // device-wide wait between one bucket's gather and the next one's copy.
+    cast(*ctx_, pb.send, param_shard(b));
     works.push_back(comm().all_gather(pb.send, pb.values));
   }
   for (Work& w : works) w.wait();

@@ -82,6 +82,7 @@ class DataParallel {
     Tensor send;    // (shard numel,) compute dtype, MemCategory::Communication
   };
   std::vector<ParamBuffer> params_;  // per bucket, after bind_parameters
+  ExecContext* ctx_ = nullptr;       // bind_parameters' context: the gather's copies run on it
 };
 
 }  // namespace braid

@@ -30,8 +30,8 @@ ncclDataType_t nccl_type(DType t) {
     default:
       break;
   }
-  throw Error(fmt::format("NCCL: element type {} is not supported (f32, bf16, f16, i32)",
-                          dtype_name(t)));
+  throw Error(
+      fmt::format("NCCL: element type {} is not supported (f32, bf16, f16, i32)", dtype_name(t)));
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
@@ -151,15 +151,18 @@ class NcclCommunicator final : public Communicator {
   Work run(const std::string& what, std::vector<Tensor> keep, F&& call) {
     std::lock_guard<std::mutex> lock(mu_);  // NCCL calls on one comm from one thread at a time
     auto held = std::make_shared<std::vector<Tensor>>(std::move(keep));
-    return streams_.launch(what, [&](void* s) {
-      ncclGroupStart();
-      const ncclResult_t rc = call(s);
-      const ncclResult_t end = ncclGroupEnd();
-      const ncclResult_t bad = rc != ncclSuccess ? rc : end;
-      if (bad != ncclSuccess && bad != ncclInProgress)
-        throw Error(fmt::format("braid: rank {}: {} on group '{}' failed: {}", world_rank_, what,
-                                name(), ncclGetErrorString(bad)));
-    }, std::move(held));
+    return streams_.launch(
+        what,
+        [&](void* s) {
+          ncclGroupStart();
+          const ncclResult_t rc = call(s);
+          const ncclResult_t end = ncclGroupEnd();
+          const ncclResult_t bad = rc != ncclSuccess ? rc : end;
+          if (bad != ncclSuccess && bad != ncclInProgress)
+            throw Error(fmt::format("braid: rank {}: {} on group '{}' failed: {}", world_rank_,
+                                    what, name(), ncclGetErrorString(bad)));
+        },
+        std::move(held));
   }
 
   // Called while a caller waits: NCCL's asynchronous errors and the timeout end the job.
@@ -167,13 +170,15 @@ class NcclCommunicator final : public Communicator {
     ncclResult_t async = ncclSuccess;
     ncclCommGetAsyncError(comm_, &async);
     if (async != ncclSuccess && async != ncclInProgress)
-      fail(fmt::format("braid: rank {}: {} on group '{}' (group rank {} of {}): NCCL reported "
-                       "an asynchronous error: {}; ending the job",
-                       world_rank_, what, name(), rank(), size(), ncclGetErrorString(async)));
+      fail(
+          fmt::format("braid: rank {}: {} on group '{}' (group rank {} of {}): NCCL reported "
+                      "an asynchronous error: {}; ending the job",
+                      world_rank_, what, name(), rank(), size(), ncclGetErrorString(async)));
     if (waited_s > timeout_s())
-      fail(fmt::format("braid: rank {}: {} on group '{}' (group rank {} of {}) did not finish "
-                       "within timeout_s = {} s; waiting on {}; ending the job",
-                       world_rank_, what, name(), rank(), size(), timeout_s(), peers()));
+      fail(
+          fmt::format("braid: rank {}: {} on group '{}' (group rank {} of {}) did not finish "
+                      "within timeout_s = {} s; waiting on {}; ending the job",
+                      world_rank_, what, name(), rank(), size(), timeout_s(), peers()));
   }
 
   [[noreturn]] void fail(const std::string& message) {
@@ -233,9 +238,10 @@ std::unique_ptr<Communicator> make_nccl_communicator(Communicator& bootstrap,
   ncclComm_t comm = nullptr;
   const ncclResult_t rc = ncclCommInitRank(&comm, bootstrap.size(), id, bootstrap.rank());
   if (rc != ncclSuccess)
-    throw Error(fmt::format("braid: rank {}: creating the NCCL communicator of group '{}' ({} "
-                            "ranks) failed: {}",
-                            o.world_rank, o.name, bootstrap.size(), ncclGetErrorString(rc)));
+    throw Error(
+        fmt::format("braid: rank {}: creating the NCCL communicator of group '{}' ({} "
+                    "ranks) failed: {}",
+                    o.world_rank, o.name, bootstrap.size(), ncclGetErrorString(rc)));
   return std::make_unique<NcclCommunicator>(comm, bootstrap.world_ranks(), bootstrap.rank(), o);
 }
 

@@ -15,8 +15,8 @@ namespace braid {
 bool nccl_built();
 
 struct NcclCommOptions {
-  std::string name;        // the group's name in messages ("dp", "tp", ...)
-  int world_rank = 0;      // this process, for messages
+  std::string name;                // the group's name in messages ("dp", "tp", ...)
+  int world_rank = 0;              // this process, for messages
   void* compute_stream = nullptr;  // the rank's ExecContext stream (cudaStream_t)
   double timeout_s = 300.0;
   // Ends the job with a message (World::abort_job); called after ncclCommAbort when an

@@ -29,8 +29,7 @@ void ParallelConfig::validate() const {
   for (const int b : pp_split)
     if (b < 1)
       config_error("pp_split", "pp_split holds {}; expected a list of block counts >= 1", b);
-  if (vocab_align < 1)
-    config_error("vocab_align", "vocab_align is {}; expected >= 1", vocab_align);
+  if (vocab_align < 1) config_error("vocab_align", "vocab_align is {}; expected >= 1", vocab_align);
   if (virtual_stages > 1 && kind != ScheduleKind::Interleaved1F1B)
     config_error("virtual_stages",
                  "virtual_stages is {} but schedule is {}; only interleaved-1f1b uses model chunks",

@@ -70,7 +70,8 @@ struct ParallelConfig {
     v("virtual_stages", virtual_stages,
       "Model chunks per pipeline stage for interleaved-1f1b (1 otherwise).");
     v("pp_split", pp_split,
-      "Blocks per pipeline (virtual) stage, e.g. [3, 5]; empty: the split that balances the stages' "
+      "Blocks per pipeline (virtual) stage, e.g. [3, 5]; empty: the split that balances the "
+      "stages' "
       "FLOPs with the LM head counted on the last one (the even split, remainder to the earliest "
       "stages, when the head costs less than a block).");
     v("vocab_align", vocab_align,

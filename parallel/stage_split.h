@@ -1,6 +1,7 @@
 // The pipeline split: how many consecutive blocks each (virtual) stage holds. Pure arithmetic
 // over costs the caller supplies, so parallel/ holds no cost formulas: the trainer passes the
-// model's FLOPs (launch/train/rank_model.cpp), the planner its own cost model (launch/plan/stage_cost.h).
+// model's FLOPs (launch/train/rank_model.cpp), the planner its own cost model
+// (launch/plan/stage_cost.h).
 #pragma once
 
 #include <vector>

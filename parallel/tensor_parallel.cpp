@@ -75,16 +75,22 @@ enum class Split { Column, ColumnKV, ColumnFusedQKV, Row };
 
 // The plan by the projection's name within its block.
 const std::pair<const char*, Split> kPlan[] = {
-    {"self_attn.q_proj", Split::Column},   {"self_attn.k_proj", Split::ColumnKV},
-    {"self_attn.v_proj", Split::ColumnKV}, {"self_attn.o_proj", Split::Row},
-    {"attn.c_attn", Split::ColumnFusedQKV}, {"attn.c_proj", Split::Row},
-    {"mlp.gate_proj", Split::Column},      {"mlp.up_proj", Split::Column},
-    {"mlp.down_proj", Split::Row},         {"mlp.c_fc", Split::Column},
+    {"self_attn.q_proj", Split::Column},
+    {"self_attn.k_proj", Split::ColumnKV},
+    {"self_attn.v_proj", Split::ColumnKV},
+    {"self_attn.o_proj", Split::Row},
+    {"attn.c_attn", Split::ColumnFusedQKV},
+    {"attn.c_proj", Split::Row},
+    {"mlp.gate_proj", Split::Column},
+    {"mlp.up_proj", Split::Column},
+    {"mlp.down_proj", Split::Row},
+    {"mlp.c_fc", Split::Column},
     {"mlp.c_proj", Split::Row},
 };
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+  return s.size() > suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0 &&
          s[s.size() - suffix.size() - 1] == '.';
 }
 
@@ -97,7 +103,8 @@ const Split* split_of(const std::string& path) {
 // The shard spec of a projection's weight for split `k` on n ranks.
 ShardSpec weight_spec(Split k, const ModelConfig& cfg, int n) {
   switch (k) {
-    case Split::Column: return {0, n, {}};
+    case Split::Column:
+      return {0, n, {}};
     case Split::ColumnFusedQKV: {
       const int64_t C = cfg.n_embd;
       return {0, n, {C, C, C}};  // each rank takes its heads of each of q, k and v
@@ -109,7 +116,8 @@ ShardSpec weight_spec(Split k, const ModelConfig& cfg, int n) {
       s.replicas = n / s.parts;
       return s;
     }
-    case Split::Row: return {1, n, {}};
+    case Split::Row:
+      return {1, n, {}};
   }
   return {};
 }
@@ -212,7 +220,7 @@ void sum_replicated_parts(ExecContext& ctx, const std::vector<Parameter*>& param
     const int part = p->shard.part_of(tp.rank());
     insert_shard(ctx, full, p->grad(), p->shard, part);
     tp.all_reduce(full, ReduceOp::Sum).wait();
-    p->grad().copy_from(extract_shard(ctx, full, p->shard, part));
+    cast(ctx, p->grad(), extract_shard(ctx, full, p->shard, part));  // on the context's stream
   }
 }
 

@@ -45,6 +45,7 @@ void free_pinned(void*) {}
 void copy_async(void*, const void*, size_t, void*) { absent(); }
 void copy_sync(void*, const void*, size_t) { absent(); }
 void memset_async(void*, int, size_t, void*) { absent(); }
+void memset_sync(void*, int, size_t) { absent(); }
 bool is_device_pointer(const void*) { return false; }
 int pending_kernel_count() { return -1; }
 void set_allow_tf32(ExecContext&, bool) {}

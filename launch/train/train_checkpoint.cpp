@@ -1,6 +1,8 @@
 // The trainer's checkpoints: manifest state, per-layout writers, LoRA adapter files, the hook.
 #include "launch/train/train_checkpoint.h"
 
+#include <optional>
+
 #include "core/models/lora.h"
 #include "launch/config/config.h"
 #include "launch/config/config_json.h"
@@ -116,7 +118,10 @@ std::string write_checkpoint(CheckpointManager& ckpt, int64_t step, const RankMo
 void save_lora_adapter(ExecContext& ctx, const RunConfig& cfg, Transformer* whole,
                        const std::string& checkpoint, const fs::path& dir) {
   if (whole) return save_peft_adapter(*whole, cfg.lora, cfg.lora.init_from, dir);
-  Transformer gathered(ctx, cfg.model);
+  // In host memory: on a GPU run the whole model would not fit beside the rank's training state.
+  std::optional<ExecContext> host;
+  if (!ctx.device().is_cpu()) host.emplace();
+  Transformer gathered(host ? *host : ctx, cfg.model);
   apply_lora(gathered, cfg.lora, cfg.model.seed);
   // Only the adapters are read: a QLoRA checkpoint holds no quantised base weight.
   std::vector<Parameter*> adapters;

@@ -2,12 +2,14 @@
 // every dtype (i32 too): odd sizes, several ranges in any order, the rest of `whole` untouched.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "core/kernels/seq_reorder.h"
 #include "core/kernels/shard_copy.h"
+#include "core/safetensors.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace braid::gpu_test {
@@ -104,6 +106,21 @@ TEST_F(GpuUpload, PinnedRingCopiesExactlyAndNeverReadsTheSourceLate) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, GpuCopies,
                          ::testing::Values(DType::F32, DType::BF16, DType::F16, DType::I32),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// A GPU run's checkpoint: device tensors (and a zeroed one) are written to a safetensors file
+// through host memory and read back with the same bytes.
+TEST_F(GpuTest, SafetensorsFromDeviceTensors) {
+  const Tensor a = patterned({3, 5}, DType::F32, 1), b = patterned({7}, DType::BF16, 2);
+  Tensor z = up(patterned({4, 4}, DType::F32, 3));
+  z.zero_();
+  const std::string path = ::testing::TempDir() + "braid_gpu_safetensors.safetensors";
+  save_safetensors(path, {{"a", up(a)}, {"b", up(b)}, {"z", z}});
+  const SafetensorsFile f = SafetensorsFile::open(path);
+  EXPECT_TRUE(same_bits(up(f.get("a")), a));
+  EXPECT_TRUE(same_bits(up(f.get("b")), b));
+  EXPECT_TRUE(same_bits(up(f.get("z")), Tensor::zeros({4, 4})));
+  std::remove(path.c_str());
+}
 
 }  // namespace
 }  // namespace braid::gpu_test

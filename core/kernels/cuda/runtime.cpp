@@ -159,6 +159,12 @@ void copy_sync(void* dst, const void* src, size_t bytes) {
 void memset_async(void* dst, int value, size_t bytes, void* stream) {
   if (bytes) CUDA_CHECK(cudaMemsetAsync(dst, value, bytes, as_stream(stream)));
 }
+void memset_sync(void* dst, int value, size_t bytes) {
+  if (!bytes) return;
+  CUDA_CHECK(cudaDeviceSynchronize());
+  CUDA_CHECK(cudaMemset(dst, value, bytes));
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
 bool is_device_pointer(const void* p) {
   cudaPointerAttributes a{};
   if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {

@@ -71,6 +71,8 @@ void free_pinned(void* p);
 void copy_async(void* dst, const void* src, size_t bytes, void* stream);
 void copy_sync(void* dst, const void* src, size_t bytes);
 void memset_async(void* dst, int value, size_t bytes, void* stream);
+// Like copy_sync: waits for the whole device before and after.
+void memset_sync(void* dst, int value, size_t bytes);
 // True when p points to device (or managed) memory.
 bool is_device_pointer(const void* p);
 
