@@ -136,9 +136,11 @@ float lr_at(const OptimConfig& cfg, int64_t step, int64_t total_steps) {
 
 double global_grad_norm(ExecContext& ctx, const std::vector<Parameter*>& params) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Optimizer);
-  double sq = 0.0;
+  std::vector<Tensor> grads;
   for (Parameter* p : params)
-    if (p->trainable) sq += sum_squares(ctx, p->grad());
+    if (p->trainable) grads.push_back(p->grad());
+  double sq = 0.0;
+  for (double q : sum_squares_each(ctx, grads)) sq += q;  // in parameter order, as before
   return std::sqrt(sq);
 }
 

@@ -39,8 +39,8 @@ std::string MixedPrecision::describe(const ExecContext& ctx) const {
   std::string s = fmt::format(
       "precision {}: weights and activations {}, fp32 master weights, "
       "gradients and optimizer state; {}; {}",
-      dtype_name(compute_dtype()), dtype_name(compute_dtype()), cpu::convert_isa_description(ctx.cpu_isa()),
-      gemm_bf16_description(ctx));
+      dtype_name(compute_dtype()), dtype_name(compute_dtype()),
+      cpu::convert_isa_description(ctx.cpu_isa()), gemm_bf16_description(ctx));
   if (const std::string in = inner_->describe(ctx); !in.empty()) s += "; " + in;
   if (scaler_) s += fmt::format("; dynamic loss scale from {}", scaler_->scale());
   return s;

@@ -90,11 +90,18 @@ double ZeroAdamW::grad_norm() {
   const bool split_tp = tp && tp->size() > 1, split_pp = pp && pp->size() > 1;
   if (!split_tp && !split_pp) return dp_grad_norm();
   KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
-  double sharded = 0.0, replicated = 0.0;
+  std::vector<Tensor> parts;
+  std::vector<const Segment*> counted;
   for (const Segment& s : segments_) {
     if (s.p->replica) continue;
-    const double q =
-        sum_squares(ctx_, buckets_.shard(s.bucket).slice0(s.shard_begin, s.shard_begin + s.numel));
+    parts.push_back(buckets_.shard(s.bucket).slice0(s.shard_begin, s.shard_begin + s.numel));
+    counted.push_back(&s);
+  }
+  const std::vector<double> sums = sum_squares_each(ctx_, parts);  // one wait on a GPU
+  double sharded = 0.0, replicated = 0.0;
+  for (size_t i = 0; i < counted.size(); ++i) {
+    const Segment& s = *counted[i];
+    const double q = sums[i];
     if (s.p->shard.sharded())
       sharded += q / static_cast<double>(s.p->shard.replicas);
     else

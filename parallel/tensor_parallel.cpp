@@ -300,13 +300,21 @@ double sum_over(Communicator* comm, double x) {
 
 double model_parallel_grad_norm(ExecContext& ctx, const std::vector<Parameter*>& params,
                                 Communicator* tp, Communicator* pp) {
-  double sharded = 0.0, replicated = 0.0;
+  std::vector<Parameter*> counted;
+  std::vector<Tensor> grads;
   for (Parameter* p : params) {
     if (!p->trainable || p->replica || !p->has_grad()) continue;
+    counted.push_back(p);
+    grads.push_back(p->grad());
+  }
+  const std::vector<double> sums = sum_squares_each(ctx, grads);  // one wait on a GPU
+  double sharded = 0.0, replicated = 0.0;
+  for (size_t i = 0; i < counted.size(); ++i) {
+    const Parameter* p = counted[i];
     if (p->shard.sharded())  // a part held by several ranks is counted once
-      sharded += sum_squares(ctx, p->grad()) / static_cast<double>(p->shard.replicas);
+      sharded += sums[i] / static_cast<double>(p->shard.replicas);
     else
-      replicated += sum_squares(ctx, p->grad());
+      replicated += sums[i];
   }
   return std::sqrt(sum_over(pp, sum_over(tp, sharded) + replicated));
 }

@@ -138,15 +138,15 @@ int main(int argc, char** argv) {
     MicroBatch mb(ctx);
     const LossSum l = model.forward_backward(mb, dtok, dtgt, scale);
     loss = l.sum / static_cast<double>(l.count);  // reads the loss: one sync per step
+    // The gradient norm as the trainer takes it: every parameter's sum of squares, one wait.
+    std::vector<Tensor> grads;
+    for (Slot& s : slots) grads.push_back(s.p->grad());
     double sq = 0;
-    for (Slot& s : slots) sq += sum_squares(ctx, s.p->grad());
+    for (double q : sum_squares_each(ctx, grads)) sq += q;
     (void)std::sqrt(sq);
     for (Slot& s : slots) {
       adamw_update(ctx, s.master, s.m, s.v, s.p->grad(), k);
-      if (bf16)
-        cast(ctx, s.p->value, s.master);
-      else
-        s.p->value.copy_from(s.master);
+      cast(ctx, s.p->value, s.master);  // bf16: rounded; fp32: a copy on the stream
     }
   };
   for (int i = 0; i < warmup; ++i) step();

@@ -33,6 +33,18 @@ double sum_squares(ExecContext& ctx, const Tensor& x) {
   return BRAID_DISPATCH(args, sum_squares, ctx, x);
 }
 
+std::vector<double> sum_squares_each(ExecContext& ctx, const std::vector<Tensor>& xs) {
+  KernelArgs args(ctx, "sum_squares_each", {});
+  std::vector<const Tensor*> ptrs;
+  for (const Tensor& x : xs) {
+    BRAID_CHECK(x.defined(), "sum_squares_each: tensor {} of {} is undefined", ptrs.size(),
+                xs.size());
+    ptrs.push_back(&x);
+  }
+  args.add_all(ptrs, "xs");
+  return BRAID_DISPATCH(args, sum_squares_each, ctx, xs);
+}
+
 void cast(ExecContext& ctx, Tensor& dst, const Tensor& src) {
   KernelArgs args(ctx, "cast", {{&dst, "dst"}, {&src, "src"}});
   BRAID_DISPATCH(args, cast, ctx, dst, src);

@@ -17,6 +17,10 @@ void zero(ExecContext& ctx, Tensor& x);
 void scale_inplace(ExecContext& ctx, Tensor& x, float s);
 // Sum of squares in double (deterministic for a given thread count), for gradient norms.
 double sum_squares(ExecContext& ctx, const Tensor& x);
+// sum_squares of each tensor (the same values, bit for bit) for many tensors at once: on a GPU
+// the host waits once for all of them instead of once per tensor (a gradient norm over every
+// parameter).
+std::vector<double> sum_squares_each(ExecContext& ctx, const std::vector<Tensor>& xs);
 
 // src: (N, W0 + W1 + ...) -> parts[i]: (N, Wi), the column blocks in order (GPT-2's fused
 // q|k|v projection, and later tensor-parallel shards of fused weights).

@@ -111,8 +111,10 @@ size_t add_optimizer_probe(Probes& probes, int64_t params) {
   const double n = static_cast<double>(kTensors * rows * cols);
   return probes.add(
       [st, c, k0] {
+        std::vector<Tensor> grads;
+        for (Slot& s : *st) grads.push_back(s.g);
         double sq = 0;
-        for (Slot& s : *st) sq += sum_squares(*c, s.g);
+        for (double q : sum_squares_each(*c, grads)) sq += q;
         const double norm = std::sqrt(sq);
         AdamWStep k = k0;
         k.grad_scale = static_cast<float>(norm * 0.99999 / (norm + 1e-6));

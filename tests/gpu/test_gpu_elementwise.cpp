@@ -33,6 +33,16 @@ TEST_P(GpuElementwise, AddAxpbyCastMatchCpu) {
   }
 }
 
+// Many tensors with one wait: each equals that tensor's sum_squares on the GPU, bit for bit.
+TEST_P(GpuElementwise, SumSquaresEachIsSumSquaresOfEach) {
+  const DType dt = GetParam();
+  const std::vector<Tensor> xs = {up(random_host({200003}, dt, 11)), gpu().empty({0}, dt),
+                                  up(random_host({17, 5}, dt, 12)), up(random_host({1}, dt, 13))};
+  const std::vector<double> each = sum_squares_each(gpu(), xs);
+  ASSERT_EQ(each.size(), xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) EXPECT_EQ(each[i], sum_squares(gpu(), xs[i])) << i;
+}
+
 TEST_P(GpuElementwise, CastsBothWays) {
   const DType dt = GetParam();
   Tensor x = random_host({7, 333}, DType::F32, 3, -100.0f, 100.0f);

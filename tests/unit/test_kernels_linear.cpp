@@ -166,5 +166,16 @@ TEST(KernelsElementwise, SumSquaresIsAccurateAndThreadIndependent) {
   EXPECT_EQ(sum_squares(test_ctx(), y), 1.0);
 }
 
+// Many tensors at once give each tensor's sum_squares, bit for bit (empty and 16-bit ones too).
+TEST(KernelsElementwise, SumSquaresEachIsSumSquaresOfEach) {
+  const std::vector<Tensor> xs = {random_tensor({100003}, 4, -3.0, 3.0), Tensor::empty({0}),
+                                  random_tensor({17, 5}, 5).to(DType::BF16, MemCategory::Other),
+                                  random_tensor({1}, 6)};
+  const std::vector<double> each = sum_squares_each(test_ctx(), xs);
+  ASSERT_EQ(each.size(), xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) EXPECT_EQ(each[i], sum_squares(test_ctx(), xs[i])) << i;
+  EXPECT_TRUE(sum_squares_each(test_ctx(), {}).empty());
+}
+
 }  // namespace
 }  // namespace braid

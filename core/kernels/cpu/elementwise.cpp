@@ -120,6 +120,13 @@ double sum_squares(ExecContext& ctx, const Tensor& x) {
   return total;
 }
 
+std::vector<double> sum_squares_each(ExecContext& ctx, const std::vector<Tensor>& xs) {
+  std::vector<double> out;
+  out.reserve(xs.size());
+  for (const Tensor& x : xs) out.push_back(cpu::sum_squares(ctx, x));
+  return out;
+}
+
 void cast(ExecContext& ctx, Tensor& dst, const Tensor& src) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "cast";

@@ -61,6 +61,7 @@ void add_inplace(ExecContext& ctx, Tensor& y, const Tensor& x);
 void zero(ExecContext& ctx, Tensor& x);
 void scale_inplace(ExecContext& ctx, Tensor& x, float s);
 double sum_squares(ExecContext& ctx, const Tensor& x);
+std::vector<double> sum_squares_each(ExecContext& ctx, const std::vector<Tensor>& xs);
 void cast(ExecContext& ctx, Tensor& dst, const Tensor& src);
 void split_columns(ExecContext& ctx, const std::vector<Tensor*>& parts, const Tensor& src);
 void concat_columns(ExecContext& ctx, Tensor& dst, const std::vector<const Tensor*>& parts);

@@ -2,6 +2,8 @@
 // sum of squares, casts, column splits and row copies on the context's stream.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "core/kernels/cuda/cuda_kernels.h"
 #include "core/kernels/cuda/elementwise.h"
 #include "core/kernels/cuda/ops_util.h"
@@ -53,6 +55,38 @@ double sum_squares(ExecContext& ctx, const Tensor& x) {
   check_launch("sum_squares");
   double out = 0.0;
   CUDA_CHECK(cudaMemcpyAsync(&out, p, sizeof(double), cudaMemcpyDeviceToHost,
+                             static_cast<cudaStream_t>(stream_of(ctx))));
+  ctx.stream().synchronize();
+  return out;
+}
+
+// Every tensor's partials in one scratch (reused in stream order: a tensor's total is summed
+// before the next tensor's partials overwrite them), every total into one device array, one copy
+// back and one wait. The kernels and their order per tensor are sum_squares', so the bits are.
+std::vector<double> sum_squares_each(ExecContext& ctx, const std::vector<Tensor>& xs) {
+  constexpr int64_t kChunk = 1 << 16;
+  std::vector<double> out(xs.size(), 0.0);
+  if (xs.empty()) return out;
+  int64_t most = 1;
+  for (const Tensor& x : xs) {
+    check_float(x, "sum_squares_each", "xs");
+    most = std::max(most, (x.numel() + kChunk - 1) / kChunk);
+  }
+  const int64_t n_out = static_cast<int64_t>(xs.size());
+  Tensor scratch = ctx.empty({2 * (n_out + most)}, DType::F32, MemCategory::Workspace);
+  auto* totals = static_cast<double*>(scratch.raw());
+  double* partial = totals + n_out;
+  CUDA_CHECK(cudaMemsetAsync(totals, 0, sizeof(double) * xs.size(),
+                             static_cast<cudaStream_t>(stream_of(ctx))));
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const int64_t n = xs[i].numel();
+    if (n == 0) continue;
+    const int64_t blocks = (n + kChunk - 1) / kChunk;
+    launch_sum_squares_partials(stream_of(ctx), partial, xs[i].raw(), code(xs[i]), n, kChunk);
+    launch_sum_partials(stream_of(ctx), totals + i, partial, blocks);
+  }
+  check_launch("sum_squares_each");
+  CUDA_CHECK(cudaMemcpyAsync(out.data(), totals, sizeof(double) * xs.size(), cudaMemcpyDeviceToHost,
                              static_cast<cudaStream_t>(stream_of(ctx))));
   ctx.stream().synchronize();
   return out;
