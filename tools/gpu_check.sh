@@ -79,7 +79,7 @@ PY
     echo "gcc: $(gcc --version 2>&1 | head -1)"
     echo "nvcc: $(nvcc --version 2>&1 | tail -1)"
     echo "cmake: $(cmake --version 2>&1 | head -1)"
-    echo "library folders: ${libdirs:-none (the toolkit's)}"
+    echo "library folders: ${libdirs:-none: the toolkit has them}"
   } >"$out/build.log"
   # The CUDA sources compile without warnings here; a newer host compiler's new warnings must not
   # cost the one check, so they stay warnings (BRAID_CUDA_WERROR=OFF).

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "core/kernels/cuda/cudnn_attention.h"
 #include "core/kernels/cuda/device_info.h"
 #include "core/kernels/cuda/runtime.h"
 
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
   }
   const braid::cuda::DeviceProps p = braid::cuda::device_props(0);
   std::printf("GPU tests on %s\n", p.str().c_str());
+  std::printf("attention: %s\n", braid::cuda::cudnn_status().c_str());
   const std::string err = braid::cuda::smoke_test(1 << 20);
   if (!err.empty()) {
     std::printf("GPU smoke kernel failed: %s\n", err.c_str());

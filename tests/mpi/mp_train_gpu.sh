@@ -9,7 +9,7 @@
 # model; GPU vs CPU (TF32 off) 1e-4: both f32 with f32 accumulation, different kernels.
 source "$(dirname "$0")/mp_common.bash"
 gpus=0
-if command -v nvidia-smi >/dev/null; then gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU '); fi
+if command -v nvidia-smi >/dev/null; then gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true); fi
 if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
   visible=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
   [ "$visible" -lt "$gpus" ] && gpus=$visible

@@ -2,8 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <tuple>
+#include <vector>
 
 #include "core/error.h"
 #include "parallel/pipeline_schedule.h"
@@ -183,6 +185,142 @@ TEST(PipelineSchedule, ValidationNamesTheProblem) {
   EXPECT_NE(err(s).find("expected >= 1"), std::string::npos) << err(s);
   s = {ScheduleKind::Interleaved1F1B, 4, 8, 2, 16};
   EXPECT_EQ(err(s), "(no error)");
+}
+
+// ---- Point-to-point order under NCCL's semantics ----
+//
+// NCCL's send and recv block the stream they run on until the peer's matching call runs, and a
+// communicator's operations on one stream run in issue order. So a stage's transfers complete in
+// the order it issues them, not as MPI matches them by tag. The executor's issue order on a
+// stage (PipelineExecutor::step): the actions of its row in order, each receive posted one
+// compute action early (look-ahead), a compute action waiting on the host for the receive it
+// consumes. `Fifos` says which transfers share one in-order stream: one per stage for all its
+// transfers (a single NCCL communicator), or one per directed pair of stages (braid's NCCL
+// pipeline channels: activations and gradients between two stages on separate streams).
+enum class Fifos { PerStage, PerDirectedPair };
+
+// A transfer as both ends name it: (gradient?, micro-batch, the receiving virtual stage).
+using Msg = std::tuple<bool, int, int>;
+
+struct P2pOp {
+  bool send = false;
+  int self = 0, peer = 0;
+  Msg msg;
+};
+
+// True when every stage's row runs to its end; false on a deadlock. Fails the test when two
+// transfers meet at the heads of their streams but are not the same message.
+bool completes_in_issue_order(const PipelineSchedule& ps, Fifos fifos) {
+  const int p = ps.spec.stages, last = ps.num_virtual_stages() - 1;
+  auto msg_of = [&](int s, const Action& a) -> Msg {
+    const int vs = ps.virtual_stage(s, a.chunk);
+    switch (a.type) {
+      case ActionType::SendActivation:
+        return {false, a.mb, vs + 1};
+      case ActionType::RecvActivation:
+        return {false, a.mb, vs};
+      case ActionType::SendGrad:
+        return {true, a.mb, vs - 1};
+      default:
+        return {true, a.mb, vs};  // RecvGrad
+    }
+  };
+  auto is_recv = [](ActionType t) {
+    return t == ActionType::RecvActivation || t == ActionType::RecvGrad;
+  };
+  auto is_send = [](ActionType t) {
+    return t == ActionType::SendActivation || t == ActionType::SendGrad;
+  };
+  // A stream per stage, or per directed pair (src * p + dst) for each direction's ops.
+  std::map<int, std::deque<P2pOp>> streams;
+  auto stream_of = [&](const P2pOp& op) {
+    if (fifos == Fifos::PerStage) return op.self;
+    const int src = op.send ? op.self : op.peer, dst = op.send ? op.peer : op.self;
+    return p + 2 * (src * p + dst) + (op.send ? 0 : 1);
+  };
+  std::vector<size_t> pc(static_cast<size_t>(p), 0);
+  std::vector<std::map<Msg, bool>> posted(static_cast<size_t>(p)), done(static_cast<size_t>(p));
+  auto post = [&](int s, const Action& a) {
+    const Msg m = msg_of(s, a);
+    if (posted[static_cast<size_t>(s)].count(m)) return;
+    posted[static_cast<size_t>(s)][m] = true;
+    const P2pOp op{is_send(a.type), s, a.peer, m};
+    streams[stream_of(op)].push_back(op);
+  };
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    // Hosts: issue until a compute action waits for a receive that has not completed.
+    for (int s = 0; s < p; ++s) {
+      const auto& row = ps.stages[static_cast<size_t>(s)];
+      size_t& i = pc[static_cast<size_t>(s)];
+      while (i < row.size()) {
+        const Action& a = row[i];
+        if (is_compute(a.type)) {
+          for (size_t j = i + 1; j < row.size() && !is_compute(row[j].type); ++j)
+            if (is_recv(row[j].type)) {
+              post(s, row[j]);
+              break;
+            }
+          const int vs = ps.virtual_stage(s, a.chunk);
+          bool ready = true;
+          if (a.type == ActionType::Forward && vs > 0)
+            ready = done[static_cast<size_t>(s)].count(Msg{false, a.mb, vs}) > 0;
+          if (a.type == ActionType::Backward && vs < last)
+            ready = done[static_cast<size_t>(s)].count(Msg{true, a.mb, vs}) > 0;
+          if (!ready) break;
+        } else {
+          post(s, a);
+        }
+        ++i;
+        progress = true;
+      }
+    }
+    // Streams: a send and a receive of one pair of stages complete together when each is at
+    // the head of its stream.
+    for (auto& [id, q] : streams) {
+      if (q.empty() || !q.front().send) continue;
+      const P2pOp snd = q.front();
+      P2pOp want = snd;
+      want.send = false;
+      std::swap(want.self, want.peer);
+      auto& rq = streams[stream_of(want)];
+      if (rq.empty()) continue;
+      const P2pOp& rcv = rq.front();
+      if (rcv.send || rcv.peer != snd.self) continue;  // the peer's stream waits on another op
+      EXPECT_EQ(rcv.msg, snd.msg) << "stage " << snd.self << " sends one message to stage "
+                                  << snd.peer << " while it receives another first";
+      done[static_cast<size_t>(snd.peer)][rcv.msg] = true;
+      rq.pop_front();
+      streams[id].pop_front();
+      progress = true;
+    }
+  }
+  for (int s = 0; s < p; ++s)
+    if (pc[static_cast<size_t>(s)] < ps.stages[static_cast<size_t>(s)].size()) return false;
+  for (const auto& [id, q] : streams)
+    if (!q.empty()) return false;
+  return true;
+}
+
+// With one in-order stream per directed pair of stages every schedule runs to its end; with one
+// stream per stage (every transfer of a stage in one NCCL communicator) 1F1B deadlocks at once:
+// stage 0 issues send(A0), send(A1), recv(G0) while stage 1 issues recv(A0), send(G0), recv(A1).
+TEST(PipelineSchedule, NcclChannelsPerDirectedPairNeverDeadlock) {
+  for (int p : {2, 3, 4, 8})
+    for (int m : {1, 2, 3, 4, 8, 16}) {
+      for (ScheduleKind k : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::ZbH1})
+        EXPECT_TRUE(completes_in_issue_order(make(k, p, m), Fifos::PerDirectedPair))
+            << schedule_kind_name(k) << " p " << p << " m " << m;
+      if (m % p == 0) {
+        for (int v : {2, 3})
+          EXPECT_TRUE(completes_in_issue_order(make(ScheduleKind::Interleaved1F1B, p, m, v),
+                                               Fifos::PerDirectedPair))
+              << "interleaved p " << p << " m " << m << " v " << v;
+      }
+    }
+  EXPECT_FALSE(completes_in_issue_order(make(ScheduleKind::OneFOneB, 2, 2), Fifos::PerStage));
+  EXPECT_FALSE(completes_in_issue_order(make(ScheduleKind::GPipe, 2, 1), Fifos::PerStage));
 }
 
 }  // namespace
