@@ -5,7 +5,11 @@
 
 #include <atomic>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <mutex>
+#include <set>
+#include <vector>
 
 #include "core/error.h"
 #include "core/kernels/cuda/runtime.h"
@@ -46,23 +50,54 @@ ncclRedOp_t nccl_op(ReduceOp op) {
   return ncclSum;
 }
 
+// One direction of point-to-point traffic with one peer: a two-rank communicator (the sender is
+// its rank 0) and its own stream.
+struct P2pChannel {
+  ncclComm_t comm = nullptr;
+  void* stream = nullptr;
+  std::unique_ptr<CommStreams> streams;
+};
+
 class NcclCommunicator final : public Communicator {
  public:
+  // sends / recvs: the point-to-point channels' communicators by peer group rank.
   NcclCommunicator(ncclComm_t comm, std::vector<int> world_ranks, int rank,
-                   const NcclCommOptions& o)
+                   const NcclCommOptions& o, const std::map<int, ncclComm_t>& sends,
+                   const std::map<int, ncclComm_t>& recvs)
       : Communicator(o.name, std::move(world_ranks), rank, o.timeout_s),
         comm_(comm),
         world_rank_(o.world_rank),
         fatal_(o.fatal),
         comm_stream_(cuda::stream_create()),
-        streams_(cuda_stream_ops(), o.compute_stream, comm_stream_,
-                 [this](const std::string& what, double waited_s) { check(what, waited_s); }),
+        streams_(
+            cuda_stream_ops(), o.compute_stream, comm_stream_,
+            [this](const std::string& what, double waited_s) { check(comm_, what, waited_s); }),
         scratch_(cuda::malloc_device(sizeof(int32_t))) {
     BRAID_CHECK(scratch_ != nullptr, "NCCL group '{}': out of device memory", name());
+    for (const bool send : {true, false})
+      for (const auto& [peer, c] : send ? sends : recvs) {
+        P2pChannel& ch = (send ? send_ch_ : recv_ch_)[peer];
+        ch.comm = c;
+        ch.stream = cuda::stream_create();
+        const ncclComm_t cc = c;
+        ch.streams = std::make_unique<CommStreams>(
+            cuda_stream_ops(), o.compute_stream, ch.stream,
+            [this, cc](const std::string& what, double waited_s) { check(cc, what, waited_s); });
+      }
   }
 
   ~NcclCommunicator() override {
-    if (!aborted_.load()) {
+    const bool aborted = aborted_.load();
+    for (auto* side : {&send_ch_, &recv_ch_})
+      for (auto& [peer, ch] : *side) {
+        if (!aborted) {
+          cuda::stream_synchronize(ch.stream);
+          ncclCommDestroy(ch.comm);
+        }
+        ch.streams.reset();
+        cuda::stream_destroy(ch.stream);
+      }
+    if (!aborted) {
       cuda::stream_synchronize(comm_stream_);
       ncclCommDestroy(comm_);
     }
@@ -123,6 +158,13 @@ class NcclCommunicator final : public Communicator {
     check_tensor(t, "send", ReduceOp::Sum);
     check_peer(peer, "send");
     const std::string what = fmt::format("send({}) to group rank {}", tensor_desc(t), peer);
+    if (auto it = send_ch_.find(peer); it != send_ch_.end()) {
+      const ncclComm_t c = it->second.comm;  // the peer is rank 1 of the channel
+      return run_on(*it->second.streams, what, {t}, [&](void* s) {
+        return ncclSend(t.raw(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()), 1, c,
+                        static_cast<cudaStream_t>(s));
+      });
+    }
     return run(what, {t}, [&](void* s) {
       return ncclSend(t.raw(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()), peer, comm_,
                       static_cast<cudaStream_t>(s));
@@ -133,6 +175,13 @@ class NcclCommunicator final : public Communicator {
     check_tensor(t, "recv", ReduceOp::Sum);
     check_peer(peer, "recv");
     const std::string what = fmt::format("recv({}) from group rank {}", tensor_desc(t), peer);
+    if (auto it = recv_ch_.find(peer); it != recv_ch_.end()) {
+      const ncclComm_t c = it->second.comm;  // the peer is rank 0 of the channel
+      return run_on(*it->second.streams, what, {t}, [&](void* s) {
+        return ncclRecv(t.raw(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()), 0, c,
+                        static_cast<cudaStream_t>(s));
+      });
+    }
     return run(what, {t}, [&](void* s) {
       return ncclRecv(t.raw(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()), peer, comm_,
                       static_cast<cudaStream_t>(s));
@@ -149,9 +198,14 @@ class NcclCommunicator final : public Communicator {
  private:
   template <class F>
   Work run(const std::string& what, std::vector<Tensor> keep, F&& call) {
+    return run_on(streams_, what, std::move(keep), std::forward<F>(call));
+  }
+
+  template <class F>
+  Work run_on(CommStreams& streams, const std::string& what, std::vector<Tensor> keep, F&& call) {
     std::lock_guard<std::mutex> lock(mu_);  // NCCL calls on one comm from one thread at a time
     auto held = std::make_shared<std::vector<Tensor>>(std::move(keep));
-    return streams_.launch(
+    return streams.launch(
         what,
         [&](void* s) {
           ncclGroupStart();
@@ -166,9 +220,9 @@ class NcclCommunicator final : public Communicator {
   }
 
   // Called while a caller waits: NCCL's asynchronous errors and the timeout end the job.
-  void check(const std::string& what, double waited_s) {
+  void check(ncclComm_t comm, const std::string& what, double waited_s) {
     ncclResult_t async = ncclSuccess;
-    ncclCommGetAsyncError(comm_, &async);
+    ncclCommGetAsyncError(comm, &async);
     if (async != ncclSuccess && async != ncclInProgress)
       fail(
           fmt::format("braid: rank {}: {} on group '{}' (group rank {} of {}): NCCL reported "
@@ -182,7 +236,11 @@ class NcclCommunicator final : public Communicator {
   }
 
   [[noreturn]] void fail(const std::string& message) {
-    if (!aborted_.exchange(true)) ncclCommAbort(comm_);
+    if (!aborted_.exchange(true)) {
+      for (auto* side : {&send_ch_, &recv_ch_})
+        for (auto& [peer, ch] : *side) ncclCommAbort(ch.comm);
+      ncclCommAbort(comm_);
+    }
     if (fatal_) fatal_(message);
     throw Error(message);
   }
@@ -214,6 +272,7 @@ class NcclCommunicator final : public Communicator {
   void* comm_stream_;
   CommStreams streams_;
   void* scratch_;
+  std::map<int, P2pChannel> send_ch_, recv_ch_;  // by peer group rank
   std::mutex mu_;
   std::atomic<bool> aborted_{false};
 };
@@ -242,7 +301,50 @@ std::unique_ptr<Communicator> make_nccl_communicator(Communicator& bootstrap,
         fmt::format("braid: rank {}: creating the NCCL communicator of group '{}' ({} "
                     "ranks) failed: {}",
                     o.world_rank, o.name, bootstrap.size(), ncclGetErrorString(rc)));
-  return std::make_unique<NcclCommunicator>(comm, bootstrap.world_ranks(), bootstrap.rank(), o);
+  std::map<int, ncclComm_t> sends, recvs;
+  const int n = bootstrap.size(), r = bootstrap.rank();
+  if (o.p2p_channels && n > 1) {
+    // Each rank makes the ids of the channels it sends on and hands each to its receiver over
+    // the bootstrap group; then every channel is initialised in one NCCL group, so no order of
+    // the pairs' initialisations can wait in a cycle.
+    const std::set<int> peers{(r + 1) % n, (r + n - 1) % n};
+    std::map<int, ncclUniqueId> send_ids;
+    std::map<int, Tensor> inbox;
+    std::vector<Tensor> outbox;
+    std::vector<Work> works;
+    constexpr int kTag = 0x6e63;  // bootstrap tag of the channel ids (nothing else in flight)
+    for (int q : peers) {
+      ncclUniqueId& sid = send_ids[q];
+      const ncclResult_t g = ncclGetUniqueId(&sid);
+      if (g != ncclSuccess)
+        throw Error(fmt::format("NCCL group '{}': ncclGetUniqueId failed: {}", o.name,
+                                ncclGetErrorString(g)));
+      outbox.push_back(Tensor::empty({kWords}, DType::I32));
+      std::memcpy(outbox.back().raw(), &sid, sizeof(sid));
+      inbox[q] = Tensor::empty({kWords}, DType::I32);
+      works.push_back(bootstrap.send(outbox.back(), q, kTag));
+      works.push_back(bootstrap.recv(inbox[q], q, kTag));
+    }
+    for (Work& w : works) w.wait();
+    ncclGroupStart();
+    ncclResult_t first = ncclSuccess;
+    for (int q : peers) {
+      ncclUniqueId rid{};
+      std::memcpy(&rid, inbox[q].raw(), sizeof(rid));
+      const ncclResult_t a = ncclCommInitRank(&sends[q], 2, send_ids[q], 0);
+      const ncclResult_t b = ncclCommInitRank(&recvs[q], 2, rid, 1);
+      if (first == ncclSuccess) first = a != ncclSuccess ? a : b;
+    }
+    const ncclResult_t end = ncclGroupEnd();
+    if (first == ncclSuccess) first = end;
+    if (first != ncclSuccess)
+      throw Error(
+          fmt::format("braid: rank {}: creating the NCCL point-to-point channels of group "
+                      "'{}' failed: {}",
+                      o.world_rank, o.name, ncclGetErrorString(first)));
+  }
+  return std::make_unique<NcclCommunicator>(comm, bootstrap.world_ranks(), bootstrap.rank(), o,
+                                            sends, recvs);
 }
 
 }  // namespace braid

@@ -19,6 +19,14 @@ struct NcclCommOptions {
   int world_rank = 0;              // this process, for messages
   void* compute_stream = nullptr;  // the rank's ExecContext stream (cudaStream_t)
   double timeout_s = 300.0;
+  // Point-to-point channels (the pipeline group): a two-rank NCCL communicator and a stream for
+  // each direction between this rank and each of its ring neighbours (group ranks r - 1 and
+  // r + 1, wrapping). NCCL's send and recv block their stream until the peer's matching call
+  // runs, so with one stream for every transfer a stage that receives a gradient before it
+  // sends an activation waits for a peer doing the reverse; with a stream per direction each
+  // stream carries one peer's messages in one order (tests/unit/test_pipeline_schedule.cpp
+  // checks every schedule that way). Transfers to other ranks use the group's communicator.
+  bool p2p_channels = false;
   // Ends the job with a message (World::abort_job); called after ncclCommAbort when an
   // operation outlives timeout_s or NCCL reports an asynchronous error.
   std::function<void(const std::string& message)> fatal;
@@ -32,7 +40,7 @@ struct NcclCommOptions {
 // communication stream, ordered after the work queued so far on compute_stream (an event
 // recorded there); its Work handles complete on CUDA events (no host thread). 16-bit sums are
 // NCCL's (in the element type), not f32 per step as on the MPI path. send/recv ignore `tag`:
-// transfers between a pair match in issue order.
+// transfers in one direction between a pair match in issue order.
 std::unique_ptr<Communicator> make_nccl_communicator(Communicator& bootstrap,
                                                      const NcclCommOptions& options);
 

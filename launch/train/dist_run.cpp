@@ -51,9 +51,10 @@ struct DeviceGroups {
 
   DeviceGroups(World& world, const MeshComms& host, ExecContext& ctx, double timeout_s)
       : comms(host) {
-    auto route = [&](Communicator* h) -> Communicator* {
+    auto route = [&](Communicator* h, bool p2p = false) -> Communicator* {
       if (h == nullptr) return nullptr;  // not a member (the embedding pair on middle stages)
       NcclCommOptions o;
+      o.p2p_channels = p2p;  // the pipeline's sends and receives
       o.name = h->name();
       o.world_rank = world.rank();
       o.compute_stream = ctx.stream().handle;
@@ -64,7 +65,7 @@ struct DeviceGroups {
     };
     comms.tp = route(host.tp);
     comms.dp = route(host.dp);
-    comms.pp = route(host.pp);
+    comms.pp = route(host.pp, true);
     comms.embedding = route(host.embedding);
   }
 };
