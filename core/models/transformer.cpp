@@ -93,24 +93,25 @@ void Transformer::run_head_loss(ExecContext& ctx, Tensor& losses, Tensor& dx, Te
 }
 
 void Transformer::init_weights() {
+  for (Parameter* p : params_) init_parameter(p->name, p->value);
+}
+
+void Transformer::init_parameter(const std::string& n, Tensor& value) const {
   const float resid_std = cfg_.init_std / std::sqrt(2.0f * static_cast<float>(cfg_.n_layer));
   auto ends_with = [](const std::string& s, const std::string& suffix) {
     return s.size() >= suffix.size() &&
            s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  for (Parameter* p : params_) {
-    const std::string& n = p->name;
-    if (p->value.ndim() == 1) {
-      // Norm weights start at 1, biases at 0.
-      const bool norm_weight = ends_with(n, ".weight");
-      p->value.fill_(norm_weight ? 1.0f : 0.0f);
-      continue;
-    }
-    const bool residual_out = ends_with(n, "attn.c_proj.weight") ||
-                              ends_with(n, "mlp.c_proj.weight") || ends_with(n, "o_proj.weight") ||
-                              ends_with(n, "down_proj.weight");
-    fill_normal(p->value, residual_out ? resid_std : cfg_.init_std, cfg_.seed, hash_string(n));
+  if (value.ndim() == 1) {
+    // Norm weights start at 1, biases at 0.
+    const bool norm_weight = ends_with(n, ".weight");
+    value.fill_(norm_weight ? 1.0f : 0.0f);
+    return;
   }
+  const bool residual_out = ends_with(n, "attn.c_proj.weight") ||
+                            ends_with(n, "mlp.c_proj.weight") || ends_with(n, "o_proj.weight") ||
+                            ends_with(n, "down_proj.weight");
+  fill_normal(value, residual_out ? resid_std : cfg_.init_std, cfg_.seed, hash_string(n));
 }
 
 void Transformer::zero_grad(ExecContext& ctx) {

@@ -64,6 +64,9 @@ class Transformer : public Module {
   // 1/sqrt(2 * n_layer), biases 0, norm weights 1. Each tensor's values depend only on
   // (seed, its name), not on construction order, stage or layout.
   void init_weights();
+  // What init_weights puts into the parameter called `name`, written into `whole` (its whole,
+  // unsplit shape, f32): how a tensor-parallel rank initialises only its part.
+  void init_parameter(const std::string& name, Tensor& whole) const;
   // Zeroes the gradients lazily (Parameter::defer_zero_grad): the next step's first contribution
   // writes them, or they are zeroed when first handed out.
   void zero_grad(ExecContext& ctx);

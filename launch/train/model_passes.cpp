@@ -84,6 +84,21 @@ void read_base(ExecContext& ctx, Transformer& model, const RunConfig& cfg, int t
                      lora.init_from, p->name);
 }
 
+// Initialises the parameters of `model` (built under DeferredWeights and placed) as
+// init_weights would have before the split: each whole tensor in turn on the host, then only
+// this rank's part kept on ctx. A tensor-parallel rank never holds the whole model.
+void init_parts(ExecContext& ctx, Transformer& model, int tp_rank) {
+  for (Parameter* p : model.parameters()) {
+    if (!p->value.is_meta()) continue;
+    Tensor whole = Tensor::empty(whole_shape_of(*p), DType::F32);
+    model.init_parameter(p->name, whole);
+    const Tensor part = local_part_of(whole, *p, tp_rank);
+    p->value = ctx.empty(part.shape(), DType::F32, MemCategory::Weights);
+    p->value.copy_from(part);
+  }
+  model.refresh_parameters();
+}
+
 }  // namespace
 
 std::unique_ptr<Transformer> build_model(ExecContext& ctx, const RunConfig& cfg, BlockRange range,
@@ -91,18 +106,21 @@ std::unique_ptr<Transformer> build_model(ExecContext& ctx, const RunConfig& cfg,
                                          const std::function<void(Transformer&)>& place,
                                          int tp_rank, bool verbose) {
   const bool from_base = !cfg.lora.init_from.empty();
+  // A seeded init split over tensor-parallel ranks: each rank makes only its parts.
+  const bool init_parts_only = !from_base && init_from.empty() && place;
   std::unique_ptr<Transformer> t;
   {
     std::optional<DeferredWeights> deferred;
-    if (from_base) deferred.emplace();
+    if (from_base || init_parts_only) deferred.emplace();
     t = std::make_unique<Transformer>(ctx, cfg.model, range);
   }
-  if (!from_base) {
+  if (!from_base && !init_parts_only) {
     t->init_weights();
     if (!init_from.empty()) init_weights_from(*t, init_from);  // whole, before the split
   }
   apply_training_passes(*t, cfg, verbose);
   if (place) place(*t);
+  if (init_parts_only) init_parts(ctx, *t, tp_rank);
   if (from_base) {
     read_base(ctx, *t, cfg, tp_rank);
     if (verbose)
