@@ -145,6 +145,43 @@ TEST_P(GpuAttention, CudnnTakesTrainingShapesAndDeclinesDecoding) {
   EXPECT_EQ(cuda::cudnn_attention_calls(gpu()), calls) << "cuDNN took a decoding step";
 }
 
+// 16-bit q, k, v with f32 outputs and gradients (the f32 staging path), and a view whose start
+// is not 16-byte aligned (cuDNN declines it; braid's kernel takes it): both match the CPU.
+TEST_P(GpuAttention, MixedDtypesAndAnUnalignedViewMatchCpu) {
+  const DType dt = GetParam();
+  if (dt == DType::F32) GTEST_SKIP() << "mixed dtypes need a 16-bit one";
+  const int64_t B = 1, T = 40, H = 2, D = 64;
+  const Shape qs{B, T, H, D}, ls{B, H, T};
+  const Tensor q = random_host(qs, dt, 71, -2.0f, 2.0f), k = random_host(qs, dt, 72, -2.0f, 2.0f),
+               v = random_host(qs, dt, 73), dout = random_host(qs, DType::F32, 74);
+  Tensor out_c = Tensor::empty(qs), lse_c = Tensor::empty(ls);
+  attention_forward(cpu(), out_c, lse_c, q, k, v);
+  Tensor out = poisoned(qs, DType::F32), lse = poisoned(ls, DType::F32);
+  const Tensor gq = up(q), gk = up(k), gv = up(v);
+  attention_forward(gpu(), out, lse, gq, gk, gv);
+  EXPECT_TRUE(close(out, out_c, 4 * atol_for(dt), 4 * rtol_for(dt))) << "out, f32 from 16-bit";
+  Tensor dq_c = Tensor::empty(qs), dk_c = Tensor::empty(qs), dv_c = Tensor::empty(qs);
+  attention_backward(cpu(), dq_c, dk_c, dv_c, dout, q, k, v, out_c, lse_c);
+  Tensor dq = poisoned(qs, DType::F32), dk = poisoned(qs, DType::F32),
+         dv = poisoned(qs, DType::F32);
+  attention_backward(gpu(), dq, dk, dv, up(dout), gq, gk, gv, up(out_c), up(lse_c));
+  EXPECT_TRUE(close(dq, dq_c, 4 * atol_for(dt), 4 * rtol_for(dt))) << "dq";
+  EXPECT_TRUE(close(dk, dk_c, 4 * atol_for(dt), 4 * rtol_for(dt))) << "dk";
+  EXPECT_TRUE(close(dv, dv_c, 4 * atol_for(dt), 4 * rtol_for(dt))) << "dv";
+
+  // q as a view one element into a larger buffer: 2 bytes off 16-byte alignment.
+  const int64_t n = q.numel();
+  Tensor flat = poisoned({n + 1}, dt);
+  Tensor qv = flat.slice0(1, n + 1).view(qs);
+  qv.copy_from(gq);
+  Tensor o2 = poisoned(qs, dt), l2 = poisoned(ls, DType::F32), o2_c = Tensor::empty(qs, dt);
+  attention_forward(cpu(), o2_c, lse_c, q, k, v);
+  const int64_t calls = cuda::cudnn_attention_calls(gpu());
+  attention_forward(gpu(), o2, l2, qv, gk, gv);
+  EXPECT_EQ(cuda::cudnn_attention_calls(gpu()), calls) << "cuDNN took a misaligned q";
+  EXPECT_TRUE(close(o2, o2_c, atol_for(dt), rtol_for(dt))) << "unaligned q";
+}
+
 // No query rows: nothing flows back, dk and dv are zero.
 TEST_P(GpuAttention, NoQueriesGivesZeroKeyGradients) {
   const DType dt = GetParam();

@@ -56,6 +56,33 @@ TEST_P(GpuElementwise, CastsBothWays) {
   EXPECT_TRUE(close(back, lo_cpu, 0, 0));
 }
 
+// Arguments of different dtypes (an f32 residual stream plus a 16-bit branch, and the reverse),
+// an output that is one of its inputs, casts between the two 16-bit types, and zero.
+TEST_P(GpuElementwise, MixedDtypesAliasingAndZero) {
+  const DType dt = GetParam();
+  const int64_t n = 4099;
+  const Tensor a32 = random_host({n}, DType::F32, 21), b16 = random_host({n}, dt, 22);
+  Tensor y_cpu = a32.clone(), y = up(a32);
+  add_inplace(cpu(), y_cpu, b16);
+  add_inplace(gpu(), y, up(b16));
+  EXPECT_TRUE(close(y, y_cpu, 1e-6, 1e-6)) << "f32 += " << dtype_name(dt);
+  Tensor z_cpu = Tensor::empty({n}, dt), z = poisoned({n}, dt);
+  add(cpu(), z_cpu, a32, b16);
+  add(gpu(), z, up(a32), up(b16));
+  EXPECT_TRUE(close(z, z_cpu, atol_for(dt), rtol_for(dt))) << dtype_name(dt) << " = f32 + 16-bit";
+  Tensor w_cpu = b16.clone(), w = up(b16);
+  add(cpu(), w_cpu, w_cpu, a32);  // y is a
+  add(gpu(), w, w, up(a32));
+  EXPECT_TRUE(close(w, w_cpu, atol_for(dt), rtol_for(dt))) << "y aliasing a";
+  const DType other = dt == DType::BF16 ? DType::F16 : DType::BF16;
+  Tensor o_cpu = Tensor::empty({n}, other), o = poisoned({n}, other);
+  cast(cpu(), o_cpu, b16);
+  cast(gpu(), o, up(b16));
+  EXPECT_TRUE(close(o, o_cpu, 0, 0)) << dtype_name(dt) << " -> " << dtype_name(other);
+  zero(gpu(), o);
+  EXPECT_TRUE(close(o, Tensor::zeros({n}), 0, 0)) << "zero";
+}
+
 TEST_P(GpuElementwise, SplitConcatAndCopyRows) {
   const DType dt = GetParam();
   Tensor src = random_host({5, 3 + 8 + 1}, dt, 4);

@@ -65,6 +65,17 @@ TEST_P(GpuEmbedding, ForwardAndBackwardMatchCpuBitForBit) {
 }
 
 // A vocabulary shard: rows [row_begin, row_begin + R) of the table, f32 partial sums.
+// More positions than the forward's grid of row blocks (2^20): the blocks loop over the rest.
+TEST_F(GpuTest, EmbeddingOverMoreRowsThanBlocks) {
+  const int64_t T = (int64_t{1} << 20) + 3, V = 50, C = 8;
+  const Tensor tokens = random_tokens({1, T}, static_cast<int32_t>(V), 41);
+  const Tensor wte = random_host({V, C}, DType::F32, 42), wpe = random_host({T, C}, DType::F32, 43);
+  Tensor out_c = Tensor::empty({1, T, C}), out = poisoned({1, T, C}, DType::F32);
+  embedding_forward(cpu(), out_c, tokens, wte, wpe, 0);
+  embedding_forward(gpu(), out, up(tokens), up(wte), up(wpe), 0);
+  EXPECT_TRUE(same_bits(out, out_c));
+}
+
 TEST_P(GpuEmbedding, VocabularyRowsMatchCpuBitForBit) {
   const DType dt = GetParam();
   const int64_t B = 3, T = 77, V = 1000, R = 300, row_begin = 250, C = 257, P = T + 4;

@@ -107,6 +107,30 @@ TEST_P(GpuNorms, RmsNormForwardAndBackwardMatchCpu) {
   }
 }
 
+// More rows than the row kernels' grid (2^20 blocks): the blocks loop over the rest.
+TEST_F(GpuTest, NormsOverMoreRowsThanBlocks) {
+  const int64_t N = (int64_t{1} << 20) + 3, C = 8;
+  const Tensor x = random_host({N, C}, DType::F32, 31, -2.0f, 3.0f),
+               w = random_host({C}, DType::F32, 32), b = random_host({C}, DType::F32, 33),
+               dy = random_host({N, C}, DType::F32, 34);
+  Tensor y_c = Tensor::empty({N, C}), mean_c = Tensor::empty({N}), rstd_c = Tensor::empty({N});
+  layernorm_forward(cpu(), y_c, mean_c, rstd_c, x, w, b, 1e-5f);
+  Tensor y = poisoned({N, C}, DType::F32), mean = poisoned({N}, DType::F32),
+         rstd = poisoned({N}, DType::F32);
+  const Tensor gx = up(x), gw = up(w);
+  layernorm_forward(gpu(), y, mean, rstd, gx, gw, up(b), 1e-5f);
+  EXPECT_TRUE(close(y, y_c, 1e-4, 1e-4)) << "layernorm y";
+  Tensor dx_c = Tensor::empty({N, C}), none_c, none;
+  layernorm_backward(cpu(), dx_c, none_c, none_c, dy, x, w, mean_c, rstd_c);
+  Tensor dx = poisoned({N, C}, DType::F32);
+  layernorm_backward(gpu(), dx, none, none, up(dy), gx, gw, up(mean_c), up(rstd_c));
+  EXPECT_TRUE(close(dx, dx_c, 1e-4, 1e-4)) << "layernorm dx";
+  Tensor ry_c = Tensor::empty({N, C}), ry = poisoned({N, C}, DType::F32);
+  rmsnorm_forward(cpu(), ry_c, rstd_c, x, w, 1e-6f);
+  rmsnorm_forward(gpu(), ry, rstd, gx, gw, 1e-6f);
+  EXPECT_TRUE(close(ry, ry_c, 1e-4, 1e-4)) << "rmsnorm y";
+}
+
 // dx may be dy (the weight partials read dy before dx overwrites it).
 TEST_P(GpuNorms, BackwardInPlaceOnDy) {
   const DType dt = GetParam();
