@@ -119,7 +119,7 @@ PY
     if [ $rc -eq 0 ]; then
       # Each suite in its own process (a faulting kernel loses its CUDA context, which would fail
       # every test after it), each time-boxed.
-      local s src
+      local s src sanitized=""
       for s in $(timeout -k 5 60 "$bin" --gtest_list_tests 2>/dev/null | grep -E '^[^ ].*\.$'); do
         if [ "$(left)" -lt 200 ]; then
           echo "[ gpu_check ] out of time: suites from $s on not run" >>"$out/tests.log"
@@ -132,6 +132,15 @@ PY
         # 1: failed tests (listed); anything else: a crash, a fault or the timeout (124).
         [ $src -le 1 ] || crashed+=" $s(exit $src)"
         [ $src -eq 0 ] || rc=1
+        # The first suite that faulted once more under compute-sanitizer, which names the kernel
+        # and the bad access (it works on Firecracker machines; elsewhere it says why not).
+        if [ $src -gt 1 ] && [ $src -ne 124 ] && [ -z "${sanitized:-}" ] &&
+          command -v compute-sanitizer >/dev/null && [ "$(left)" -gt 300 ]; then
+          sanitized=$s
+          echo "[ gpu_check ] $s under compute-sanitizer:" >>"$out/tests.log"
+          timeout -k 5 120 compute-sanitizer --tool memcheck --print-limit 20 "$bin" \
+            --gtest_filter="$s*" >>"$out/tests.log" 2>&1 || true
+        fi
       done
     fi
   fi
@@ -217,6 +226,7 @@ PY
       echo "failed tests:"
       grep -E '^\[  FAILED  \] [A-Za-z_/]+\.' "$out/tests.log" | sed 's/ (.*//' | sort -u | head -40
       grep -m5 'GPU fault in' "$out/tests.log" || true
+      grep -m12 '^========= ' "$out/tests.log" || true  # compute-sanitizer's findings
     fi
     echo
     echo "total $((SECONDS - t0)) s"
