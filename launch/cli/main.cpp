@@ -86,6 +86,13 @@ int main(int argc, char** argv) {
 #if BRAID_WITH_CUDA
     v += "\n  attention: " + braid::cuda::cudnn_status();
 #endif
+    // What `train.device: auto` will find: the GPUs the CUDA runtime sees, or why none.
+    const int gpus = braid::cuda::device_count();
+    if (gpus > 0)
+      v += "\n  GPUs: " + std::to_string(gpus) + " visible (" + braid::cuda::device_props(0).str() +
+           (gpus > 1 ? ", ..." : "") + ")";
+    else
+      v += "\n  GPUs: none usable (" + braid::cuda::unavailable_reason() + ")";
     const int pending = braid::cuda::pending_kernel_count();
     if (pending > 0) v += "\n  " + std::to_string(pending) + " ops have no CUDA kernel yet";
     return v;

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Device selection: `braid --version` says whether the binary has the CUDA backend; the training
+# Device selection: `braid --version` says whether the binary has the CUDA backend (and which
+# GPUs it can use); the training
 # log's first line says which device a run uses and why; on a machine without a GPU (or a build
 # without CUDA) `device: auto` trains on the CPU, and `device: cuda` (train, eval, generate)
 # fails with the reason before anything is written. On a machine with a GPU the cuda case is
 # the GPU tests' job (tests/gpu), so it is skipped here.
 source "$(dirname "$0")/common.bash"
 "$BRAID" --version | grep -q "CUDA backend: " || fail "--version does not say whether CUDA is built"
+# A GPU as braid sees it (the CUDA runtime, not nvidia-smi: a driver too old for the runtime
+# shows a GPU in nvidia-smi that braid cannot use).
 gpu=0
-if "$BRAID" --version | grep -q "CUDA backend: yes" && command -v nvidia-smi > /dev/null &&
-    nvidia-smi -L > /dev/null 2>&1; then
-  gpu=1
+if "$BRAID" --version | grep -q "CUDA backend: yes"; then
+  "$BRAID" --version | grep -qE "^  GPUs: " || fail "--version does not say which GPUs are usable"
+  "$BRAID" --version | grep -qE "^  GPUs: [0-9]+ visible" && gpu=1
 fi
 make_corpus
 "$BRAID" prepare --input corpus --out data --tokenizer byte --val-fraction 0.1 > /dev/null
