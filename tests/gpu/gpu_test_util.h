@@ -78,7 +78,9 @@ class GpuTest : public ::testing::Test {
       const ::testing::TestInfo* t = ::testing::UnitTest::GetInstance()->current_test_info();
       std::fprintf(stderr, "GPU fault in %s.%s (the CUDA context is lost; stopping): %s\n",
                    t ? t->test_suite_name() : "?", t ? t->name() : "?", e.what());
-      std::_Exit(1);  // no static destructors calling into the lost context
+      // 3, not 1 (failed tests): tools/gpu_check.sh tells a fault from a failure. _Exit: no static
+      // destructors calling into the lost context.
+      std::_Exit(3);
     }
   }
   ExecContext& gpu() { return *gpu_; }
