@@ -44,25 +44,12 @@ void scale_inplace(ExecContext& ctx, Tensor& x, float s) {
 
 double sum_squares(ExecContext& ctx, const Tensor& x) {
   check_float(x, "sum_squares", "x");
-  constexpr int64_t kChunk = 1 << 16;
-  const int64_t n = x.numel();
-  if (n == 0) return 0.0;
-  const int64_t blocks = (n + kChunk - 1) / kChunk;
-  Tensor partial = ctx.empty({2 * (blocks + 1)}, DType::F32, MemCategory::Workspace);
-  auto* p = static_cast<double*>(partial.raw());
-  launch_sum_squares_partials(stream_of(ctx), p + 1, x.raw(), code(x), n, kChunk);
-  launch_sum_partials(stream_of(ctx), p, p + 1, blocks);
-  check_launch("sum_squares");
-  double out = 0.0;
-  CUDA_CHECK(cudaMemcpyAsync(&out, p, sizeof(double), cudaMemcpyDeviceToHost,
-                             static_cast<cudaStream_t>(stream_of(ctx))));
-  ctx.stream().synchronize();
-  return out;
+  return cuda::sum_squares_each(ctx, {x})[0];  // one fixed-order sum per chunk, then in order
 }
 
 // Every tensor's partials in one scratch (reused in stream order: a tensor's total is summed
 // before the next tensor's partials overwrite them), every total into one device array, one copy
-// back and one wait. The kernels and their order per tensor are sum_squares', so the bits are.
+// back and one wait; sum_squares is its one-tensor case, so both give the same bits.
 std::vector<double> sum_squares_each(ExecContext& ctx, const std::vector<Tensor>& xs) {
   constexpr int64_t kChunk = 1 << 16;
   std::vector<double> out(xs.size(), 0.0);
