@@ -2,8 +2,12 @@
 #include "parallel/comm_streams.h"
 
 #include <chrono>
+#include <condition_variable>
+#include <list>
+#include <mutex>
 #include <thread>
 
+#include "core/context.h"
 #include "core/error.h"
 #include "core/kernels/cuda/runtime.h"
 
@@ -18,6 +22,8 @@ class CudaStreamOps final : public StreamOps {
   void stream_wait_event(void* s, void* e) override { cuda::stream_wait_event(s, e); }
   bool event_query(void* e) override { return cuda::event_query(e); }
   void event_synchronize(void* e) override { cuda::event_synchronize(e); }
+  int current_device() override { return cuda::current_device(); }
+  void set_device(int d) override { cuda::set_device(d); }
 };
 }  // namespace
 
@@ -26,8 +32,113 @@ StreamOps& cuda_stream_ops() {
   return ops;
 }
 
-CommStreams::CommStreams(StreamOps& ops, void* compute_stream, void* comm_stream, Check check)
-    : ops_(ops), compute_(compute_stream), comm_(comm_stream), check_(std::move(check)) {}
+namespace {
+
+// The watchdog: one thread for the process, polling the completion event of every operation a
+// watched CommStreams launched and running its checks, until the event fires or its owner is
+// destroyed. The lock is held while it polls, so an owner's destructor (forget) waits for the
+// round in progress and no check runs on a destroyed communicator.
+class DeviceOpWatchdog {
+ public:
+  static DeviceOpWatchdog& get() {
+    static DeviceOpWatchdog w;
+    return w;
+  }
+
+  struct Op {
+    const CommStreams* owner;
+    StreamOps* ops;
+    int device;                  // the launching thread's
+    std::shared_ptr<void> done;  // the completion event
+    std::string what;
+    std::chrono::steady_clock::time_point issued;
+    CommStreams::Check check;
+  };
+
+  void add(Op op) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ops_.push_back(std::move(op));
+    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+  }
+
+  void forget(const CommStreams* owner) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ops_.remove_if([owner](const Op& o) { return o.owner == owner; });
+  }
+
+  int in_flight() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<int>(ops_.size());
+  }
+
+  ~DeviceOpWatchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      // Operations still listed at exit belong to communicators never destroyed: their events
+      // are left to the driver's teardown rather than destroyed after the runtime may be gone.
+      for (Op& o : ops_) new std::shared_ptr<void>(std::move(o.done));
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  static constexpr std::chrono::milliseconds kTick{20};
+
+  void loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      cv_.wait_for(lock, kTick, [this] { return stop_; });
+      if (stop_) break;
+      const auto now = std::chrono::steady_clock::now();
+      for (auto it = ops_.begin(); it != ops_.end();) {
+        bool finished = true;
+        try {
+          if (it->device != device_) {
+            it->ops->set_device(it->device);
+            device_ = it->device;
+          }
+          finished = it->ops->event_query(it->done.get());
+          if (!finished && it->check)
+            it->check(it->what, std::chrono::duration<double>(now - it->issued).count());
+        } catch (const std::exception&) {
+          // The check ended the job (a fatal handler) or threw: a host wait on the operation
+          // runs it again and throws. Either way the watchdog is done with it.
+          finished = true;
+        }
+        it = finished ? ops_.erase(it) : std::next(it);
+      }
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::list<Op> ops_;
+  std::thread thread_;
+  bool stop_ = false;
+  int device_ = -1;  // the watchdog thread's current device, once set
+};
+
+}  // namespace
+
+CommStreams::CommStreams(StreamOps& ops, void* compute_stream, void* comm_stream, Check check,
+                         bool watched)
+    : ops_(ops),
+      compute_(compute_stream),
+      comm_(comm_stream),
+      check_(std::move(check)),
+      watched_(watched),
+      device_(watched ? ops.current_device() : 0) {}
+
+CommStreams::~CommStreams() { unwatch(); }
+
+void CommStreams::unwatch() {
+  if (watched_) DeviceOpWatchdog::get().forget(this);
+  watched_ = false;
+}
+
+int CommStreams::watched_in_flight() { return DeviceOpWatchdog::get().in_flight(); }
 
 Work CommStreams::launch(const std::string& what,
                          const std::function<void(void* comm_stream)>& launch,
@@ -62,6 +173,7 @@ Work CommStreams::launch(const std::string& what,
   struct Keep {
     std::shared_ptr<void> ready, done, hold;
   };
+  if (watched_) DeviceOpWatchdog::get().add({this, ops, device_, done, what, issued, check});
   auto keep = std::make_shared<Keep>(Keep{std::move(ready), std::move(done), std::move(hold)});
   w.attach(ev, std::move(keep));
   return w;
@@ -72,6 +184,14 @@ void CommStreams::stream_wait(void* stream, const Work& w) {
     ops_.stream_wait_event(stream, ev);
   else
     w.wait();  // host-completed work: nothing to queue on a stream
+}
+
+void wait_in_stream(ExecContext& ctx, const Work& w) {
+  void* ev = w.device_event();
+  if (ev && ctx.stream().handle && !w.done())
+    cuda::stream_wait_event(ctx.stream().handle, ev);
+  else
+    w.wait();  // done, host-completed, or a host context: throws the operation's error if any
 }
 
 }  // namespace braid

@@ -7,6 +7,12 @@
 // recorded after it. The Work returned completes on that event (no host thread): the optimizer
 // and anything else that needs the result waits on completion events only, while the compute
 // stream goes on with the backward pass.
+//
+// A watched CommStreams (the NCCL communicator's) also hands each operation to one process-wide
+// watchdog thread, which polls its completion event and runs the checks (asynchronous errors,
+// the timeout) until it completes. So a stuck collective ends the job within the timeout even
+// when no host thread waits for it: when the compute stream waits on its event (wait_in_stream)
+// and the host then blocks in a plain device synchronisation behind it.
 #pragma once
 
 #include <functional>
@@ -16,6 +22,8 @@
 #include "parallel/work.h"
 
 namespace braid {
+
+class ExecContext;
 
 // Streams and events as opaque handles: the CUDA runtime's (cuda_stream_ops()) or a test's fake.
 class StreamOps {
@@ -27,6 +35,10 @@ class StreamOps {
   virtual void stream_wait_event(void* stream, void* event) = 0;
   virtual bool event_query(void* event) = 0;  // true when the work before it is done
   virtual void event_synchronize(void* event) = 0;
+  // The calling thread's device, and making it another thread's (the watchdog's: a CUDA call
+  // from a thread with no device set would make GPU 0's context on every rank).
+  virtual int current_device() { return 0; }
+  virtual void set_device(int) {}
 };
 
 // The CUDA runtime's streams and events (core/kernels/cuda/runtime.h). Without the CUDA backend
@@ -39,8 +51,18 @@ class CommStreams {
   // `waited_s` is how long this wait has lasted.
   using Check = std::function<void(const std::string& what, double waited_s)>;
 
-  // compute and comm are stream handles owned by the caller; both outlive this object.
-  CommStreams(StreamOps& ops, void* compute_stream, void* comm_stream, Check check = {});
+  // compute and comm are stream handles owned by the caller; both outlive this object. With
+  // `watched`, every launched operation is polled by the watchdog thread (about every 20 ms),
+  // which runs `check` on it until its completion event fires; `ops` must then be safe to call
+  // from that thread (the CUDA runtime's are). `check` may end the job; an exception it throws
+  // there is dropped (a host wait on the same operation runs the check again and throws it).
+  CommStreams(StreamOps& ops, void* compute_stream, void* comm_stream, Check check = {},
+              bool watched = false);
+  ~CommStreams();  // unwatch()
+
+  // The watchdog forgets this object's operations and takes no new ones; returns after any
+  // check in progress on them. Call before destroying what `check` uses.
+  void unwatch();
   CommStreams(const CommStreams&) = delete;
   CommStreams& operator=(const CommStreams&) = delete;
 
@@ -54,6 +76,9 @@ class CommStreams {
   // Makes `stream` (e.g. the optimizer's) wait on a completion without blocking the host.
   void stream_wait(void* stream, const Work& w);
 
+  // Operations launched by watched objects that the watchdog has not yet seen complete.
+  static int watched_in_flight();
+
   void* compute_stream() const { return compute_; }
   void* comm_stream() const { return comm_; }
   StreamOps& ops() const { return ops_; }
@@ -63,6 +88,14 @@ class CommStreams {
   void* compute_;
   void* comm_;
   Check check_;
+  bool watched_;
+  int device_;  // the device the watchdog sets before polling this object's events
 };
+
+// Orders whatever is queued next on ctx's stream after w, without blocking the host where it can:
+// a Work that completes on a device event (a watched CommStreams' operation, so a stuck one still
+// ends the job) on a device context is waited for by the context's stream; any other Work by the
+// host (Work::wait).
+void wait_in_stream(ExecContext& ctx, const Work& w);
 
 }  // namespace braid

@@ -71,7 +71,8 @@ class NcclCommunicator final : public Communicator {
         comm_stream_(cuda::stream_create()),
         streams_(
             cuda_stream_ops(), o.compute_stream, comm_stream_,
-            [this](const std::string& what, double waited_s) { check(comm_, what, waited_s); }),
+            [this](const std::string& what, double waited_s) { check(comm_, what, waited_s); },
+            /*watched=*/true),
         scratch_(cuda::malloc_device(sizeof(int32_t))) {
     BRAID_CHECK(scratch_ != nullptr, "NCCL group '{}': out of device memory", name());
     for (const bool send : {true, false})
@@ -82,11 +83,16 @@ class NcclCommunicator final : public Communicator {
         const ncclComm_t cc = c;
         ch.streams = std::make_unique<CommStreams>(
             cuda_stream_ops(), o.compute_stream, ch.stream,
-            [this, cc](const std::string& what, double waited_s) { check(cc, what, waited_s); });
+            [this, cc](const std::string& what, double waited_s) { check(cc, what, waited_s); },
+            /*watched=*/true);
       }
   }
 
   ~NcclCommunicator() override {
+    // No watchdog check may reach a communicator being destroyed.
+    streams_.unwatch();
+    for (auto* side : {&send_ch_, &recv_ch_})
+      for (auto& [peer, ch] : *side) ch.streams->unwatch();
     const bool aborted = aborted_.load();
     for (auto* side : {&send_ch_, &recv_ch_})
       for (auto& [peer, ch] : *side) {
@@ -219,8 +225,12 @@ class NcclCommunicator final : public Communicator {
         std::move(held));
   }
 
-  // Called while a caller waits: NCCL's asynchronous errors and the timeout end the job.
+  // Called while a caller waits and by the watchdog thread (comm_streams.h): NCCL's
+  // asynchronous errors and the timeout end the job.
   void check(ncclComm_t comm, const std::string& what, double waited_s) {
+    if (aborted_.load())  // the communicators are gone; the first failure has been reported
+      throw Error(fmt::format("braid: rank {}: {} on group '{}': the group was aborted",
+                              world_rank_, what, name()));
     ncclResult_t async = ncclSuccess;
     ncclCommGetAsyncError(comm, &async);
     if (async != ncclSuccess && async != ncclInProgress)

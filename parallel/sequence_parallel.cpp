@@ -3,6 +3,7 @@
 
 #include "core/kernels/elementwise.h"
 #include "core/kernels/seq_reorder.h"
+#include "parallel/comm_streams.h"
 
 namespace braid {
 
@@ -13,7 +14,7 @@ Tensor seq_all_gather(ExecContext& ctx, Communicator& tp, const Tensor& x) {
   Shape whole = x.shape();
   whole[1] *= n;
   Tensor blocks = ctx.empty({n * x.numel()}, x.dtype());
-  tp.all_gather(x.view({x.numel()}), blocks).wait();
+  wait_in_stream(ctx, tp.all_gather(x.view({x.numel()}), blocks));
   if (x.dim(0) == 1) return blocks.view(whole);
   Tensor out = ctx.empty(whole, x.dtype());
   blocks_to_seq(ctx, out, blocks, n);
@@ -38,8 +39,8 @@ Tensor seq_reduce_scatter(ExecContext& ctx, Communicator& tp, const Tensor& part
       seq_to_blocks(ctx, blocks, partial, n);
     }
     sum = ctx.empty(local, partial.dtype());
-    tp.reduce_scatter(blocks.view({partial.numel()}), sum.view({sum.numel()}), ReduceOp::Sum)
-        .wait();
+    wait_in_stream(ctx, tp.reduce_scatter(blocks.view({partial.numel()}), sum.view({sum.numel()}),
+                                          ReduceOp::Sum));
   }
   if (sum.dtype() == out_dtype) return sum;
   Tensor out = ctx.empty(local, out_dtype);

@@ -8,6 +8,7 @@
 #include "core/kernels/linear.h"
 #include "core/kernels/seq_reorder.h"
 #include "core/models/lora.h"
+#include "parallel/comm_streams.h"
 #include "parallel/scalar_reduce.h"
 #include "parallel/sequence_parallel.h"
 #include "parallel/tp_regions.h"
@@ -211,7 +212,7 @@ void sum_replicated_parts(ExecContext& ctx, const std::vector<Parameter*>& param
   for (Parameter* p : params) {
     if (p->shard.replicas == 1 || !p->trainable || p->replica) continue;
     if (!p->shard.sharded()) {  // one part, held by every rank
-      tp.all_reduce(p->grad(), ReduceOp::Sum).wait();
+      wait_in_stream(ctx, tp.all_reduce(p->grad(), ReduceOp::Sum));
       continue;
     }
     // Each rank's partial gradient at its part's place; the sum gives every part the sum of
@@ -219,7 +220,7 @@ void sum_replicated_parts(ExecContext& ctx, const std::vector<Parameter*>& param
     Tensor full = ctx.zeros(p->global_shape, DType::F32, MemCategory::Communication);
     const int part = p->shard.part_of(tp.rank());
     insert_shard(ctx, full, p->grad(), p->shard, part);
-    tp.all_reduce(full, ReduceOp::Sum).wait();
+    wait_in_stream(ctx, tp.all_reduce(full, ReduceOp::Sum));
     cast(ctx, p->grad(), extract_shard(ctx, full, p->shard, part));  // on the context's stream
   }
 }
@@ -243,7 +244,7 @@ HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t
     Tensor x = x_in;
     if (gather) {
       x = ctx.empty({Nt, C}, x_in.dtype());
-      tp.all_gather(x_in.view({x_in.numel()}), x.view({x.numel()})).wait();
+      wait_in_stream(ctx, tp.all_gather(x_in.view({x_in.numel()}), x.view({x.numel()})));
     }
     const bool reorder = gather && B > 1;
     Tensor tgt_rows = targets.view({Nt});  // row i of x's target
@@ -262,9 +263,9 @@ HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t
     Tensor st = ctx.empty({2 * N});  // [sum exp | target logit]: one all-reduce for both
     Tensor sum_exp = st.slice0(0, N), target_logit = st.slice0(N, 2 * N);
     vocab_slice_partials(ctx, mx, target_logit, logits, tgt_rows, slice);
-    if (tp.size() > 1) tp.all_reduce(mx, ReduceOp::Max).wait();
+    if (tp.size() > 1) wait_in_stream(ctx, tp.all_reduce(mx, ReduceOp::Max));
     vocab_slice_exp(ctx, logits, sum_exp, mx, slice);  // logits become exp(l - max)
-    if (tp.size() > 1) tp.all_reduce(st, ReduceOp::Sum).wait();
+    if (tp.size() > 1) wait_in_stream(ctx, tp.all_reduce(st, ReduceOp::Sum));
     Tensor row_losses = reorder ? ctx.empty({N}) : losses;
     vocab_slice_losses(ctx, row_losses, sum_exp, mx, target_logit, tgt_rows);
     if (reorder) {
@@ -279,10 +280,11 @@ HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t
     linear_backward_input(ctx, dx32, logits, w);
     if (gather) {
       Tensor mine = dx.dtype() == DType::F32 ? dx : ctx.empty(dx.shape(), DType::F32);
-      tp.reduce_scatter(dx32.view({dx32.numel()}), mine.view({mine.numel()}), ReduceOp::Sum).wait();
+      wait_in_stream(ctx, tp.reduce_scatter(dx32.view({dx32.numel()}), mine.view({mine.numel()}),
+                                            ReduceOp::Sum));
       if (!mine.same_storage(dx)) cast(ctx, dx, mine);
     } else {
-      if (tp.size() > 1) tp.all_reduce(dx32, ReduceOp::Sum).wait();
+      if (tp.size() > 1) wait_in_stream(ctx, tp.all_reduce(dx32, ReduceOp::Sum));
       if (!dx32.same_storage(dx)) cast(ctx, dx, dx32);
     }
     if (dw.defined()) {

@@ -1,23 +1,31 @@
 // Region modules: the tensor- and sequence-parallel collectives between the layers.
 #include "parallel/tp_regions.h"
 
+#include "parallel/comm_streams.h"
 #include "parallel/sequence_parallel.h"
 
 namespace braid {
 
 namespace {
-Tensor all_reduce_sum(Communicator& tp, Tensor t) {
-  tp.all_reduce(t, ReduceOp::Sum).wait();  // in place
+// In place; on a GPU the context's stream waits for the sum, the host does not.
+Tensor all_reduce_sum(ExecContext& ctx, Communicator& tp, Tensor t) {
+  wait_in_stream(ctx, tp.all_reduce(t, ReduceOp::Sum));
   return t;
 }
 }  // namespace
 
 Tensor CopyToRegion::forward(const Tensor& x, MicroBatch&) { return x; }
 Tensor CopyToRegion::infer(const Tensor& x, InferState&) { return x; }
-Tensor CopyToRegion::backward(const Tensor& dy, MicroBatch&) { return all_reduce_sum(tp_, dy); }
+Tensor CopyToRegion::backward(const Tensor& dy, MicroBatch& mb) {
+  return all_reduce_sum(mb.ctx(), tp_, dy);
+}
 
-Tensor ReduceFromRegion::forward(const Tensor& x, MicroBatch&) { return all_reduce_sum(tp_, x); }
-Tensor ReduceFromRegion::infer(const Tensor& x, InferState&) { return all_reduce_sum(tp_, x); }
+Tensor ReduceFromRegion::forward(const Tensor& x, MicroBatch& mb) {
+  return all_reduce_sum(mb.ctx(), tp_, x);
+}
+Tensor ReduceFromRegion::infer(const Tensor& x, InferState& st) {
+  return all_reduce_sum(st.ctx, tp_, x);
+}
 Tensor ReduceFromRegion::backward(const Tensor& dy, MicroBatch&) { return dy; }
 
 Tensor GatherSequence::forward(const Tensor& x, MicroBatch& mb) {

@@ -25,6 +25,7 @@ std::string unavailable_reason() {
 std::string DeviceProps::str() const { return name; }
 DeviceProps device_props(int) { absent(); }
 void set_device(int) { absent(); }
+int current_device() { absent(); }
 void* stream_create() { absent(); }
 void stream_destroy(void*) {}
 void stream_synchronize(void*) { absent(); }

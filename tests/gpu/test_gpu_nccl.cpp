@@ -3,12 +3,16 @@
 // complete on CUDA events, and the refusal of host tensors. Builds without NCCL skip.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "core/error.h"
+#include "core/kernels/elementwise.h"
 #include "tests/gpu/gpu_test_util.h"
 
 #ifdef BRAID_WITH_NCCL
+#include "parallel/comm_streams.h"
 #include "parallel/nccl_communicator.h"
 #include "parallel/self_communicator.h"
 #endif
@@ -88,6 +92,35 @@ TEST_P(GpuNccl, OneRankCollectivesGiveExactlyKnownResults) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, GpuNccl,
                          ::testing::Values(DType::F32, DType::BF16, DType::F16, DType::I32),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// The tensor-parallel regions' pattern: the compute stream waits for the collective's event (no
+// host wait), the next kernel reads the result, and the watchdog lets go of the operation once
+// its event has fired.
+TEST_F(GpuTest, NcclStreamWaitOrdersTheNextKernelAndTheWatchdogLetsGo) {
+  SelfCommunicator boot("tp", 0, 60.0);
+  NcclCommOptions o;
+  o.name = "tp";
+  o.compute_stream = gpu().stream().handle;
+  o.timeout_s = 60;
+  auto comm = make_nccl_communicator(boot, o);
+  const int64_t n = 1 << 20;
+  const Tensor src = counting(n, DType::F32);
+  Tensor t = up(src);
+  for (int round = 0; round < 4; ++round) {
+    Work w = comm->all_reduce(t, ReduceOp::Sum);
+    ASSERT_NE(w.device_event(), nullptr);
+    wait_in_stream(gpu(), w);
+    scale_inplace(gpu(), t, 2.0f);
+  }
+  const Tensor h = t.to_host();
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(h.f32()[i], 16.0f * static_cast<float>(1 + i % 7)) << "at " << i;
+  const auto start = std::chrono::steady_clock::now();
+  while (CommStreams::watched_in_flight() > 0 &&
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(5))
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(CommStreams::watched_in_flight(), 0) << "the watchdog kept completed operations";
+}
 
 TEST_F(GpuTest, NcclRefusesHostTensors) {
   SelfCommunicator boot("tp", 0, 60.0);

@@ -3,9 +3,14 @@
 // stream waiting on completion events, and GradBuckets driving it in bucket order.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/micro_batch.h"
@@ -98,9 +103,8 @@ TEST(CommStreams, OrdersComputeEventWaitLaunchCompletion) {
 TEST(CommStreams, ACheckThatThrowsEndsTheWait) {
   FakeStreams fs;  // no progress: the operation never completes
   CommStreams cs(fs, FakeStreams::stream(FakeStreams::kCompute),
-                 FakeStreams::stream(FakeStreams::kComm), [](const std::string& what, double) {
-                   throw Error(what + " timed out");
-                 });
+                 FakeStreams::stream(FakeStreams::kComm),
+                 [](const std::string& what, double) { throw Error(what + " timed out"); });
   Work w = cs.launch("broadcast", [&](void*) { fs.launch("x"); });
   EXPECT_THROW(w.wait(), Error);
 }
@@ -165,6 +169,179 @@ TEST(CommStreams, GradBucketsLaunchInBucketOrderEachAfterItsComputeEvent) {
   gb.finish();  // waits on the three completion events only
   EXPECT_EQ(fs.host_syncs, 0);
   for (const auto& b : gb.buckets()) EXPECT_TRUE(b.work.done());
+}
+
+// Streams for the watchdog tests: callable from any thread; an event completes when the test
+// says so.
+class ThreadSafeStreams final : public StreamOps {
+ public:
+  explicit ThreadSafeStreams(int device = 3) : device_(device) {}
+  void* event_create() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return reinterpret_cast<void*>(static_cast<intptr_t>(++events_));
+  }
+  void event_destroy(void* e) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    destroyed_.insert(e);
+  }
+  void event_record(void*, void*) override {}
+  void stream_wait_event(void*, void*) override {}
+  bool event_query(void* e) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++queries_;
+    return complete_.count(e) > 0;
+  }
+  void event_synchronize(void*) override {}
+  int current_device() override { return device_; }  // the launching thread's
+  void set_device(int d) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    set_devices_.push_back(d);
+  }
+  std::vector<int> set_devices() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return set_devices_;
+  }
+  void complete(void* e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    complete_.insert(e);
+  }
+  int queries() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return queries_;
+  }
+  bool destroyed(void* e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return destroyed_.count(e) > 0;
+  }
+
+ private:
+  std::mutex mu_;
+  intptr_t events_ = 0;
+  int queries_ = 0;
+  std::set<void*> complete_, destroyed_;
+  std::vector<int> set_devices_;
+  const int device_;
+};
+
+// Polls `pred` for up to 5 s.
+template <class P>
+bool eventually(P pred) {
+  const auto start = std::chrono::steady_clock::now();
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(5)) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+// The tensor-parallel regions make the compute stream wait on a collective's event and never wait
+// on the host: a stuck collective must still end the job, through the watchdog's checks.
+TEST(CommStreamsWatchdog, ChecksAStuckOperationThatNoHostThreadWaitsFor) {
+  ThreadSafeStreams ops;
+  std::mutex mu;
+  std::string timed_out;
+  double waited_at_timeout = 0;
+  std::atomic<int> checks{0};
+  constexpr double kTimeout = 0.2;
+  CommStreams cs(
+      ops, reinterpret_cast<void*>(1), reinterpret_cast<void*>(2),
+      [&](const std::string& what, double waited) {
+        ++checks;
+        if (waited <= kTimeout) return;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          timed_out = what;
+          waited_at_timeout = waited;
+        }
+        throw Error(what + " timed out");  // the job would end here (the fatal handler)
+      },
+      /*watched=*/true);
+  const auto start = std::chrono::steady_clock::now();
+  Work w = cs.launch("all_reduce(sum, x) on group 'tp'", [](void*) {});
+  ASSERT_NE(w.device_event(), nullptr);
+  EXPECT_EQ(CommStreams::watched_in_flight(), 1);
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return !timed_out.empty();
+  })) << "the watchdog never ran the check past the timeout";
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(timed_out, "all_reduce(sum, x) on group 'tp'");
+    EXPECT_GT(waited_at_timeout, kTimeout);
+  }
+  EXPECT_LT(elapsed, kTimeout + 2.0) << "the watchdog noticed late";
+  EXPECT_GE(checks.load(), 2) << "checked before the timeout too";
+  EXPECT_TRUE(eventually([] { return CommStreams::watched_in_flight() == 0; }))
+      << "the watchdog kept watching after the check ended the operation";
+  // A host wait on the same operation runs the check itself and throws.
+  EXPECT_THROW(w.wait(), Error);
+}
+
+TEST(CommStreamsWatchdog, LetsGoOfCompletedOperationsWithoutCheckingThem) {
+  ThreadSafeStreams ops(/*device=*/7);  // no other test's device: the watchdog must switch
+  std::atomic<int> checks{0};
+  CommStreams cs(
+      ops, reinterpret_cast<void*>(1), reinterpret_cast<void*>(2),
+      [&](const std::string&, double) { ++checks; }, /*watched=*/true);
+  Work a = cs.launch("a", [](void*) {});
+  Work b = cs.launch("b", [](void*) {});
+  EXPECT_EQ(CommStreams::watched_in_flight(), 2);
+  void* ev = a.device_event();
+  a = Work();  // the caller is done with the handle; the watchdog still holds the event
+  EXPECT_FALSE(ops.destroyed(ev));
+  ops.complete(ev);
+  ops.complete(b.device_event());
+  EXPECT_TRUE(eventually([] { return CommStreams::watched_in_flight() == 0; }));
+  EXPECT_TRUE(ops.destroyed(ev)) << "the completion event outlived both its holders";
+  EXPECT_EQ(checks.load(), 0);
+  EXPECT_TRUE(b.done());
+  // The watchdog thread made the launching thread's device its own before polling (a thread
+  // without one would make a context on GPU 0).
+  EXPECT_EQ(ops.set_devices(), std::vector<int>{7});
+}
+
+TEST(CommStreamsWatchdog, UnwatchForgetsTheOperationsAndStopsTheChecks) {
+  ThreadSafeStreams ops;
+  std::atomic<int> checks{0};
+  CommStreams cs(
+      ops, reinterpret_cast<void*>(1), reinterpret_cast<void*>(2),
+      [&](const std::string&, double) { ++checks; }, /*watched=*/true);
+  Work w = cs.launch("stuck", [](void*) {});
+  ASSERT_TRUE(eventually([&] { return checks.load() > 0; }));
+  cs.unwatch();  // what a communicator's destructor does before it frees what the check uses
+  EXPECT_EQ(CommStreams::watched_in_flight(), 0);
+  const int after = checks.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(checks.load(), after) << "a check ran after unwatch returned";
+  Work later = cs.launch("later", [](void*) {});
+  EXPECT_EQ(CommStreams::watched_in_flight(), 0) << "an unwatched object handed on an operation";
+}
+
+TEST(CommStreamsWatchdog, UnwatchedObjectsAreNotWatched) {
+  ThreadSafeStreams ops;
+  CommStreams cs(ops, reinterpret_cast<void*>(1), reinterpret_cast<void*>(2));
+  Work w = cs.launch("x", [](void*) {});
+  EXPECT_EQ(CommStreams::watched_in_flight(), 0);
+}
+
+// On a host context there is no stream to wait on: wait_in_stream waits on the host, and throws
+// what the operation's checks throw.
+TEST(CommStreamsWatchdog, WaitInStreamOnAHostContextWaitsOnTheHost) {
+  ExecContext host;
+  ThreadSafeStreams ops;
+  CommStreams cs(ops, reinterpret_cast<void*>(1), reinterpret_cast<void*>(2),
+                 [](const std::string& what, double waited) {
+                   if (waited > 0.05) throw Error(what + " timed out");
+                 });
+  Work done = cs.launch("done", [](void*) {});
+  ops.complete(done.device_event());
+  wait_in_stream(host, done);
+  EXPECT_TRUE(done.done());
+  Work stuck = cs.launch("stuck", [](void*) {});
+  EXPECT_THROW(wait_in_stream(host, stuck), Error);
+  wait_in_stream(host, Work::completed());
 }
 
 }  // namespace

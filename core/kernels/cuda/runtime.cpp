@@ -76,6 +76,12 @@ DeviceProps device_props(int index) {
 
 void set_device(int index) { CUDA_CHECK(cudaSetDevice(index)); }
 
+int current_device() {
+  int d = 0;
+  CUDA_CHECK(cudaGetDevice(&d));
+  return d;
+}
+
 void* stream_create() {
   cudaStream_t s = nullptr;
   CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -39,6 +39,7 @@ DeviceProps device_props(int index);
 
 // The calling thread's current device.
 void set_device(int index);
+int current_device();
 
 // Streams and events are opaque handles (cudaStream_t / cudaEvent_t).
 void* stream_create();  // non-blocking with respect to the legacy default stream
