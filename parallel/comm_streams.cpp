@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <list>
 #include <mutex>
 #include <thread>
@@ -49,16 +50,32 @@ class DeviceOpWatchdog {
     const CommStreams* owner;
     StreamOps* ops;
     int device;                  // the launching thread's
-    std::shared_ptr<void> done;  // the completion event
+    std::shared_ptr<void> done;  // the completion event; null while the launch is under way
     std::string what;
     std::chrono::steady_clock::time_point issued;
     CommStreams::Check check;
+    uint64_t id = 0;
   };
 
-  void add(Op op) {
+  // Returns the operation's id (for set_event and drop).
+  uint64_t add(Op op) {
     std::lock_guard<std::mutex> lock(mu_);
+    op.id = ++next_id_;
     ops_.push_back(std::move(op));
     if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+    return next_id_;
+  }
+
+  // The launch returned: from now on the operation is done when `done` fires.
+  void set_event(uint64_t id, std::shared_ptr<void> done) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Op& o : ops_)
+      if (o.id == id) o.done = std::move(done);
+  }
+
+  void drop(uint64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ops_.remove_if([id](const Op& o) { return o.id == id; });
   }
 
   void forget(const CommStreams* owner) {
@@ -99,7 +116,9 @@ class DeviceOpWatchdog {
             it->ops->set_device(it->device);
             device_ = it->device;
           }
-          finished = it->ops->event_query(it->done.get());
+          // A launch still under way (NCCL connects a channel or an algorithm on first use,
+          // inside the call, and waits there for the peers) is checked like a running one.
+          finished = it->done && it->ops->event_query(it->done.get());
           if (!finished && it->check)
             it->check(it->what, std::chrono::duration<double>(now - it->issued).count());
         } catch (const std::exception&) {
@@ -117,6 +136,7 @@ class DeviceOpWatchdog {
   std::list<Op> ops_;
   std::thread thread_;
   bool stop_ = false;
+  uint64_t next_id_ = 0;
   int device_ = -1;  // the watchdog thread's current device, once set
 };
 
@@ -149,12 +169,22 @@ Work CommStreams::launch(const std::string& what,
   std::shared_ptr<void> ready(ops->event_create(), deleter);
   ops->event_record(ready.get(), compute_);
   ops->stream_wait_event(comm_, ready.get());
-  launch(comm_);
-  std::shared_ptr<void> done(ops->event_create(), deleter);
-  ops->event_record(done.get(), comm_);
-  void* ev = done.get();
   Check check = check_;
   const auto issued = std::chrono::steady_clock::now();
+  // Watched from before the launch: the launch itself can wait for the peers.
+  const uint64_t id =
+      watched_ ? DeviceOpWatchdog::get().add({this, ops, device_, nullptr, what, issued, check})
+               : 0;
+  try {
+    launch(comm_);
+  } catch (...) {
+    if (id) DeviceOpWatchdog::get().drop(id);
+    throw;
+  }
+  std::shared_ptr<void> done(ops->event_create(), deleter);
+  ops->event_record(done.get(), comm_);
+  if (id) DeviceOpWatchdog::get().set_event(id, done);
+  void* ev = done.get();
   Work w = Work::polled([ops, ev, check, what, issued](bool block) {
     if (ops->event_query(ev)) return true;
     if (!block) return false;
@@ -173,7 +203,6 @@ Work CommStreams::launch(const std::string& what,
   struct Keep {
     std::shared_ptr<void> ready, done, hold;
   };
-  if (watched_) DeviceOpWatchdog::get().add({this, ops, device_, done, what, issued, check});
   auto keep = std::make_shared<Keep>(Keep{std::move(ready), std::move(done), std::move(hold)});
   w.attach(ev, std::move(keep));
   return w;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -93,6 +94,9 @@ class NcclCommunicator final : public Communicator {
     streams_.unwatch();
     for (auto* side : {&send_ch_, &recv_ch_})
       for (auto& [peer, ch] : *side) ch.streams->unwatch();
+    // Destroyed while an error unwinds: an operation may be waiting for a peer that will never
+    // come, so abort rather than wait for the streams (and never throw from here).
+    if (std::uncaught_exceptions() > 0 && !aborted_.exchange(true)) abort_all();
     const bool aborted = aborted_.load();
     for (auto* side : {&send_ch_, &recv_ch_})
       for (auto& [peer, ch] : *side) {
@@ -246,13 +250,18 @@ class NcclCommunicator final : public Communicator {
   }
 
   [[noreturn]] void fail(const std::string& message) {
-    if (!aborted_.exchange(true)) {
-      for (auto* side : {&send_ch_, &recv_ch_})
-        for (auto& [peer, ch] : *side) ncclCommAbort(ch.comm);
-      ncclCommAbort(comm_);
-    }
+    // The job's end first (it prints the message and ends every rank; an abort of the NCCL
+    // communicators can take a while when kernels are stuck, and the process is going anyway);
+    // without a fatal handler (tests) the communicators are aborted and the error thrown.
     if (fatal_) fatal_(message);
+    if (!aborted_.exchange(true)) abort_all();
     throw Error(message);
+  }
+
+  void abort_all() {
+    for (auto* side : {&send_ch_, &recv_ch_})
+      for (auto& [peer, ch] : *side) ncclCommAbort(ch.comm);
+    ncclCommAbort(comm_);
   }
 
   std::string peers() const {
@@ -286,6 +295,43 @@ class NcclCommunicator final : public Communicator {
   std::mutex mu_;
   std::atomic<bool> aborted_{false};
 };
+
+// NCCL connects a point-to-point channel on its first send or receive, inside that call, which
+// waits there for the peer's first call on the same channel. The pipeline posts a receive one
+// compute action ahead, so two stages could each wait in such a first call for the other (with
+// 1f1b on two stages and one micro-batch: stage 0 in its first receive of a gradient, stage 1 in
+// its first receive of an activation, which stage 0 sends only after its forward). One message
+// each way on every channel, all in one NCCL group, connects them all at creation instead,
+// where every stage takes part.
+void connect_channels(const NcclCommOptions& o, const std::set<int>& peers,
+                      std::map<int, ncclComm_t>& sends, std::map<int, ncclComm_t>& recvs) {
+  const size_t bytes = 2 * sizeof(int32_t) * peers.size();
+  void* buf = cuda::malloc_device(bytes);
+  BRAID_CHECK(buf != nullptr, "NCCL group '{}': out of device memory", o.name);
+  void* stream = cuda::stream_create();
+  cuda::memset_sync(buf, 0, bytes);
+  ncclGroupStart();
+  ncclResult_t first = ncclSuccess;
+  int32_t* slot = static_cast<int32_t*>(buf);
+  for (int q : peers) {
+    const ncclResult_t a =
+        ncclSend(slot, 1, ncclInt32, 1, sends[q], static_cast<cudaStream_t>(stream));
+    const ncclResult_t b =
+        ncclRecv(slot + 1, 1, ncclInt32, 0, recvs[q], static_cast<cudaStream_t>(stream));
+    if (first == ncclSuccess) first = a != ncclSuccess ? a : b;
+    slot += 2;
+  }
+  const ncclResult_t end = ncclGroupEnd();
+  if (first == ncclSuccess) first = end;
+  if (first == ncclSuccess) cuda::stream_synchronize(stream);
+  cuda::stream_destroy(stream);
+  cuda::free_device(buf);
+  if (first != ncclSuccess)
+    throw Error(
+        fmt::format("braid: rank {}: connecting the NCCL point-to-point channels of "
+                    "group '{}' failed: {}",
+                    o.world_rank, o.name, ncclGetErrorString(first)));
+}
 
 }  // namespace
 
@@ -352,6 +398,7 @@ std::unique_ptr<Communicator> make_nccl_communicator(Communicator& bootstrap,
           fmt::format("braid: rank {}: creating the NCCL point-to-point channels of group "
                       "'{}' failed: {}",
                       o.world_rank, o.name, ncclGetErrorString(first)));
+    connect_channels(o, peers, sends, recvs);
   }
   return std::make_unique<NcclCommunicator>(comm, bootstrap.world_ranks(), bootstrap.rank(), o,
                                             sends, recvs);

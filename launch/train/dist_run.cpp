@@ -1,10 +1,13 @@
 // run_train: self groups for one process, or World + mesh groups.
 #include "launch/train/dist_run.h"
 
+#include <fmt/ranges.h>
+
 #include "launch/train/trainer.h"
 #include "parallel/launch_info.h"
 #include "parallel/nccl_communicator.h"
 #include "parallel/routed_communicator.h"
+#include "parallel/watchdog.h"
 
 namespace braid {
 
@@ -49,10 +52,21 @@ struct DeviceGroups {
   MeshComms comms;
   std::vector<std::unique_ptr<Communicator>> owned;
 
-  DeviceGroups(World& world, const MeshComms& host, ExecContext& ctx, double timeout_s)
+  DeviceGroups(World& world, const MeshComms& host, ExecContext& ctx, double timeout_s,
+               double init_timeout_s)
       : comms(host) {
     auto route = [&](Communicator* h, bool p2p = false) -> Communicator* {
       if (h == nullptr) return nullptr;  // not a member (the embedding pair on middle stages)
+      // NCCL's start-up waits for every member (and its socket bootstrap without a limit):
+      // one that never arrives must not hang the others, as for the MPI groups.
+      Watchdog dog(
+          init_timeout_s,
+          fmt::format("braid: rank {}: start-up: creating the NCCL communicator of "
+                      "group '{}' (world ranks [{}]) did not finish within "
+                      "init_timeout_s = {} s; every member must reach start-up on "
+                      "its GPU; ending the job",
+                      world.rank(), h->name(), fmt::join(h->world_ranks(), ", "), init_timeout_s),
+          [&world](const std::string& m) { world.abort_job(m); });
       NcclCommOptions o;
       o.p2p_channels = p2p;  // the pipeline's sends and receives
       o.name = h->name();
@@ -93,23 +107,27 @@ void run_train(const RunConfig& cfg, const std::string& config_path, const Fault
   wo.timeout_s = pc.timeout_s;
   wo.init_timeout_s = pc.init_timeout_s;
   World world(nullptr, nullptr, wo);
+  // Outside the try: on an error the job ends (abort_job, in the catch) before the NCCL groups'
+  // destructors could wait for an operation whose peers will not come; on success they go first.
+  DistRun d;
+  std::optional<DeviceGroups> device_groups;
   try {
-    DistRun d;
     d.faults = faults;
     const MeshComms comms =
         world.build_mesh(Mesh::resolve(pc.dp_degree(), pc.tp, pc.pp, world.size()));
     // The device first: a GPU run's NCCL groups are built on this rank's GPU and stream.
-    d.device = place_rank_gpu(choose_rank_device(cfg), world.world());
+    d.device =
+        place_rank_gpu(agree_on_device(choose_rank_device(cfg), world.world()), world.world());
     const CommBackend backend = resolve_backend(cfg, d.device->device);
-    std::optional<DeviceGroups> device_groups;
     if (backend == CommBackend::Nccl) {
       d.ctx = make_context(d.device->device, cfg.data.seed, cfg.train.tf32);
-      device_groups.emplace(world, comms, *d.ctx, pc.timeout_s);
+      device_groups.emplace(world, comms, *d.ctx, pc.timeout_s, pc.init_timeout_s);
       d.dims = ParallelDims(world.world(), device_groups->comms, pc.sequence_parallel);
     } else {
       d.dims = ParallelDims(world.world(), comms, pc.sequence_parallel);
     }
     train(cfg, config_path, d);
+    device_groups.reset();  // before the context whose stream they order after
   } catch (const std::exception& e) {
     // The others may be inside a collective with this rank: end the whole job now, naming
     // the rank, instead of leaving them to the timeout.

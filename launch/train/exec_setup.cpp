@@ -1,6 +1,7 @@
 // ExecContext construction from the environment.
 #include "launch/train/exec_setup.h"
 
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include "launch/config/config.h"
 #include "parallel/gpu_placement.h"
 #include "parallel/launch_info.h"
+#include "parallel/scalar_reduce.h"
 
 namespace braid {
 
@@ -108,6 +110,28 @@ DeviceDecision place_rank_gpu(const DeviceDecision& d, Communicator& world) {
   const cuda::DeviceProps props = cuda::device_props(p.device);
   return {Device::cuda(p.device), fmt::format("cuda:{}, {} (UUID {}, PCI {}; {})", p.device,
                                               props.str(), props.uuid, props.pci_bus, p.how)};
+}
+
+DeviceDecision agree_on_device(const DeviceDecision& d, Communicator& world) {
+  const int gpu = d.device.is_cpu() ? 0 : 1;
+  const std::vector<int> any = all_max_ints(world, {gpu, 1 - gpu});
+  if (any[0] == 0 || any[1] == 0) return d;  // all on GPUs or all on CPUs
+  const std::vector<std::string> all =
+      gather_strings(world, (d.device.is_cpu() ? "C" : "G") + d.reason);
+  std::vector<std::string> cpu_ranks, gpu_ranks;
+  std::string why;
+  for (size_t r = 0; r < all.size(); ++r) {
+    const bool cpu = all[r].front() == 'C';
+    (cpu ? cpu_ranks : gpu_ranks).push_back(std::to_string(r));
+    if (cpu && why.empty()) why = all[r].substr(1);
+  }
+  if (world.rank() != 0)
+    user_error("the ranks chose different devices (this rank: {}); rank 0 lists them", d.reason);
+  user_error(
+      "the ranks chose different devices: ranks [{}] the CPU, as {}; ranks [{}] a GPU; "
+      "every rank must see a GPU (check the driver and CUDA_VISIBLE_DEVICES on those "
+      "nodes), or set train.device: cpu",
+      fmt::join(cpu_ranks, ", "), why, fmt::join(gpu_ranks, ", "));
 }
 
 std::unique_ptr<ExecContext> make_context(Device device, uint64_t seed, bool tf32) {

@@ -43,6 +43,13 @@ struct RunConfig;
 // train.device for `cfg`: choose_device with what the run needs (`braid train`).
 DeviceDecision choose_train_device(const RunConfig& cfg);
 
+// Several ranks: every rank must compute on the same kind of device. With train.device auto a
+// rank that sees no GPU (a node without its driver, an empty CUDA_VISIBLE_DEVICES) would go on
+// over MPI on its CPU while the others build NCCL groups, and the job would fail later naming
+// something else. Collective over `world`: returns `d` when all ranks chose a GPU or all the
+// CPU, else a UserError on every rank (rank 0's names the ranks on each side and why).
+DeviceDecision agree_on_device(const DeviceDecision& d, Communicator& world);
+
 // Several ranks on GPUs: this rank's GPU from its local rank among the visible GPUs
 // (parallel/gpu_placement.h; a host-name all-gather over `world` when the launcher gives no
 // local rank), a UserError when the node has fewer GPUs than ranks. The reason names the GPU

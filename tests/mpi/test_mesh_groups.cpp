@@ -1,6 +1,7 @@
 // Every mesh layout of the world size: the MPI groups match the pure Mesh functions.
 #include <gtest/gtest.h>
 
+#include "launch/train/exec_setup.h"
 #include "tests/mpi/mpi_test_util.h"
 
 namespace braid::test {
@@ -31,6 +32,33 @@ TEST(MeshGroups, EveryLayoutMatchesThePureMesh) {
         EXPECT_EQ(x.data<int32_t>()[0], sum) << mesh.str() << " " << mesh_group_name(g);
       }
     }
+}
+
+// A job whose ranks chose different kinds of device (one node without a visible GPU) stops at
+// start-up on every rank, rank 0 naming the ranks on each side; agreeing ranks go on.
+TEST(MeshGroups, RanksMustAgreeOnTheKindOfDevice) {
+  World& w = world();
+  const DeviceDecision cpu{Device::cpu(), "cpu (auto: no GPU is visible)"};
+  const DeviceDecision gpu{Device::cuda(0), "cuda:0, a test GPU (auto: a GPU is visible)"};
+  EXPECT_TRUE(agree_on_device(cpu, w.world()).device.is_cpu());
+  EXPECT_FALSE(agree_on_device(gpu, w.world()).device.is_cpu());
+  if (w.size() < 2) return;
+  const DeviceDecision& mine = w.rank() == w.size() - 1 ? cpu : gpu;  // the last rank sees none
+  try {
+    agree_on_device(mine, w.world());
+    ADD_FAILURE() << "ranks on a GPU and a CPU were let through";
+  } catch (const UserError& e) {
+    const std::string msg = e.what();
+    if (w.rank() == 0) {
+      EXPECT_NE(msg.find(fmt::format("ranks [{}] the CPU, as cpu (auto: no GPU is visible)",
+                                     w.size() - 1)),
+                std::string::npos)
+          << msg;
+      EXPECT_NE(msg.find("] a GPU"), std::string::npos) << msg;
+    } else {
+      EXPECT_NE(msg.find("rank 0 lists them"), std::string::npos) << msg;
+    }
+  }
 }
 
 TEST(MeshGroups, WrongWorldSizeIsAUserError) {

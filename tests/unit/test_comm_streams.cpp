@@ -279,6 +279,42 @@ TEST(CommStreamsWatchdog, ChecksAStuckOperationThatNoHostThreadWaitsFor) {
   EXPECT_THROW(w.wait(), Error);
 }
 
+// NCCL connects a channel on its first use inside the launch call, which waits there for the
+// peer: a peer that never comes must still end the job, so the watchdog checks a launch that has
+// not returned.
+TEST(CommStreamsWatchdog, ChecksALaunchThatDoesNotReturn) {
+  ThreadSafeStreams ops;
+  std::atomic<bool> timed_out{false};
+  std::mutex mu;
+  std::string what_seen;
+  CommStreams cs(
+      ops, reinterpret_cast<void*>(1), reinterpret_cast<void*>(2),
+      [&](const std::string& what, double waited) {
+        if (waited <= 0.1) return;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          what_seen = what;
+        }
+        timed_out = true;
+        throw Error(what + " timed out");
+      },
+      /*watched=*/true);
+  Work w = cs.launch("send(x) to group rank 1", [&](void*) {
+    // The first send on a channel, its peer never arriving: returns only once the watchdog has
+    // run the check past the timeout (or after 5 s, failing below).
+    eventually([&] { return timed_out.load(); });
+  });
+  EXPECT_TRUE(timed_out.load()) << "the watchdog did not check the launch in progress";
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(what_seen, "send(x) to group rank 1");
+  }
+  EXPECT_TRUE(eventually([] { return CommStreams::watched_in_flight() == 0; }));
+  // A launch that throws leaves nothing behind.
+  EXPECT_THROW(cs.launch("bad", [](void*) { throw Error("NCCL refused"); }), Error);
+  EXPECT_EQ(CommStreams::watched_in_flight(), 0);
+}
+
 TEST(CommStreamsWatchdog, LetsGoOfCompletedOperationsWithoutCheckingThem) {
   ThreadSafeStreams ops(/*device=*/7);  // no other test's device: the watchdog must switch
   std::atomic<int> checks{0};

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -210,7 +211,11 @@ struct P2pOp {
 
 // True when every stage's row runs to its end; false on a deadlock. Fails the test when two
 // transfers meet at the heads of their streams but are not the same message.
-bool completes_in_issue_order(const PipelineSchedule& ps, Fifos fifos) {
+// `connect_on_first_use`: NCCL sets up a channel's connection inside its first send or receive
+// there, and the calling host waits until the peer's first call on the same channel (braid
+// connects every pipeline channel when it creates them, so the executor never meets this).
+bool completes_in_issue_order(const PipelineSchedule& ps, Fifos fifos,
+                              bool connect_on_first_use = false) {
   const int p = ps.spec.stages, last = ps.num_virtual_stages() - 1;
   auto msg_of = [&](int s, const Action& a) -> Msg {
     const int vs = ps.virtual_stage(s, a.chunk);
@@ -238,30 +243,48 @@ bool completes_in_issue_order(const PipelineSchedule& ps, Fifos fifos) {
     const int src = op.send ? op.self : op.peer, dst = op.send ? op.peer : op.self;
     return p + 2 * (src * p + dst) + (op.send ? 0 : 1);
   };
+  // A channel side: its direction and whether it sends or receives.
+  auto side_of = [&](const P2pOp& op) {
+    const int src = op.send ? op.self : op.peer, dst = op.send ? op.peer : op.self;
+    return 2 * (src * p + dst) + (op.send ? 0 : 1);
+  };
+  std::set<int> entered;  // channel sides whose first call has been made
+  bool progress = true;
   std::vector<size_t> pc(static_cast<size_t>(p), 0);
   std::vector<std::map<Msg, bool>> posted(static_cast<size_t>(p)), done(static_cast<size_t>(p));
+  // False when the host waits in the call (a first use whose peer has not made its own yet).
   auto post = [&](int s, const Action& a) {
     const Msg m = msg_of(s, a);
-    if (posted[static_cast<size_t>(s)].count(m)) return;
-    posted[static_cast<size_t>(s)][m] = true;
+    if (posted[static_cast<size_t>(s)].count(m)) return true;
     const P2pOp op{is_send(a.type), s, a.peer, m};
+    if (connect_on_first_use) {
+      P2pOp other = op;
+      other.send = !op.send;
+      std::swap(other.self, other.peer);
+      if (entered.insert(side_of(op)).second) progress = true;
+      if (!entered.count(side_of(other))) return false;
+    }
+    posted[static_cast<size_t>(s)][m] = true;
     streams[stream_of(op)].push_back(op);
+    return true;
   };
-  bool progress = true;
   while (progress) {
     progress = false;
-    // Hosts: issue until a compute action waits for a receive that has not completed.
+    // Hosts: issue until a compute action waits for a receive that has not completed, or a call
+    // waits for its peer.
     for (int s = 0; s < p; ++s) {
       const auto& row = ps.stages[static_cast<size_t>(s)];
       size_t& i = pc[static_cast<size_t>(s)];
       while (i < row.size()) {
         const Action& a = row[i];
         if (is_compute(a.type)) {
+          bool waiting = false;
           for (size_t j = i + 1; j < row.size() && !is_compute(row[j].type); ++j)
             if (is_recv(row[j].type)) {
-              post(s, row[j]);
+              waiting = !post(s, row[j]);
               break;
             }
+          if (waiting) break;
           const int vs = ps.virtual_stage(s, a.chunk);
           bool ready = true;
           if (a.type == ActionType::Forward && vs > 0)
@@ -269,8 +292,8 @@ bool completes_in_issue_order(const PipelineSchedule& ps, Fifos fifos) {
           if (a.type == ActionType::Backward && vs < last)
             ready = done[static_cast<size_t>(s)].count(Msg{true, a.mb, vs}) > 0;
           if (!ready) break;
-        } else {
-          post(s, a);
+        } else if (!post(s, a)) {
+          break;
         }
         ++i;
         progress = true;
@@ -321,6 +344,21 @@ TEST(PipelineSchedule, NcclChannelsPerDirectedPairNeverDeadlock) {
     }
   EXPECT_FALSE(completes_in_issue_order(make(ScheduleKind::OneFOneB, 2, 2), Fifos::PerStage));
   EXPECT_FALSE(completes_in_issue_order(make(ScheduleKind::GPipe, 2, 1), Fifos::PerStage));
+}
+
+// Channels left to connect on their first use deadlock the defaults (1f1b, two stages, one
+// micro-batch): stage 0 waits in its first receive of a gradient, posted ahead of its forward,
+// and stage 1 in its first receive of an activation, which stage 0 sends after that forward.
+// That is why the NCCL communicator connects every channel when it creates them
+// (parallel/nccl_communicator.cpp, connect_channels), which the test above assumes.
+TEST(PipelineSchedule, NcclChannelsConnectedOnFirstUseDeadlock) {
+  EXPECT_FALSE(completes_in_issue_order(make(ScheduleKind::OneFOneB, 2, 1), Fifos::PerDirectedPair,
+                                        /*connect_on_first_use=*/true));
+  EXPECT_FALSE(completes_in_issue_order(make(ScheduleKind::GPipe, 4, 8), Fifos::PerDirectedPair,
+                                        /*connect_on_first_use=*/true));
+  // A schedule whose first calls on every channel meet: still completes.
+  EXPECT_TRUE(completes_in_issue_order(make(ScheduleKind::OneFOneB, 2, 4), Fifos::PerDirectedPair,
+                                       /*connect_on_first_use=*/true));
 }
 
 }  // namespace
