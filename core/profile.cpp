@@ -70,19 +70,26 @@ namespace {
 constexpr size_t kMaxPendingMarks = 1 << 16;
 }  // namespace
 
+// Never throws: it runs in KernelTimer's destructor, also while an op's error unwinds (after a
+// device fault recording an event fails too). A failed mark ends the device timeline; the fault
+// itself is reported by the op that met it.
 void Profiler::transition(int group_after) {
-  timeline_->mark();
-  mark_groups_.push_back(group_after);
-  if (mark_groups_.size() >= kMaxPendingMarks) drain_timeline();
+  if (timeline_failed_) return;
+  try {
+    timeline_->mark();
+    mark_groups_.push_back(group_after);
+    if (mark_groups_.size() >= kMaxPendingMarks) drain_timeline();
+  } catch (const std::exception&) {
+    timeline_failed_ = true;
+  }
 }
 
 void Profiler::drain_timeline() const {
-  if (!timeline_ || timeline_->pending() == 0) return;
+  if (!timeline_ || timeline_failed_ || timeline_->pending() == 0) return;
   const std::vector<double> gaps = timeline_->drain();
   for (size_t i = 0; i < gaps.size() && i < mark_groups_.size(); ++i) {
     const int g = mark_groups_[i];
-    if (g != kNone)
-      ns_[g].fetch_add(std::llround(gaps[i] * 1e9), std::memory_order_relaxed);
+    if (g != kNone) ns_[g].fetch_add(std::llround(gaps[i] * 1e9), std::memory_order_relaxed);
   }
   const int last = mark_groups_.empty() ? kNone : mark_groups_.back();
   mark_groups_.assign(1, last);

@@ -91,6 +91,7 @@ class Profiler {
   std::unique_ptr<DeviceTimeline> timeline_;
   // Per pending mark, the group charged from it to the next one (kNone: no scope open).
   mutable std::vector<int> mark_groups_;
+  bool timeline_failed_ = false;  // a mark failed (a device fault): the timeline is off
 };
 
 class KernelTimer {

@@ -80,8 +80,10 @@ Tensor ZeroAdamW::update_target(const Segment& s) {
 
 double ZeroAdamW::dp_grad_norm() {
   KernelTimer timer(ctx_.profiler(), KernelGroup::Optimizer);
-  double sq = 0.0;
-  for (size_t b = 0; b < shards_.size(); ++b) sq += sum_squares(ctx_, buckets_.shard(b));
+  std::vector<Tensor> shards;
+  for (size_t b = 0; b < shards_.size(); ++b) shards.push_back(buckets_.shard(b));
+  double sq = 0.0;  // in bucket order, as before: one wait on a GPU instead of one per bucket
+  for (const double x : sum_squares_each(ctx_, shards)) sq += x;
   return std::sqrt(all_sum_doubles(buckets_.comm(), {sq})[0]);
 }
 

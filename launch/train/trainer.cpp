@@ -32,13 +32,12 @@ StepInfo train_step(TrainRun& run, int64_t step, const std::string& last_checkpo
   s.step = step + 1;
   run.model->zero_grad();
   if (run.loader->epoch_mode())
-    s.epoch = run.loader->with_epochs([&](EpochStream& e) {
-      return e.locate(step * run.loader->global_batch()).first + 1;
-    });
+    s.epoch = run.loader->with_epochs(
+        [&](EpochStream& e) { return e.locate(step * run.loader->global_batch()).first + 1; });
   for (Batch& b : run.micro) b = run.loader->next();
   dp.begin_step(cfg.data.grad_accum);
-  s.pipeline =
-      run.model->step(run.micro, run.step_grad_scale(run.micro) * opt.loss_scale(), [&](MicroBatch& mb, int m) {
+  s.pipeline = run.model->step(
+      run.micro, run.step_grad_scale(run.micro) * opt.loss_scale(), [&](MicroBatch& mb, int m) {
         // By the global micro-batch index: every layout draws the
         // same dropout masks.
         mb.dropout_seed = micro_batch_dropout_seed(cfg.data.seed, step,
@@ -70,6 +69,8 @@ StepInfo train_step(TrainRun& run, int64_t step, const std::string& last_checkpo
     opt.clip(s.grad_norm, cfg.optim.grad_clip);
     opt.step(s.lr);
   }
+  // On a GPU the optimizer's kernels are only queued: the step ends when the device is done.
+  run.ctx->stream().synchronize();
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   s.kernels = run.ctx->profiler().times() - k0;
   return s;

@@ -71,9 +71,10 @@ TEST_F(GpuQuantize, WideBlocksAndAZeroBlockMatchCpuBitForBit) {
   }
 }
 
+// f16 activations (train.precision: fp16 with a quantised base) take the f32 GEMM on both.
 TEST_F(GpuQuantize, QuantisedLinearMatchesCpu) {
   const int64_t N = 17, IN = 320, OUT = 129;
-  for (DType dt : {DType::F32, DType::BF16}) {
+  for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
     const Tensor w = random_host({OUT, IN}, DType::F32, 7, -0.1f, 0.1f);
     const QuantizedWeight qc = quantize_weight(cpu(), w, QuantCode::Nf4, 64, true);
     const QuantizedWeight qg = quantize_weight(gpu(), up(w), QuantCode::Nf4, 64, true);

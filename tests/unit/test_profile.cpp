@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/error.h"
 #include "core/profile.h"
 
 namespace braid {
@@ -106,6 +107,39 @@ class FakeTimeline final : public DeviceTimeline {
   std::vector<double> marks_;
 };
 
+// After a device fault recording an event fails too; the scopes that close while the op's own
+// error unwinds must not throw again (that would end the process in std::terminate, hiding the
+// fault), and the timeline stays off afterwards.
+class FailingTimeline final : public DeviceTimeline {
+ public:
+  void mark() override {
+    ++calls;
+    if (fail) throw Error("cudaEventRecord: an illegal memory access was encountered");
+  }
+  size_t pending() const override { return 0; }
+  std::vector<double> drain() override { return {}; }
+  bool fail = false;
+  int calls = 0;
+};
+
+TEST(Profile, AFailingDeviceMarkNeverThrowsFromAScope) {
+  Profiler prof;
+  auto timeline = std::make_unique<FailingTimeline>();
+  FailingTimeline* fake = timeline.get();
+  prof.use_device_timeline(std::move(timeline));
+  try {
+    KernelTimer outer(prof, KernelGroup::LmHead);
+    fake->fail = true;
+    throw Error("the op's own error");  // ~KernelTimer runs while this unwinds
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "the op's own error");
+  }
+  const int after = fake->calls;
+  { KernelTimer again(prof, KernelGroup::Gemm); }
+  EXPECT_EQ(fake->calls, after) << "the timeline was used after a failed mark";
+  EXPECT_NO_THROW(prof.times());
+}
+
 // With a device timeline, the split comes from the marks (device time), not the host clock:
 // the same exclusive nesting, measured between scope transitions.
 TEST(Profile, DeviceTimelineChargesTheGapsBetweenMarks) {
@@ -122,11 +156,11 @@ TEST(Profile, DeviceTimelineChargesTheGapsBetweenMarks) {
       clock += 4.0;
     }  // mark at 105: back to elementwise
     clock += 2.0;
-  }  // mark at 107: no scope
+  }               // mark at 107: no scope
   clock += 50.0;  // outside any scope: charged to nobody
   {
     KernelTimer absorbing(prof, KernelGroup::LmHead, Nested::Absorb);  // mark at 157
-    KernelTimer nested(prof, KernelGroup::Gemm);                        // absorbed: no mark
+    KernelTimer nested(prof, KernelGroup::Gemm);                       // absorbed: no mark
     clock += 8.0;
   }  // mark at 165
   const KernelTimes t = prof.times();

@@ -130,7 +130,8 @@ bool run_gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N
                     alignment(A),
                     alignment(B),
                     alignment(C),
-                    bias ? static_cast<int>(bias_dtype) : -1};
+                    bias ? static_cast<int>(bias_dtype) : -1,
+                    bias ? alignment(bias) : 0};
   auto it = st.plans.find(key);
   if (it == st.plans.end()) {
     GemmPlanCache p;
@@ -154,6 +155,9 @@ bool run_gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N
           cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
       CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt,
                                                   sizeof(bt)));
+      // Before the search: it judges the bias's alignment from the pointer it is given.
+      CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                  sizeof(bias)));
     }
     const cudaDataType_t ab = cuda_type(ab_dtype), ct = cuda_type(c_dtype);
     // The first operand (B^T as stored): rows x cols in column-major terms.

@@ -24,11 +24,12 @@ struct GemmKey {
   // for aligned operands may refuse, or misread, a view that starts mid-row.
   int align_a, align_b, align_c;
   // The bias epilogue (a per-output-column vector added in f32 before C is rounded): -1 none,
-  // else the bias dtype.
+  // else the bias dtype; and the bias pointer's alignment (the algorithm search reads it).
   int bias = -1;
+  int align_bias = 0;
   auto tie() const {
     return std::tie(ta, tb, m, n, k, lda, ldb, ldc, ab, c, beta_zero, tf32, align_a, align_b,
-                    align_c, bias);
+                    align_c, bias, align_bias);
   }
   bool operator<(const GemmKey& o) const { return tie() < o.tie(); }
 };

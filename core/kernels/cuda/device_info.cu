@@ -15,19 +15,30 @@ __global__ void axpy_kernel(int n, float a, const float* x, float* y) {
 std::string smoke_test(int n) {
   float *x = nullptr, *y = nullptr;
   const size_t bytes = sizeof(float) * static_cast<size_t>(n);
-  if (cudaMalloc(&x, bytes) != cudaSuccess || cudaMalloc(&y, bytes) != cudaSuccess)
+  if (cudaMalloc(&x, bytes) != cudaSuccess) return "cudaMalloc failed";
+  if (cudaMalloc(&y, bytes) != cudaSuccess) {
+    cudaFree(x);
     return "cudaMalloc failed";
+  }
   float* hx = new float[n];
   float* hy = new float[n];
-  for (int i = 0; i < n; ++i) { hx[i] = static_cast<float>(i); hy[i] = 1.0f; }
+  for (int i = 0; i < n; ++i) {
+    hx[i] = static_cast<float>(i);
+    hy[i] = 1.0f;
+  }
   cudaMemcpy(x, hx, bytes, cudaMemcpyHostToDevice);
   cudaMemcpy(y, hy, bytes, cudaMemcpyHostToDevice);
   axpy_kernel<<<(n + 255) / 256, 256>>>(n, 2.0f, x, y);
-  cudaError_t err = cudaMemcpy(hy, y, bytes, cudaMemcpyDeviceToHost);
+  // A launch that cannot run (no machine code or PTX for this GPU) says so here, not as a wrong
+  // value below.
+  cudaError_t err = cudaGetLastError();
   std::string result;
-  if (err != cudaSuccess) result = cudaGetErrorString(err);
+  if (err != cudaSuccess) result = std::string("kernel launch: ") + cudaGetErrorString(err);
+  err = cudaMemcpy(hy, y, bytes, cudaMemcpyDeviceToHost);
+  if (result.empty() && err != cudaSuccess) result = cudaGetErrorString(err);
   for (int i = 0; i < n && result.empty(); ++i)
-    if (hy[i] != 1.0f + 2.0f * static_cast<float>(i)) result = "wrong value at " + std::to_string(i);
+    if (hy[i] != 1.0f + 2.0f * static_cast<float>(i))
+      result = "wrong value at " + std::to_string(i);
   delete[] hx;
   delete[] hy;
   cudaFree(x);

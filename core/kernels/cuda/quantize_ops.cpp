@@ -22,10 +22,23 @@ QuantTable table_of(QuantCode code) {
   return q;
 }
 
+// Quantised values in and out: f32 or bf16, as on the CPU.
 void check_values(const Tensor& t, const char* op, const char* name) {
   BRAID_CHECK(t.defined() && (t.dtype() == DType::F32 || t.dtype() == DType::BF16),
               "{}: {} is {}, expected f32/bf16", op, name, t.defined() ? t.str() : "undefined");
 }
+
+// A quantised linear layer's activations: any float dtype, as on the CPU.
+void check_activations(const Tensor& t, const char* op, const char* name) {
+  BRAID_CHECK(t.defined() &&
+                  (t.dtype() == DType::F32 || t.dtype() == DType::BF16 || t.dtype() == DType::F16),
+              "{}: {} is {}, expected f32/bf16/f16", op, name, t.defined() ? t.str() : "undefined");
+}
+
+// The dtype the weight is read back in for activations of dtype `act`: bf16 GEMMs take it in
+// bf16; f32 and f16 activations multiply an f32 weight (the GEMM widens f16 activations and
+// rounds the output once), as the CPU's quantised linear does.
+DType weight_dtype(DType act) { return act == DType::BF16 ? DType::BF16 : DType::F32; }
 
 // w read back whole in `dt` (f32 or bf16), in workspace.
 Tensor read_back(ExecContext& ctx, const QuantizedWeight& w, DType dt, const char* op) {
@@ -64,16 +77,16 @@ void dequantize_blockwise(ExecContext& ctx, Tensor& y, const Tensor& q, const Te
 void linear_forward_quantized(ExecContext& ctx, Tensor& y, const Tensor& x,
                               const QuantizedWeight& w, const Tensor& b) {
   const char* op = "linear_forward_quantized";
-  check_values(x, op, "x");
-  const Tensor wd = read_back(ctx, w, x.dtype(), op);
+  check_activations(x, op, "x");
+  const Tensor wd = read_back(ctx, w, weight_dtype(x.dtype()), op);
   cuda::linear_forward(ctx, y, x, wd, b);
 }
 
 void linear_backward_input_quantized(ExecContext& ctx, Tensor& dx, const Tensor& dy,
                                      const QuantizedWeight& w, bool accumulate) {
   const char* op = "linear_backward_input_quantized";
-  check_values(dy, op, "dy");
-  const Tensor wd = read_back(ctx, w, dy.dtype(), op);
+  check_activations(dy, op, "dy");
+  const Tensor wd = read_back(ctx, w, weight_dtype(dy.dtype()), op);
   cuda::linear_backward_input(ctx, dx, dy, wd, accumulate);
 }
 
