@@ -50,6 +50,7 @@ void memset_sync(void*, int, size_t) { absent(); }
 bool is_device_pointer(const void*) { return false; }
 int pending_kernel_count() { return -1; }
 void set_allow_tf32(ExecContext&, bool) {}
+void set_deterministic(ExecContext&, bool) {}
 void upload_small(ExecContext&, Tensor&, const Tensor&) { absent(); }
 
 }  // namespace braid::cuda

@@ -34,6 +34,7 @@ struct TrainConfig {
   LossScaleConfig loss_scale;  // fp16 only
   DeviceChoice device = DeviceChoice::Auto;
   bool tf32 = false;
+  bool deterministic = true;
 
   template <class V>
   void visit(V& v) {
@@ -62,6 +63,12 @@ struct TrainConfig {
     v("tf32", tf32,
       "On a GPU, let fp32 GEMMs use TF32 tensor cores (10-bit mantissa inputs, fp32 "
       "accumulation): faster, not bit-comparable with the CPU. Ignored on the CPU.");
+    v("deterministic", deterministic,
+      "On a GPU, run cuDNN's attention backward in its deterministic order, so two runs of a "
+      "config, and a resumed run, give the same losses bit for bit (every other GPU kernel of "
+      "braid is deterministic anyway); false lets cuDNN add its gradient parts in any order, "
+      "faster and with less workspace, at the cost of the last bits. Ignored on the CPU, "
+      "which is always deterministic.");
   }
   void validate() const {
     if (steps < 1) config_error("steps", "steps is {}; expected >= 1", steps);

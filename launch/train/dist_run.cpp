@@ -120,7 +120,8 @@ void run_train(const RunConfig& cfg, const std::string& config_path, const Fault
         place_rank_gpu(agree_on_device(choose_rank_device(cfg), world.world()), world.world());
     const CommBackend backend = resolve_backend(cfg, d.device->device);
     if (backend == CommBackend::Nccl) {
-      d.ctx = make_context(d.device->device, cfg.data.seed, cfg.train.tf32);
+      d.ctx =
+          make_context(d.device->device, cfg.data.seed, cfg.train.tf32, cfg.train.deterministic);
       device_groups.emplace(world, comms, *d.ctx, pc.timeout_s, pc.init_timeout_s);
       d.dims = ParallelDims(world.world(), device_groups->comms, pc.sequence_parallel);
     } else {

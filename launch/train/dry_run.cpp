@@ -137,12 +137,11 @@ void dry_run(const RunConfig& cfg_in) {
       choose_device(cfg.train.device, "train.device",
                     cfg.lora.enabled() && cfg.lora.base_quant != BaseQuant::None);
   std::unique_ptr<ExecContext> ctx_owner =
-      make_context(device.device, cfg.data.seed, cfg.train.tf32);
+      make_context(device.device, cfg.data.seed, cfg.train.tf32, cfg.train.deterministic);
   ExecContext& ctx = *ctx_owner;
   // As the trainer builds it (launch/train/rank_model.cpp): the quantised base replaces the
   // full-precision one before the optimizer converts the rest to the compute dtype.
-  const std::unique_ptr<Transformer> model_owner =
-      build_model(ctx, cfg, BlockRange{}, "", {}, 0);
+  const std::unique_ptr<Transformer> model_owner = build_model(ctx, cfg, BlockRange{}, "", {}, 0);
   Transformer& model = *model_owner;
   std::unique_ptr<Optimizer> opt = dry_run_optimizer(ctx, cfg, model.parameters());
   const Held now = held(model);

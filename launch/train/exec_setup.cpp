@@ -134,13 +134,15 @@ DeviceDecision agree_on_device(const DeviceDecision& d, Communicator& world) {
       fmt::join(cpu_ranks, ", "), why, fmt::join(gpu_ranks, ", "));
 }
 
-std::unique_ptr<ExecContext> make_context(Device device, uint64_t seed, bool tf32) {
+std::unique_ptr<ExecContext> make_context(Device device, uint64_t seed, bool tf32,
+                                          bool deterministic) {
   if (device.is_cpu()) return make_cpu_context(seed);
   ExecOptions o;
   o.device = device;
   o.seed = seed;
   auto ctx = std::make_unique<ExecContext>(std::move(o));
   cuda::set_allow_tf32(*ctx, tf32);
+  cuda::set_deterministic(*ctx, deterministic);
   return ctx;
 }
 

@@ -57,7 +57,9 @@ DeviceDecision agree_on_device(const DeviceDecision& d, Communicator& world);
 DeviceDecision place_rank_gpu(const DeviceDecision& d, Communicator& world);
 
 // A context on `device`: the CPU's as make_cpu_context, a GPU's with its own stream and
-// caching allocator (and TF32 for f32 GEMMs when `tf32`).
-std::unique_ptr<ExecContext> make_context(Device device, uint64_t seed = 0, bool tf32 = false);
+// caching allocator (and TF32 for f32 GEMMs when `tf32`; cuDNN attention's backward in its
+// deterministic order unless `deterministic` is false).
+std::unique_ptr<ExecContext> make_context(Device device, uint64_t seed = 0, bool tf32 = false,
+                                          bool deterministic = true);
 
 }  // namespace braid

@@ -125,7 +125,9 @@ TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
                    "document-masked attention runs on the CPU only; this run is on {}. Set "
                    "data.packing: false (one sample per sequence) or train.device: cpu",
                    device_choice.reason);
-  if (!ctx) ctx = make_context(device_choice.device, cfg.data.seed, cfg.train.tf32);
+  if (!ctx)
+    ctx =
+        make_context(device_choice.device, cfg.data.seed, cfg.train.tf32, cfg.train.deterministic);
   // Weights in every layout come from whole tensors: run.init_from's before the split, a
   // resumed checkpoint's cut to each rank's part.
   model = std::make_unique<RankModel>(*ctx, cfg,

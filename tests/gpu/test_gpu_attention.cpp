@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/kernels/attention.h"
+#include "core/kernels/cuda/cuda_kernels.h"
 #include "core/kernels/cuda/cudnn_attention.h"
 #include "tests/gpu/gpu_test_util.h"
 
@@ -143,6 +144,35 @@ TEST_P(GpuAttention, CudnnTakesTrainingShapesAndDeclinesDecoding) {
     EXPECT_TRUE(close(od, od_c, atol(dt), rtol(dt))) << "decoding step, " << tk << " keys";
   }
   EXPECT_EQ(cuda::cudnn_attention_calls(gpu()), calls) << "cuDNN took a decoding step";
+}
+
+// train.deterministic (on by default): cuDNN's backward run twice on the same inputs gives the
+// same bits, at a size where its gradient parts come from many thread blocks.
+TEST_P(GpuAttention, CudnnBackwardRepeatsBitForBit) {
+  const DType dt = GetParam();
+  const std::string status = cuda::cudnn_status();
+  if (dt == DType::F32 || status.rfind("cuDNN fused", 0) != 0)
+    GTEST_SKIP() << "cuDNN attention takes 16-bit storage only; here: " << status;
+  cuda::set_cudnn_attention(gpu(), true);
+  cuda::set_deterministic(gpu(), true);
+  const int64_t B = 4, T = 1024, Hq = 8, Hkv = 8, D = 64;
+  const Shape qs{B, T, Hq, D}, ks{B, T, Hkv, D}, ls{B, Hq, T};
+  const Tensor q = up(random_host(qs, dt, 71, -2.0f, 2.0f)),
+               k = up(random_host(ks, dt, 72, -2.0f, 2.0f)), v = up(random_host(ks, dt, 73)),
+               dout = up(random_host(qs, dt, 74));
+  Tensor out = poisoned(qs, dt), lse = poisoned(ls, DType::F32);
+  attention_forward(gpu(), out, lse, q, k, v);
+  Tensor first[3] = {poisoned(qs, dt), poisoned(ks, dt), poisoned(ks, dt)};
+  const int64_t calls = cuda::cudnn_attention_calls(gpu());
+  attention_backward(gpu(), first[0], first[1], first[2], dout, q, k, v, out, lse);
+  ASSERT_EQ(cuda::cudnn_attention_calls(gpu()), calls + 1) << "cuDNN took no backward: " << status;
+  for (int run = 0; run < 3; ++run) {
+    Tensor again[3] = {poisoned(qs, dt), poisoned(ks, dt), poisoned(ks, dt)};
+    attention_backward(gpu(), again[0], again[1], again[2], dout, q, k, v, out, lse);
+    for (int i = 0; i < 3; ++i)
+      ASSERT_TRUE(same_bytes(again[i], first[i].to_host())) << "gradient "
+                                                            << "qkv"[i] << ", run " << run;
+  }
 }
 
 // 16-bit q, k, v with f32 outputs and gradients (the f32 staging path), and a view whose start

@@ -101,6 +101,9 @@ CudaState& state_of(ExecContext& ctx) {
 }
 
 void set_allow_tf32(ExecContext& ctx, bool allow) { state_of(ctx).allow_tf32 = allow; }
+void set_deterministic(ExecContext& ctx, bool deterministic) {
+  state_of(ctx).deterministic = deterministic;
+}
 
 namespace {
 

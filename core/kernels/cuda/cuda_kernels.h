@@ -26,6 +26,9 @@ namespace braid::cuda {
 int pending_kernel_count();
 // f32 GEMMs on TF32 tensor cores on this context (train.tf32; core/kernels/cuda/blas.cpp).
 void set_allow_tf32(ExecContext& ctx, bool allow);
+// cuDNN's attention backward in its deterministic order on this context (train.deterministic;
+// on by default; braid's own kernels are always deterministic).
+void set_deterministic(ExecContext& ctx, bool deterministic);
 // dst (on the context's GPU) = src (host), queued on the context's stream from a page-locked
 // staging slot (core/kernels/cuda/upload.cpp), so the call returns without waiting for the
 // driver or the GPU. For small tensors (token batches): copies above 4 MiB go straight from src.

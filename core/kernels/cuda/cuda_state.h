@@ -70,6 +70,7 @@ class CudaState final : public BackendState {
   Tensor workspace;  // cuBLASLt's scratch, from the context's allocator
   std::map<GemmKey, GemmPlanCache> plans;
   bool allow_tf32 = false;
+  bool deterministic = true;  // cuDNN attention's backward in its deterministic order
   // Attention through cuDNN where it takes the case (cudnn_attention.h); BRAID_CUDNN_ATTENTION=0
   // in the environment starts it off.
   bool cudnn_attention = true;

@@ -95,7 +95,8 @@ struct Key {
   bool backward;
   int64_t B, Tq, Tk, Hq, Hkv, D;
   DType dtype;
-  auto tie() const { return std::tie(backward, B, Tq, Tk, Hq, Hkv, D, dtype); }
+  bool deterministic;  // the backward's order (train.deterministic); false in forward keys
+  auto tie() const { return std::tie(backward, B, Tq, Tk, Hq, Hkv, D, dtype, deterministic); }
   bool operator<(const Key& o) const { return tie() < o.tie(); }
 };
 
@@ -181,7 +182,8 @@ const Graph& graph_for(ExecContext& ctx, Cache& c, const Key& key) {
     auto opts = fe::graph::SDPA_backward_attributes()
                     .set_name("sdpa_backward")
                     .set_attn_scale(scale)
-                    .set_causal_mask_bottom_right(true);
+                    .set_causal_mask_bottom_right(true)
+                    .set_deterministic_algorithm(key.deterministic);
     auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, dout, stats, opts);
     as_bhtd_output(dq, kDQ, B, Tq, Hq, D);
     as_bhtd_output(dk, kDK, B, Tk, Hkv, D);
@@ -219,7 +221,9 @@ const Graph* usable(ExecContext& ctx, bool backward, const Tensor& q, const Tens
   // heuristics and plan building take 0.1-1 s), so braid's kernel, which needs no plan, takes it.
   if (q.dim(1) != k.dim(1)) return nullptr;
   if (!library().error.empty()) return nullptr;
-  const Key key{backward, q.dim(0), q.dim(1), k.dim(1), q.dim(2), k.dim(2), q.dim(3), dt};
+  const Key key{backward, q.dim(0), q.dim(1),
+                k.dim(1), q.dim(2), k.dim(2),
+                q.dim(3), dt,       backward && st.deterministic};
   try {
     Cache& c = cache_of(ctx);
     if (!c.handle) return nullptr;
