@@ -100,13 +100,20 @@ TEST_P(GpuAttention, ForwardAndBackwardMatchCpu) {
     std::printf("cuDNN attention not available: %s\n", status.c_str());
 }
 
+// "" when cuDNN attention can take `dt` on this machine, else why not (a skip reason).
+std::string cudnn_unavailable(DType dt) {
+  const std::string status = cuda::cudnn_status();
+  if (dt == DType::F32 || status.rfind("cuDNN fused", 0) != 0)
+    return "cuDNN attention takes 16-bit storage only; here: " + status;
+  return "";
+}
+
 // cuDNN takes a training shape in both directions (counted one call each) and declines a
 // decoding step (fewer queries than keys), whatever the cache length; the results match the CPU.
 TEST_P(GpuAttention, CudnnTakesTrainingShapesAndDeclinesDecoding) {
   const DType dt = GetParam();
+  if (const std::string why = cudnn_unavailable(dt); !why.empty()) GTEST_SKIP() << why;
   const std::string status = cuda::cudnn_status();
-  if (dt == DType::F32 || status.rfind("cuDNN fused", 0) != 0)
-    GTEST_SKIP() << "cuDNN attention takes 16-bit storage only; here: " << status;
   cuda::set_cudnn_attention(gpu(), true);
   const int64_t B = 2, T = 160, Hq = 4, Hkv = 2, D = 64;
   const Shape qs{B, T, Hq, D}, ks{B, T, Hkv, D}, ls{B, Hq, T};
@@ -150,9 +157,8 @@ TEST_P(GpuAttention, CudnnTakesTrainingShapesAndDeclinesDecoding) {
 // same bits, at a size where its gradient parts come from many thread blocks.
 TEST_P(GpuAttention, CudnnBackwardRepeatsBitForBit) {
   const DType dt = GetParam();
+  if (const std::string why = cudnn_unavailable(dt); !why.empty()) GTEST_SKIP() << why;
   const std::string status = cuda::cudnn_status();
-  if (dt == DType::F32 || status.rfind("cuDNN fused", 0) != 0)
-    GTEST_SKIP() << "cuDNN attention takes 16-bit storage only; here: " << status;
   cuda::set_cudnn_attention(gpu(), true);
   cuda::set_deterministic(gpu(), true);
   const int64_t B = 4, T = 1024, Hq = 8, Hkv = 8, D = 64;
