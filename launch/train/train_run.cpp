@@ -119,12 +119,6 @@ TrainRun::TrainRun(const RunConfig& cfg_in, const std::string& config_path_in,
   } else {
     device_choice = choose_train_device(cfg);
   }
-  BRAID_USER_CHECK(device_choice.device.is_cpu() || !cfg.data.packing ||
-                       !fs::exists(data_dir / "train.flags.bin"),
-                   "data.packing: true packs several samples per sequence, and its "
-                   "document-masked attention runs on the CPU only; this run is on {}. Set "
-                   "data.packing: false (one sample per sequence) or train.device: cpu",
-                   device_choice.reason);
   if (!ctx)
     ctx =
         make_context(device_choice.device, cfg.data.seed, cfg.train.tf32, cfg.train.deterministic);

@@ -260,6 +260,56 @@ TEST_P(GpuAttention, PackedQkvMatchesCpu) {
   cuda::set_cudnn_attention(gpu(), true);  // the default again
 }
 
+// Packed samples (data.packing): each sample attends within itself. The GPU runs braid's kernel
+// once per sample (with cuDNN allowed: it must not take them); against the CPU's one-pass
+// document masking, for split q, k, v with grouped heads and a sliding window, and for GPT-2's
+// packed qkv.
+TEST_P(GpuAttention, PackedSamplesMatchCpu) {
+  const DType dt = GetParam();
+  cuda::set_cudnn_attention(gpu(), true);
+  const int64_t B = 2, T = 50, Hq = 4, Hkv = 2, D = 64;
+  Tensor starts = Tensor::empty({B, T}, DType::I32);  // row 0: [0, 17) [17, 40) [40, 50); row 1
+  for (int64_t t = 0; t < T; ++t) {
+    starts.i32()[t] = t < 17 ? 0 : t < 40 ? 17 : 40;
+    starts.i32()[T + t] = t < 1 ? 0 : 1;  // [0, 1) [1, 50)
+  }
+  const Shape qs{B, T, Hq, D}, ks{B, T, Hkv, D}, ls{B, Hq, T};
+  for (const int64_t window : {int64_t{0}, int64_t{9}}) {
+    const Tensor q = random_host(qs, dt, 91, -2.0f, 2.0f), k = random_host(ks, dt, 92, -2.0f, 2.0f);
+    const Tensor v = random_host(ks, dt, 93), dout = random_host(qs, dt, 94);
+    Tensor out_c = Tensor::empty(qs, dt), lse_c = Tensor::empty(ls);
+    attention_forward(cpu(), out_c, lse_c, q, k, v, window, starts);
+    Tensor out = poisoned(qs, dt), lse = poisoned(ls, DType::F32);
+    const int64_t calls = cuda::cudnn_attention_calls(gpu());
+    attention_forward(gpu(), out, lse, up(q), up(k), up(v), window, starts);
+    EXPECT_TRUE(close(out, out_c, atol(dt), rtol(dt))) << "window " << window;
+    EXPECT_TRUE(close(lse, lse_c, 2e-5, 2e-5)) << "window " << window;
+    Tensor dq_c = Tensor::empty(qs, dt), dk_c = Tensor::empty(ks, dt), dv_c = Tensor::empty(ks, dt);
+    attention_backward(cpu(), dq_c, dk_c, dv_c, dout, q, k, v, out_c, lse_c, window, starts);
+    Tensor dq = poisoned(qs, dt), dk = poisoned(ks, dt), dv = poisoned(ks, dt);
+    attention_backward(gpu(), dq, dk, dv, up(dout), up(q), up(k), up(v), up(out_c), up(lse_c),
+                       window, starts);
+    EXPECT_TRUE(close(dq, dq_c, atol(dt), rtol(dt))) << "window " << window;
+    EXPECT_TRUE(close(dk, dk_c, atol(dt), rtol(dt))) << "window " << window;
+    EXPECT_TRUE(close(dv, dv_c, atol(dt), rtol(dt))) << "window " << window;
+    EXPECT_EQ(cuda::cudnn_attention_calls(gpu()), calls) << "cuDNN took a packed sample";
+  }
+  const int64_t H = 3, C = H * D;
+  const Shape hs{B, T, H, D}, hl{B, H, T}, ps{B, T, 3 * C};
+  const Tensor qkv = random_host(ps, dt, 95, -2.0f, 2.0f), dout = random_host(hs, dt, 96);
+  Tensor out_c = Tensor::empty(hs, dt), lse_c = Tensor::empty(hl);
+  attention_forward_packed(cpu(), out_c, lse_c, qkv, H, 0, starts);
+  Tensor out = poisoned(hs, dt), lse = poisoned(hl, DType::F32);
+  attention_forward_packed(gpu(), out, lse, up(qkv), H, 0, starts);
+  EXPECT_TRUE(close(out, out_c, atol(dt), rtol(dt))) << "packed qkv";
+  EXPECT_TRUE(close(lse, lse_c, 2e-5, 2e-5)) << "packed qkv";
+  Tensor dqkv_c = Tensor::empty(ps, dt);
+  attention_backward_packed(cpu(), dqkv_c, dout, qkv, out_c, lse_c, H, 0, starts);
+  Tensor dqkv = poisoned(ps, dt);
+  attention_backward_packed(gpu(), dqkv, up(dout), up(qkv), up(out_c), up(lse_c), H, 0, starts);
+  EXPECT_TRUE(close(dqkv, dqkv_c, atol(dt), rtol(dt))) << "packed qkv";
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, GpuAttention,
                          ::testing::Values(DType::F32, DType::BF16, DType::F16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });

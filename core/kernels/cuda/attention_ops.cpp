@@ -61,7 +61,7 @@ bool same_dtype(std::initializer_list<const Tensor*> ts) {
 }  // namespace
 
 void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
-                       const Tensor& v, int64_t window) {
+                       const Tensor& v, int64_t window, bool allow_cudnn) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Attention);
   const char* op = "attention_forward";
   AttnDims d = check_qkv(op, q, k, v);
@@ -72,11 +72,11 @@ void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor&
   if (!same_dtype({&out, &q, &k, &v})) {
     F32Staging s(ctx);
     Tensor out32 = s.out(out);
-    cuda::attention_forward(ctx, out32, lse, s.in(q), s.in(k), s.in(v), window);
+    cuda::attention_forward(ctx, out32, lse, s.in(q), s.in(k), s.in(v), window, allow_cudnn);
     return s.finish();
   }
   if (out.numel() == 0) return;
-  if (cudnn_attention_forward(ctx, out, lse, q, k, v, window)) return;
+  if (allow_cudnn && cudnn_attention_forward(ctx, out, lse, q, k, v, window)) return;
   launch_attention_forward(stream_of(ctx), out.raw(), lse.f32(), q.raw(), k.raw(), v.raw(), code(q),
                            d);
   check_launch(op);
@@ -84,7 +84,7 @@ void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor&
 
 void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                        const Tensor& lse, int64_t window) {
+                        const Tensor& lse, int64_t window, bool allow_cudnn) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Attention);
   const char* op = "attention_backward";
   AttnDims d = check_qkv(op, q, k, v);
@@ -105,7 +105,7 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
     F32Staging s(ctx);
     Tensor dq32 = s.out(dq), dk32 = s.out(dk), dv32 = s.out(dv);
     cuda::attention_backward(ctx, dq32, dk32, dv32, s.in(dout), s.in(q), s.in(k), s.in(v),
-                             s.in(out), lse, window);
+                             s.in(out), lse, window, allow_cudnn);
     return s.finish();
   }
   if (dq.numel() == 0) {  // no queries: nothing flows back to the keys and values
@@ -113,7 +113,8 @@ void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, co
     cuda::zero(ctx, dv);
     return;
   }
-  if (cudnn_attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse, window)) return;
+  if (allow_cudnn && cudnn_attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse, window))
+    return;
   // delta (B, Hq, Tq): dout . out per query row, the softmax backward's row term.
   Tensor delta = ctx.empty({d.B, d.Hq, d.Tq}, DType::F32, MemCategory::Workspace);
   launch_attention_backward(stream_of(ctx), dq.raw(), dk.raw(), dv.raw(), delta.f32(), dout.raw(),

@@ -42,11 +42,13 @@ void gelu_backward_with_derivative(ExecContext& ctx, Tensor& dx, const Tensor& d
 void swiglu_forward(ExecContext& ctx, Tensor& y, const Tensor& gate, const Tensor& up);
 void swiglu_backward(ExecContext& ctx, Tensor& dgate, Tensor& dup, const Tensor& dy,
                      const Tensor& gate, const Tensor& up);
+// allow_cudnn false: braid's kernel only (packed samples: every sample length would be a new
+// cuDNN plan).
 void attention_forward(ExecContext& ctx, Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
-                       const Tensor& v, int64_t window);
+                       const Tensor& v, int64_t window, bool allow_cudnn = true);
 void attention_backward(ExecContext& ctx, Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                        const Tensor& lse, int64_t window);
+                        const Tensor& lse, int64_t window, bool allow_cudnn = true);
 void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw,
                            const Tensor& x, const Tensor& w, const Tensor& targets,
                            float grad_scale);
