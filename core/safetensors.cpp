@@ -99,18 +99,23 @@ SafetensorsInfo parse_entry(const std::string& path, const std::string& name, co
 
 void save_safetensors(const std::string& path,
                       const std::vector<std::pair<std::string, Tensor>>& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+                      const std::map<std::string, std::string>& metadata, bool widen_16bit) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
+  auto stored = [widen_16bit](const Tensor& t) {
+    return widen_16bit && (t.dtype() == DType::BF16 || t.dtype() == DType::F16) ? DType::F32
+                                                                                : t.dtype();
+  };
   uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
     BRAID_CHECK(name != "__metadata__", "{}: a tensor cannot be named __metadata__", path);
     BRAID_CHECK(!header.contains(name), "{}: tensor name '{}' given twice", path, name);
     BRAID_CHECK(t.defined(), "{}: tensor '{}' is undefined", path, name);
-    header[name] = {{"dtype", dtype_safetensors(t.dtype())},
+    const uint64_t bytes = static_cast<uint64_t>(t.numel()) * dtype_size(stored(t));
+    header[name] = {{"dtype", dtype_safetensors(stored(t))},
                     {"shape", t.shape()},
-                    {"data_offsets", {offset, offset + t.nbytes()}}};
-    offset += t.nbytes();
+                    {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
   }
   std::string text = header.dump();
   // The data buffer starts at 8 + N; padding N to a multiple of 8 aligns it.
@@ -122,9 +127,11 @@ void save_safetensors(const std::string& path,
   AtomicFileWriter w(path);
   w.write(len_le, 8);
   w.write(text.data(), text.size());
-  // Device tensors (a GPU run's checkpoint) are staged through host memory one at a time.
+  // Device tensors (a GPU run's checkpoint) are staged through host memory one at a time, and
+  // widened there when asked.
   for (const auto& [name, t] : tensors) {
-    const Tensor h = t.to_host();
+    Tensor h = t.to_host();
+    if (stored(t) != t.dtype()) h = h.to(DType::F32, MemCategory::Other);
     w.write(h.raw(), h.nbytes());
   }
   w.commit();

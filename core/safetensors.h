@@ -19,11 +19,13 @@ namespace braid {
 
 // Writes `tensors` in the given order (data and header entries both; no sorting) to `path`
 // atomically: `path + ".tmp"`, fsync, rename. The header is padded with spaces so the data
-// buffer starts at an 8-byte aligned file offset. Tensors must be on the CPU; names must be
-// unique and must not be "__metadata__".
+// buffer starts at an 8-byte aligned file offset. Tensors may be on any device (device ones are
+// copied to the host one at a time); names must be unique and must not be "__metadata__".
+// widen_16bit: bf16 and f16 tensors are written as f32 (exact).
 void save_safetensors(const std::string& path,
                       const std::vector<std::pair<std::string, Tensor>>& tensors,
-                      const std::map<std::string, std::string>& metadata = {});
+                      const std::map<std::string, std::string>& metadata = {},
+                      bool widen_16bit = false);
 
 // One header entry.
 struct SafetensorsInfo {

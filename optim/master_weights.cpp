@@ -52,10 +52,12 @@ std::vector<std::pair<std::string, Tensor>> MasterWeights::named_masters() const
     if (p->replica) continue;
     if (masters_[i]) {
       out.emplace_back(p->name, masters_[i]->value);
-    } else {  // frozen: bf16/f16 -> f32 is exact, so a resume rounds back to the same value
-      Tensor wide = ctx_.empty(p->value.shape(), DType::F32, MemCategory::Other);
-      cast(ctx_, wide, p->value);
-      out.emplace_back(p->name, wide);
+    } else {
+      // Frozen: the 16-bit value itself, no f32 copy on the device (a LoRA base is most of the
+      // model); the checkpoint writer widens it on the host, one tensor at a time
+      // (CheckpointFile::widen_16bit). bf16/f16 -> f32 is exact, so a resume rounds back to the
+      // same value.
+      out.emplace_back(p->name, p->value);
     }
   }
   return out;

@@ -30,8 +30,9 @@ class MasterWeights {
   // The masters of the trainable parameters as parameters (same names, value = f32 master,
   // grad = the model parameter's gradient): what the optimizer updates.
   std::vector<Parameter*> params();
-  // (name, f32 tensor) of every non-replica parameter in model order, for checkpoints: the
-  // master of a trainable one, the widened (exact) compute value of a frozen one.
+  // (name, tensor) of every non-replica parameter in model order, for checkpoints: the f32
+  // master of a trainable one, the 16-bit compute value of a frozen one (the checkpoint writer
+  // widens it exactly to f32 on the host: CheckpointFile::widen_16bit).
   std::vector<std::pair<std::string, Tensor>> named_masters() const;
   // Loads f32 weights get(name) returns: into the masters (then refresh()), and into the
   // compute values of the frozen parameters (rounded once).

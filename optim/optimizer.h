@@ -81,8 +81,9 @@ class Optimizer {
   // Whether each data-parallel rank holds a different part of the state (ZeRO-1), so every
   // rank writes its own pieces.
   virtual bool sharded() const { return false; }
-  // The f32 weights a checkpoint saves when they are not the model's own values (f32 masters
-  // beside 16-bit compute weights), by parameter name in model order, pipeline replicas left
+  // The weights a checkpoint saves when they are not the model's own values (f32 masters
+  // beside 16-bit compute weights; frozen 16-bit values as they are, which the model file
+  // widens to f32), by parameter name in model order, pipeline replicas left
   // out; nullopt when the model's values are the weights. Collective over the DP group when
   // sharded(); `writer`: this rank writes them (the others may get an empty list).
   virtual std::optional<NamedTensors> checkpoint_masters(bool writer) {

@@ -183,7 +183,7 @@ nlohmann::json CheckpointManager::write_files(const std::string& staging, int64_
   try {
     for (const CheckpointFile& f : files) {
       BRAID_CHECK(f.name.find('/') == std::string::npos, "checkpoint file name {}", f.name);
-      save_safetensors((dir / f.name).string(), f.tensors);
+      save_safetensors((dir / f.name).string(), f.tensors, {}, f.widen_16bit);
       const FileDigest d = digest_file((dir / f.name).string(), kChecksumSha256);
       out["files"][f.name] = {{"bytes", d.bytes}, {"checksum", d.hex}};
       if (!f.shards.empty()) out["shards"][f.name] = f.shards;
@@ -211,7 +211,7 @@ std::string CheckpointManager::save(
   nlohmann::json rec;
   try {
     rec = write_files(staging_dir(step), step,
-                      {{kModelFile, weights, nlohmann::json::object()},
+                      {{kModelFile, weights, nlohmann::json::object(), /*widen_16bit=*/true},
                        {kOptimizerFile, optimizer_state, nlohmann::json::object()}});
   } catch (...) {
     std::error_code ec;

@@ -26,10 +26,10 @@ namespace braid {
 inline constexpr int kCheckpointFormatVersion = 1;
 
 struct LoadedCheckpoint {
-  std::string path;       // the checkpoint directory
+  std::string path;  // the checkpoint directory
   int64_t step = 0;
-  nlohmann::json state;   // what save() was given as `state`
-  CheckpointTensors model;      // whole tensors, whatever layout wrote them
+  nlohmann::json state;     // what save() was given as `state`
+  CheckpointTensors model;  // whole tensors, whatever layout wrote them
   CheckpointTensors optimizer;
 };
 
@@ -39,6 +39,9 @@ struct CheckpointFile {
   std::string name;
   std::vector<std::pair<std::string, Tensor>> tensors;
   nlohmann::json shards = nlohmann::json::object();
+  // bf16/f16 tensors are written as f32 (the model files, whose weights are f32: a 16-bit run's
+  // frozen weights come as they are and are widened one at a time on the host, exactly).
+  bool widen_16bit = false;
 };
 
 class CheckpointManager {

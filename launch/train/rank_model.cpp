@@ -173,6 +173,7 @@ std::vector<CheckpointFile> RankModel::checkpoint_files(
     out.push_back(std::move(f));
   };
   file("model", weights);
+  out.back().widen_16bit = true;  // f32 weights (frozen 16-bit ones widened as written)
   file("optimizer", optimizer_state);
   return out;
 }

@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "core/safetensors.h"
+#include "kernel_test_util.h"
 
 namespace braid {
 namespace {
@@ -27,11 +28,12 @@ class Safetensors : public ::testing::Test {
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   // Writes the u64 length (or `length_override`), the header text and `data` verbatim.
-  std::string write_raw(const std::string& name, const std::string& header,
-                        const std::string& data, int64_t length_override = -1) {
+  std::string write_raw(const std::string& name, const std::string& header, const std::string& data,
+                        int64_t length_override = -1) {
     const std::string p = path(name);
     std::ofstream f(p, std::ios::binary);
-    const uint64_t n = length_override >= 0 ? static_cast<uint64_t>(length_override) : header.size();
+    const uint64_t n =
+        length_override >= 0 ? static_cast<uint64_t>(length_override) : header.size();
     for (int i = 0; i < 8; ++i) f.put(static_cast<char>((n >> (8 * i)) & 0xff));
     f << header << data;
     return p;
@@ -55,7 +57,8 @@ void expect_user_error(const std::function<void()>& fn, const std::string& path,
 TEST_F(Safetensors, RoundTripSeveralDtypesAndShapes) {
   Tensor a = Tensor::from_vector({1.5f, -2.0f, 3.25f, 0.0f, 1e-8f, -7.0f}, {2, 3});
   Tensor b = Tensor::empty({5}, DType::BF16);
-  for (int i = 0; i < 5; ++i) b.data<bf16>()[i] = float_to_bf16(0.5f * static_cast<float>(i) - 1.0f);
+  for (int i = 0; i < 5; ++i)
+    b.data<bf16>()[i] = float_to_bf16(0.5f * static_cast<float>(i) - 1.0f);
   Tensor c = Tensor::empty({3, 1}, DType::F16);
   for (int i = 0; i < 3; ++i) c.data<f16>()[i] = float_to_f16(static_cast<float>(i) + 0.25f);
   Tensor d = Tensor::from_vector_i32({7, -3, 2147483647}, {3});
@@ -91,6 +94,27 @@ TEST_F(Safetensors, RoundTripSeveralDtypesAndShapes) {
   // Moving keeps the mapping valid.
   SafetensorsFile g = std::move(f);
   EXPECT_FLOAT_EQ(g.get("z.last_name_first").f32()[2], 3.25f);
+}
+
+// widen_16bit (checkpoint model files): bf16 and f16 tensors are stored as f32, exactly; other
+// dtypes as they are.
+TEST_F(Safetensors, Widen16BitWritesF32Exactly) {
+  Tensor b = Tensor::empty({4}, DType::BF16);
+  for (int i = 0; i < 4; ++i)
+    b.data<bf16>()[i] = float_to_bf16(1.0f / 3.0f * static_cast<float>(i + 1));
+  Tensor h = Tensor::empty({2}, DType::F16);
+  for (int i = 0; i < 2; ++i) h.data<f16>()[i] = float_to_f16(-0.1f * static_cast<float>(i + 1));
+  const Tensor q = Tensor::zeros({3}, DType::U8), a = Tensor::from_vector({1.25f}, {1});
+  const std::string p = path("w.safetensors");
+  save_safetensors(p, {{"b", b}, {"h", h}, {"q", q}, {"a", a}}, {}, /*widen_16bit=*/true);
+  SafetensorsFile f = SafetensorsFile::open(p);
+  EXPECT_EQ(f.dtype("b"), DType::F32);
+  EXPECT_EQ(f.dtype("h"), DType::F32);
+  EXPECT_EQ(f.dtype("q"), DType::U8);
+  EXPECT_EQ(f.dtype("a"), DType::F32);
+  EXPECT_TRUE(kernel_test::bitwise_equal(f.get("b"), b.to(DType::F32)));
+  EXPECT_TRUE(kernel_test::bitwise_equal(f.get("h"), h.to(DType::F32)));
+  EXPECT_EQ(f.get("a").f32()[0], 1.25f);
 }
 
 TEST_F(Safetensors, EmptyFileRoundTrips) {
@@ -145,8 +169,7 @@ TEST_F(Safetensors, RejectsMalformedFiles) {
        "end before begin"},
       {"size_mismatch", R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", eight,
        "takes 12 bytes"},
-      {"overlap",
-       "{" + ok_entry + R"(,"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+      {"overlap", "{" + ok_entry + R"(,"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
        std::string(12, '\0'), "overlaps"},
       {"gap", "{" + ok_entry + R"(,"b":{"dtype":"F32","shape":[2],"data_offsets":[12,20]}})",
        std::string(20, '\0'), "gap of 4 bytes"},
@@ -168,9 +191,8 @@ TEST_F(Safetensors, RejectsMalformedFiles) {
 }
 
 TEST_F(Safetensors, UnknownNameAndUnsupportedDtypeOnRead) {
-  const std::string header =
-      R"({"big":{"dtype":"I64","shape":[1],"data_offsets":[0,8]},)"
-      R"("f":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})";
+  const std::string header = R"({"big":{"dtype":"I64","shape":[1],"data_offsets":[0,8]},)"
+                             R"("f":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})";
   const std::string p = write_raw("i64.safetensors", header, std::string(12, '\0'));
   SafetensorsFile f = SafetensorsFile::open(p);  // valid file; only I64 is unreadable
   EXPECT_EQ(f.get("f").f32()[0], 0.0f);
