@@ -152,9 +152,7 @@ std::vector<Tensor> ZeroAdamW::grads() const {
 
 std::optional<NamedTensors> ZeroAdamW::checkpoint_masters(bool writer) {
   if (!low_precision()) return std::nullopt;
-  NamedTensors all = gather_masters();  // collective: every rank, writer or not
-  if (!writer) all.clear();
-  return all;
+  return gather_masters(writer);  // collective: every rank, writer or not
 }
 
 NamedTensors ZeroAdamW::state_tensors(nlohmann::json* pieces) const {
@@ -258,13 +256,17 @@ void ZeroAdamW::load_state(const std::function<Tensor(const std::string&)>& get,
   t_ = steps_taken;
 }
 
-std::vector<std::pair<std::string, Tensor>> ZeroAdamW::gather_masters() {
+std::vector<std::pair<std::string, Tensor>> ZeroAdamW::gather_masters(bool keep) {
   BRAID_CHECK(low_precision(), "ZeroAdamW::gather_masters: f32 parameters are their own masters");
   std::vector<std::pair<std::string, Tensor>> out;
   const auto& bs = buckets_.buckets();
   for (size_t b = 0; b < shards_.size(); ++b) {
     Tensor full = ctx_.empty({bs[b].numel}, DType::F32, MemCategory::Communication);
     buckets_.comm().all_gather(shards_[b].master, full).wait();
+    if (!keep) continue;
+    // Each bucket's whole masters go to host memory before the next is gathered: on a GPU all
+    // of them at once (4 bytes a parameter beside the training state) would not fit.
+    full = full.to_host();
     for (const GradBuckets::Slot& s : bs[b].slots)
       if (!s.param->replica)
         out.emplace_back(s.param->name,

@@ -95,7 +95,9 @@ class ZeroAdamW final : public Optimizer {
                   int64_t steps_taken) override;
   // Mixed precision: the whole f32 masters by parameter name (what checkpoints save; replicas
   // left out). Collective: an all-gather of the master shards.
-  std::vector<std::pair<std::string, Tensor>> gather_masters();
+  // keep false: takes part in the collective and returns nothing (a rank that does not write).
+  // The result is in host memory.
+  std::vector<std::pair<std::string, Tensor>> gather_masters(bool keep = true);
   // Mixed precision: takes this rank's shard of each whole f32 master get(name) returns and
   // rounds the whole tensor into the compute weights (every rank reads the whole file, so
   // this needs no communication and equals a shard cast followed by the all-gather).
