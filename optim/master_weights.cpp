@@ -11,6 +11,10 @@ MasterWeights::MasterWeights(ExecContext& ctx, const std::vector<Parameter*>& pa
   BRAID_CHECK(compute == DType::BF16 || compute == DType::F16,
               "MasterWeights: compute dtype {} is not bf16 or f16", dtype_name(compute));
   for (Parameter* p : model_) {
+    if (!p->trainable && p->value.dtype() == compute) {  // a frozen base read in 16 bits
+      masters_.push_back(nullptr);
+      continue;
+    }
     BRAID_CHECK(p->value.dtype() == DType::F32, "MasterWeights: {} is {}, expected f32 values",
                 p->name, p->value.str());
     std::unique_ptr<Parameter> m;

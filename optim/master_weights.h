@@ -20,7 +20,8 @@ class MasterWeights {
   // Replaces every parameter's f32 value by a `compute` (bf16 or f16) copy
   // (MemCategory::Weights). A trainable parameter keeps its f32 value as a master
   // (MemCategory::MasterWeights); a frozen one (a LoRA base) is converted once and keeps no
-  // master: it never changes, so a master would cost 4 bytes per parameter for nothing.
+  // master: it never changes, so a master would cost 4 bytes per parameter for nothing; a
+  // frozen one already in `compute` (a LoRA base read in 16 bits) is taken as it is.
   // Gradients stay f32 (Parameter::grad) and are shared with the masters.
   MasterWeights(ExecContext& ctx, const std::vector<Parameter*>& params, DType compute);
   MasterWeights(const MasterWeights&) = delete;

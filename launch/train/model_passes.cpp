@@ -65,12 +65,18 @@ void read_base(ExecContext& ctx, Transformer& model, const RunConfig& cfg, int t
         for (Parameter* p : ps) owner.emplace(p->name, l);
       }
     });
+  // A 16-bit run keeps its frozen, unquantised base weights in the compute dtype only: they are
+  // converted on the host as they are read, so the device never holds the base in f32 (twice
+  // its size; MasterWeights takes them as they are).
+  const DType compute = precision_dtype(cfg.train.precision);
   stream_model_weights(lora.init_from, wanted, [&](const std::string& name, const Tensor& whole) {
     Parameter* p = deferred.at(name);
-    const Tensor part = local_part_of(whole, *p, tp_rank);
-    p->value = ctx.empty(part.shape(), DType::F32, MemCategory::Weights);
-    p->value.copy_from(part);
     const auto o = owner.find(name);
+    const Tensor part = local_part_of(whole, *p, tp_rank);
+    const bool narrow = compute != DType::F32 && !p->trainable && o == owner.end();
+    const Tensor stored = narrow ? part.to(compute, MemCategory::Other) : part;
+    p->value = ctx.empty(part.shape(), stored.dtype(), MemCategory::Weights);
+    p->value.copy_from(stored);
     if (o == owner.end()) return;
     std::vector<Parameter*> ps;
     o->second->base().own_parameters(ps);

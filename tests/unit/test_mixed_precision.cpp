@@ -135,6 +135,23 @@ TEST(MasterWeights, KeepF32MastersAndRefreshLowPrecisionCopies) {
   EXPECT_TRUE(kernel_test::bitwise_equal(frozen.value, f0.to(DType::BF16)));
 }
 
+// A LoRA base read straight in 16 bits (launch/train/model_passes.cpp read_base): a frozen
+// parameter already in the compute dtype is taken as it is, no master and no copy; a trainable
+// one must still come in f32.
+TEST(MixedPrecision, FrozenParameterAlreadyInTheComputeDtypeIsTakenAsItIs) {
+  ExecContext ctx;
+  const Tensor f0 = kernel_test::random_tensor({16}, 5).to(DType::BF16);
+  Parameter frozen("f", f0.clone(MemCategory::Weights), false);
+  Parameter w("w", kernel_test::random_tensor({4, 4}, 6).clone(MemCategory::Weights));
+  const Tensor before = frozen.value;
+  MasterWeights mw(ctx, {&w, &frozen}, DType::BF16);
+  EXPECT_TRUE(frozen.value.same_storage(before)) << "the frozen 16-bit value was copied";
+  EXPECT_TRUE(kernel_test::bitwise_equal(frozen.value, f0));
+  EXPECT_EQ(mw.params().size(), 1u);
+  Parameter bad("t", f0.clone(MemCategory::Weights), true);  // trainable, not f32: no master
+  EXPECT_THROW(MasterWeights(ctx, {&bad}, DType::BF16), Error);
+}
+
 // LoRA + bf16: only the adapters get f32 masters (and moments); the frozen base is bf16 alone.
 TEST(MixedPrecision, LoraBaseGetsNoMasterNorOptimizerState) {
   ExecContext ctx;  // its own allocator: the counts below start at zero
