@@ -65,7 +65,7 @@ struct ParallelConfig {
       "early.");
     v("allreduce_dtype", allreduce_dtype,
       "Element type of the gradient all-reduce: f32, bf16 or f16 (16-bit types halve the bytes; "
-      "sums are computed in f32 per step).");
+      "over MPI the sums are computed in f32 per step, over NCCL in the 16-bit type).");
     v("schedule", schedule, "Pipeline schedule: gpipe, 1f1b, interleaved-1f1b or zb-h1.");
     v("virtual_stages", virtual_stages,
       "Model chunks per pipeline stage for interleaved-1f1b (1 otherwise).");

@@ -24,7 +24,8 @@ void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor&
                            const Tensor& x, const Tensor& w, const Tensor& targets,
                            float grad_scale);
 
-// The sum (in double, in row order) of losses (N) over rows whose target (N, i32) is not -1.
+// The sum in double of losses (N) over rows whose target (N, i32) is not -1: in row order on the
+// CPU; on a GPU in a fixed order of its own (the same bits every run, not the CPU's last bits).
 LossSum loss_sum(ExecContext& ctx, const Tensor& losses, const Tensor& targets);
 
 // The vocab-parallel cross-entropy (parallel/tensor_parallel.h) in steps, with the collectives
