@@ -28,6 +28,7 @@ void print_ids(const std::vector<int32_t>& ids) {
 void add_generate_command(CLI::App& app) {
   struct Opts {
     std::string device = "auto";
+    std::string dtype = "auto";
     std::string model, prompt = "\n", tokenizer, system;
     int tokens = 200, top_k = 40;
     float temperature = 0.8f;
@@ -62,11 +63,17 @@ void add_generate_command(CLI::App& app) {
        "--device", o->device,
        "auto (a GPU when this build has every CUDA kernel and one is visible), cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  c->add_option("--dtype", o->dtype,
+                "The weights' element type, which the activations follow: auto (bf16 on a GPU, "
+                "fp32 on the CPU), fp32, bf16 or fp16. The model is read in fp32 on the host and "
+                "converted tensor by tensor")
+      ->check(CLI::IsMember({"auto", "fp32", "bf16", "fp16"}));
   c->callback([o] {
     const DeviceDecision dev =
         choose_device(parse_enum<DeviceChoice>("--device", o->device), "--device");
     if (!dev.device.is_cpu()) std::fprintf(stderr, "device %s\n", dev.reason.c_str());
-    LoadedModel lm = load_model(o->model, dev.device, !o->no_adapter);
+    const DType weights = inference_dtype(o->dtype, dev.device, "--dtype");
+    LoadedModel lm = load_model(o->model, dev.device, !o->no_adapter, weights);
     if (lm.adapter_modules > 0) std::fprintf(stderr, "note: %s\n", lm.adapter_note().c_str());
     const std::string tok_path = o->tokenizer.empty() ? lm.tokenizer : o->tokenizer;
     BRAID_USER_CHECK(!tok_path.empty(), "no tokenizer file found near {}; pass --tokenizer",
@@ -90,8 +97,10 @@ void add_generate_command(CLI::App& app) {
       for (const TextPiece& p : tmpl.render(messages, /*add_generation_prompt=*/true, "--chat"))
         prompt_text += p.text;
       const std::vector<int32_t> eot = tok->encode(tmpl.end_of_turn());
-      BRAID_USER_CHECK(eot.size() == 1, "{}: the chat template's end-of-turn token '{}' is not one "
-                       "token of the tokenizer", tok_path, tmpl.end_of_turn());
+      BRAID_USER_CHECK(eot.size() == 1,
+                       "{}: the chat template's end-of-turn token '{}' is not one "
+                       "token of the tokenizer",
+                       tok_path, tmpl.end_of_turn());
       stop = eot[0];
     }
     std::vector<int32_t> all = tok->encode(prompt_text);

@@ -201,9 +201,8 @@ WantedTensors wanted_of(const std::vector<Parameter*>& params) {
 TensorSink copy_into(const std::vector<Parameter*>& params) {
   std::map<std::string, Parameter*> by_name;
   for (Parameter* p : params) by_name.emplace(p->name, p);
-  return [by_name](const std::string& name, const Tensor& t) {
-    by_name.at(name)->value.copy_from(t);
-  };
+  return
+      [by_name](const std::string& name, const Tensor& t) { by_name.at(name)->value.copy_from(t); };
 }
 
 void load_hf_weights(Transformer& model, const fs::path& dir) {
@@ -317,16 +316,47 @@ std::string LoadedModel::adapter_note() const {
                          : fmt::format("base model only, LoRA adapter not applied ({})", what);
 }
 
-LoadedModel load_model(const std::string& path, Device device, bool apply_adapter) {
+LoadedModel load_model(const std::string& path, Device device, bool apply_adapter, DType weights) {
+  BRAID_CHECK(weights == DType::F32 || weights == DType::BF16 || weights == DType::F16,
+              "load_model: weights in {}; expected f32, bf16 or f16", dtype_name(weights));
   const ModelSource src = resolve(path);
   LoadedModel out;
   out.ctx = make_context(device);
-  out.model = std::make_unique<Transformer>(*out.ctx, config_of(src));
-  load_source_weights(*out.model, src, apply_adapter, &out);
+  if (device.is_cpu() && weights == DType::F32) {
+    out.model = std::make_unique<Transformer>(*out.ctx, config_of(src));
+    load_source_weights(*out.model, src, apply_adapter, &out);
+  } else {
+    // Read (and fold the adapter) in f32 on the host, then each tensor converted and moved in
+    // turn into a model built with meta weights on `device`.
+    const std::unique_ptr<ExecContext> host = make_context(Device::cpu());
+    std::unique_ptr<Transformer> read = std::make_unique<Transformer>(*host, config_of(src));
+    load_source_weights(*read, src, apply_adapter, &out);
+    {
+      DeferredWeights deferred;
+      out.model = std::make_unique<Transformer>(*out.ctx, config_of(src));
+    }
+    for (Parameter* p : out.model->parameters()) {
+      Parameter* h = read->find_parameter(p->name);
+      BRAID_CHECK(h != nullptr, "load_model: {} was not read", p->name);
+      const Tensor v = weights == DType::F32 ? h->value : h->value.to(weights, MemCategory::Other);
+      h->value = Tensor();  // the f32 host copy goes as soon as it is converted
+      p->value = out.ctx->empty(v.shape(), weights, MemCategory::Weights);
+      p->value.copy_from(v);
+    }
+    out.model->refresh_parameters();
+  }
   out.source = src.dir.string();
   out.run_dir = src.run_dir;
   out.tokenizer = find_tokenizer(src);
   return out;
+}
+
+DType inference_dtype(const std::string& value, Device device, const char* flag) {
+  if (value == "auto") return device.is_cpu() ? DType::F32 : DType::BF16;
+  if (value == "fp32") return DType::F32;
+  if (value == "bf16") return DType::BF16;
+  if (value == "fp16") return DType::F16;
+  user_error("{} {}: expected auto, fp32, bf16 or fp16", flag, value);
 }
 
 nlohmann::json quantised_base_record(const LoraConfig& lora) {

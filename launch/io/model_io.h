@@ -54,9 +54,18 @@ struct LoadedModel {
 // context: a GPU's stream and allocator for cuda). A LoRA run's checkpoint holds the base and
 // the adapters: with apply_adapter the adapters (scaled as the run's lora section says) are
 // folded into the base weights, W += scale B A, so the model computes what training did;
-// otherwise only the base is read.
+// otherwise only the base is read. `weights`: the element type the model's weights are kept in
+// (f32, bf16 or f16; its activations follow): other than f32 on the CPU, the model is read and
+// folded in f32 in host memory, then each tensor is converted and moved to `device` in turn, so
+// the device never holds more than the converted model (an 8B model in bf16 is 16 GB where
+// f32 needs 32).
 LoadedModel load_model(const std::string& path, Device device = Device::cpu(),
-                       bool apply_adapter = false);
+                       bool apply_adapter = false, DType weights = DType::F32);
+
+// The weights' element type for `braid eval` / `braid generate` --dtype: auto is bf16 on a GPU
+// (f32 there would be twice the memory and run the GEMMs in true f32) and f32 on the CPU;
+// fp32, bf16 and fp16 as named. `flag` names the option in the error for any other value.
+DType inference_dtype(const std::string& value, Device device, const char* flag);
 
 // QLoRA (lora.base_quant with lora.init_from): checkpoints keep the quantised base by
 // reference, not as tensors. The record a checkpoint manifest stores ("quantised_base"):

@@ -56,6 +56,23 @@ ck=runs/bf16/checkpoints/step-00000200
 [ "$(hdr hf_f16/model.safetensors)" = '"dtype":"F16"' ] || fail "export --dtype f16 wrote $(hdr hf_f16/model.safetensors)"
 echo "ok: checkpoint f32, exports bf16/f16"
 
+# eval / generate --dtype: the model read in f32 and kept in 16 bits (on a GPU auto means bf16);
+# the validation loss within the 16-bit rounding of fp32's, greedy decoding runs, a bad value
+# is refused naming the flag.
+eval_loss() { "$BRAID" eval runs/bf16 --device cpu "$@" | grep '"loss"' | sed 's/.*"loss": *\([^,]*\).*/\1/'; }
+e32=$(eval_loss --dtype fp32)
+for dt in bf16 fp16; do
+  e=$(eval_loss --dtype $dt)
+  within "$e" "$e32" || fail "eval --dtype $dt: loss $e vs fp32 $e32"
+  # Not the f32 model: 16-bit weights move the loss (by about 1e-4 here).
+  [ "$e" != "$e32" ] || fail "eval --dtype $dt gave fp32's loss exactly: the weights stayed f32"
+  "$BRAID" generate runs/bf16 --device cpu --dtype $dt --tokens 8 --temperature 0 --ids > gen_$dt.log \
+    || fail "generate --dtype $dt failed: $(tail -3 gen_$dt.log)"
+done
+[ "$(eval_loss)" = "$e32" ] || fail "eval on the CPU without --dtype is not fp32"
+expect_fail "--dtype: fp8 not in" "$BRAID" eval runs/bf16 --device cpu --dtype fp8
+echo "ok: eval/generate --dtype bf16 and fp16 (loss $e32 in fp32)"
+
 # Resuming a 16-bit run continues bit for bit (masters and loss-scaler state are restored).
 run fp16r fp16 --set train.steps=100 --set checkpoint.interval=50 > /dev/null
 run fp16r fp16 --set checkpoint.interval=50 --set checkpoint.resume=auto > fp16r.log
