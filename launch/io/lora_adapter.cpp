@@ -110,14 +110,16 @@ void merge_peft_adapter(Transformer& model, const PeftAdapter& adapter) {
     BRAID_USER_CHECK(a.shape() == (Shape{r, in}) && b->shape() == (Shape{out, r}),
                      "{}: A {} and B {} do not fit the weight {}", module, shape_str(a.shape()),
                      shape_str(b->shape()), shape_str(w->value.shape()));
-    // An offline fold, done once: plain loops on the host, accumulated in double (a model on
-    // a device is folded in a host copy and copied back).
+    // An offline fold, done once: loops on the host, each element accumulated in double by
+    // one thread (the same bits on any thread count; a model on a device is folded in a host
+    // copy and copied back).
     const bool on_host = w->value.device().is_cpu();
     Tensor host = on_host ? w->value : Tensor::empty(w->value.shape());
     if (!on_host) host.copy_from(w->value);
     float* wp = host.f32();
     const float* ap = a.f32();
     const float* bp = b->f32();
+#pragma omp parallel for schedule(static)
     for (int64_t o = 0; o < out; ++o)
       for (int64_t i = 0; i < in; ++i) {
         double s = 0;
