@@ -12,8 +12,7 @@ DataParallel::DataParallel(ExecContext& ctx, const std::vector<Parameter*>& para
     : late_(late) {
   GradBucketOptions o = options.buckets;
   o.reduce_scatter = options.shard_optimizer && dp.size() > 1;
-  buckets_ = std::make_unique<GradBuckets>(ctx, params, dp, o);
-  for (Parameter* p : late_) buckets_->add_late_contribution(*p);
+  buckets_ = std::make_unique<GradBuckets>(ctx, params, dp, o, late_);
 }
 
 void DataParallel::begin_step(int micro_batches) { buckets_->begin_step(micro_batches); }

@@ -1,13 +1,16 @@
 // GradBuckets: grouping, gradient binding, and the overlapped bucket collectives.
 #include "parallel/grad_buckets.h"
 
+#include <set>
+
 #include "core/error.h"
 #include "core/kernels/elementwise.h"
 
 namespace braid {
 
 GradBuckets::GradBuckets(ExecContext& ctx, const std::vector<Parameter*>& params,
-                         Communicator& comm, const GradBucketOptions& options)
+                         Communicator& comm, const GradBucketOptions& options,
+                         const std::vector<Parameter*>& late)
     : ctx_(ctx),
       comm_(comm),
       options_(options),
@@ -15,31 +18,41 @@ GradBuckets::GradBuckets(ExecContext& ctx, const std::vector<Parameter*>& params
   BRAID_CHECK(options.bucket_bytes > 0 && options.first_bucket_bytes > 0,
               "bucket sizes {} / {} bytes", options.bucket_bytes, options.first_bucket_bytes);
   BRAID_CHECK(options.comm_dtype != DType::I32, "gradients cannot be reduced in i32");
-  // Grouping: reverse order of use; a bucket closes before a parameter that would overflow it.
+  // Grouping: reverse order of use, the late parameters after all the others (from a bucket of
+  // their own on); a bucket closes before a parameter that would overflow it.
   BRAID_CHECK(options.align >= 1, "bucket alignment {} elements", options.align);
   const int64_t align = options.reduce_scatter ? options.align : 1;
   auto round_up = [](int64_t n, int64_t m) { return (n + m - 1) / m * m; };
+  const std::set<const Parameter*> is_late(late.begin(), late.end());
   std::vector<Bucket> groups(1);
   int64_t bytes = 0;
-  for (auto it = params.rbegin(); it != params.rend(); ++it) {
-    Parameter* p = *it;
-    if (!p->trainable) continue;  // frozen: no gradient, nothing to reduce
-    BRAID_CHECK(!member_.count(p), "{} is listed twice", p->name);
-    const int64_t n = p->value.numel();
-    const int64_t cap = groups.size() == 1 ? options.first_bucket_bytes : options.bucket_bytes;
-    if (!groups.back().slots.empty() && bytes + 4 * n > cap) {
+  for (const bool late_pass : {false, true}) {
+    if (late_pass && !groups.back().slots.empty()) {
       groups.emplace_back();
       bytes = 0;
     }
-    Bucket& g = groups.back();
-    if (n >= options.align_min_numel) g.numel = round_up(g.numel, align);
-    g.slots.push_back({p, g.numel, n});
-    g.numel += n;
-    bytes += 4 * n;
-    member_[p] = Member{groups.size() - 1};
+    for (auto it = params.rbegin(); it != params.rend(); ++it) {
+      Parameter* p = *it;
+      if (!p->trainable) continue;  // frozen: no gradient, nothing to reduce
+      if (is_late.count(p) != static_cast<size_t>(late_pass)) continue;
+      BRAID_CHECK(!member_.count(p), "{} is listed twice", p->name);
+      const int64_t n = p->value.numel();
+      const int64_t cap = groups.size() == 1 ? options.first_bucket_bytes : options.bucket_bytes;
+      if (!groups.back().slots.empty() && bytes + 4 * n > cap) {
+        groups.emplace_back();
+        bytes = 0;
+      }
+      Bucket& g = groups.back();
+      if (n >= options.align_min_numel) g.numel = round_up(g.numel, align);
+      g.slots.push_back({p, g.numel, n});
+      g.numel += n;
+      bytes += 4 * n;
+      member_[p] = Member{groups.size() - 1};
+    }
   }
   if (groups.back().slots.empty()) groups.pop_back();
   buckets_ = std::move(groups);
+  for (const Parameter* p : late) add_late_contribution(*p);
 
   const int64_t parts = options.reduce_scatter ? comm.size() : 1;
   for (Bucket& b : buckets_) {

@@ -72,8 +72,11 @@ class GradBuckets {
   };
 
   // params: the model's parameters in order of first use (Transformer::parameters()).
+  // late: those of them whose gradient gets one more contribution after the step's micro-batches
+  // (add_late_contribution); they go to buckets of their own after all the others, so that
+  // waiting for them holds back no other bucket (buckets start in order).
   GradBuckets(ExecContext& ctx, const std::vector<Parameter*>& params, Communicator& comm,
-              const GradBucketOptions& options);
+              const GradBucketOptions& options, const std::vector<Parameter*>& late = {});
   GradBuckets(const GradBuckets&) = delete;
   GradBuckets& operator=(const GradBuckets&) = delete;
 

@@ -222,6 +222,36 @@ TEST(GradBuckets, CountsContributionsIncludingLateOnes) {
   gb.finish();
 }
 
+// A late parameter (GPT-2's tied table on the last pipeline stage, a norm under sequence
+// parallelism) is used last, so by reverse order of use it would be in the first bucket, and
+// buckets start in order: no bucket could start before the step's late contributions. Late
+// parameters go to buckets after all the others instead.
+TEST(GradBuckets, LateParametersGoLastAndHoldNoOtherBucketBack) {
+  ExecContext ctx;
+  Params ps;
+  for (int i = 0; i < 3; ++i) ps.add(ctx, pname(i), 10);
+  FakeComm comm(0, 2);
+  GradBucketOptions o;
+  o.first_bucket_bytes = 40;
+  o.bucket_bytes = 40;  // one parameter a bucket
+  GradBuckets gb(ctx, ps.ptrs, comm, o, {ps.ptrs[2]});
+  ASSERT_EQ(gb.buckets().size(), 3u);
+  EXPECT_EQ(gb.buckets()[0].slots[0].param, ps.ptrs[1]);
+  EXPECT_EQ(gb.buckets()[1].slots[0].param, ps.ptrs[0]);
+  EXPECT_EQ(gb.buckets()[2].slots[0].param, ps.ptrs[2]) << "the late parameter is not last";
+  gb.begin_step(1);
+  MicroBatch mb(ctx);
+  gb.attach(mb);
+  mb.grad_ready(*ps.ptrs[2]);  // its micro-batch contribution: one more to come
+  mb.grad_ready(*ps.ptrs[1]);
+  EXPECT_EQ(comm.calls.size(), 1u) << "the first bucket waited for the late parameter";
+  mb.grad_ready(*ps.ptrs[0]);
+  EXPECT_EQ(comm.calls.size(), 2u);
+  gb.grad_ready(*ps.ptrs[2]);  // the late contribution (after the tied-embedding sum)
+  EXPECT_EQ(comm.calls.size(), 3u);
+  gb.finish();
+}
+
 TEST(GradBuckets, OverlapsTheBackwardOfARealModel) {
   ExecContext ctx;
   for (const char* family : {"gpt2", "llama"}) {
