@@ -84,6 +84,19 @@ std::string pname(int i) {
   return s;
 }
 
+// n parameters of 10 elements, one a bucket (40-byte caps), on a fake group of two.
+struct OneParamABucket {
+  ExecContext ctx;
+  Params ps;
+  FakeComm comm{0, 2};
+  GradBucketOptions o;
+  explicit OneParamABucket(int n) {
+    for (int i = 0; i < n; ++i) ps.add(ctx, pname(i), 10);
+    o.first_bucket_bytes = 40;
+    o.bucket_bytes = 40;
+  }
+};
+
 std::vector<std::vector<std::string>> names(const GradBuckets& gb) {
   std::vector<std::vector<std::string>> out;
   for (const auto& b : gb.buckets()) {
@@ -167,13 +180,8 @@ TEST(GradBuckets, StartsEachBucketWhenCompleteOnlyInTheLastMicroBatch) {
 }
 
 TEST(GradBuckets, IssuesInBucketOrderWhenGradientsArriveOutOfOrder) {
-  ExecContext ctx;
-  Params ps;
-  for (int i = 0; i < 3; ++i) ps.add(ctx, pname(i), 10);
-  FakeComm comm(0, 2);
-  GradBucketOptions o;
-  o.first_bucket_bytes = 40;
-  o.bucket_bytes = 40;  // one parameter each: buckets {p2} {p1} {p0}
+  OneParamABucket t(3);  // buckets {p2} {p1} {p0}
+  auto& [ctx, ps, comm, o] = t;
   GradBuckets gb(ctx, ps.ptrs, comm, o);
   MicroBatch mb(ctx);
   gb.begin_step(1);
@@ -191,13 +199,8 @@ TEST(GradBuckets, IssuesInBucketOrderWhenGradientsArriveOutOfOrder) {
 // hears a last contribution after the step (the sum over its two stages): a gradient is final
 // when all of its contributions are in, whatever order they come in.
 TEST(GradBuckets, CountsContributionsIncludingLateOnes) {
-  ExecContext ctx;
-  Params ps;
-  for (int i = 0; i < 2; ++i) ps.add(ctx, pname(i), 10);
-  FakeComm comm(0, 2);
-  GradBucketOptions o;
-  o.first_bucket_bytes = 40;
-  o.bucket_bytes = 40;  // {p1} {p0}
+  OneParamABucket t(2);  // {p1} {p0}
+  auto& [ctx, ps, comm, o] = t;
   GradBuckets gb(ctx, ps.ptrs, comm, o);
   gb.add_late_contribution(*ps.ptrs[0]);
   gb.begin_step(2);
@@ -227,13 +230,8 @@ TEST(GradBuckets, CountsContributionsIncludingLateOnes) {
 // buckets start in order: no bucket could start before the step's late contributions. Late
 // parameters go to buckets after all the others instead.
 TEST(GradBuckets, LateParametersGoLastAndHoldNoOtherBucketBack) {
-  ExecContext ctx;
-  Params ps;
-  for (int i = 0; i < 3; ++i) ps.add(ctx, pname(i), 10);
-  FakeComm comm(0, 2);
-  GradBucketOptions o;
-  o.first_bucket_bytes = 40;
-  o.bucket_bytes = 40;  // one parameter a bucket
+  OneParamABucket t(3);
+  auto& [ctx, ps, comm, o] = t;
   GradBuckets gb(ctx, ps.ptrs, comm, o, {ps.ptrs[2]});
   ASSERT_EQ(gb.buckets().size(), 3u);
   EXPECT_EQ(gb.buckets()[0].slots[0].param, ps.ptrs[1]);
