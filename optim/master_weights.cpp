@@ -69,7 +69,8 @@ std::vector<std::pair<std::string, Tensor>> MasterWeights::named_masters() const
 
 void MasterWeights::load(const std::function<Tensor(const std::string&)>& get) {
   for (size_t i = 0; i < model_.size(); ++i) {
-    const Tensor src = get(model_[i]->name);
+    // A checkpoint's tensors are read into host memory; a GPU run's kernels need them there.
+    const Tensor src = ctx_.to_device(get(model_[i]->name), MemCategory::Other);
     if (masters_[i])
       masters_[i]->value.copy_from(src);
     else

@@ -284,7 +284,8 @@ void ZeroAdamW::load_masters(const std::function<Tensor(const std::string&)>& ge
         .copy_from(full.view({full.numel()}).slice0(s.param_begin, s.param_begin + s.numel));
   }
   for (const GradBuckets::Bucket& b : buckets_.buckets())
-    for (const GradBuckets::Slot& s : b.slots) cast(ctx_, s.param->value, get(s.param->name));
+    for (const GradBuckets::Slot& s : b.slots)  // on a GPU the kernel needs its input there
+      cast(ctx_, s.param->value, ctx_.to_device(get(s.param->name), MemCategory::Other));
 }
 
 }  // namespace braid
