@@ -11,6 +11,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/kernels/cuda/runtime.h"
+#include "parallel/inflight_report.h"
 
 namespace braid {
 
@@ -54,6 +55,7 @@ class DeviceOpWatchdog {
     std::string what;
     std::chrono::steady_clock::time_point issued;
     CommStreams::Check check;
+    int report_slot = -1;  // its line in the signal report (inflight::begin)
     uint64_t id = 0;
   };
 
@@ -75,12 +77,12 @@ class DeviceOpWatchdog {
 
   void drop(uint64_t id) {
     std::lock_guard<std::mutex> lock(mu_);
-    ops_.remove_if([id](const Op& o) { return o.id == id; });
+    erase_if([id](const Op& o) { return o.id == id; });
   }
 
   void forget(const CommStreams* owner) {
     std::lock_guard<std::mutex> lock(mu_);
-    ops_.remove_if([owner](const Op& o) { return o.owner == owner; });
+    erase_if([owner](const Op& o) { return o.owner == owner; });
   }
 
   int in_flight() {
@@ -126,8 +128,21 @@ class DeviceOpWatchdog {
           // runs it again and throws. Either way the watchdog is done with it.
           finished = true;
         }
+        if (finished) inflight::end(it->report_slot);
         it = finished ? ops_.erase(it) : std::next(it);
       }
+    }
+  }
+
+  template <class Pred>
+  void erase_if(Pred pred) {  // with mu_ held
+    for (auto it = ops_.begin(); it != ops_.end();) {
+      if (!pred(*it)) {
+        ++it;
+        continue;
+      }
+      inflight::end(it->report_slot);
+      it = ops_.erase(it);
     }
   }
 
@@ -173,7 +188,10 @@ Work CommStreams::launch(const std::string& what,
   const auto issued = std::chrono::steady_clock::now();
   // Watched from before the launch: the launch itself can wait for the peers.
   const uint64_t id =
-      watched_ ? DeviceOpWatchdog::get().add({this, ops, device_, nullptr, what, issued, check})
+      watched_ ? DeviceOpWatchdog::get().add(
+                     {this, ops, device_, nullptr, what, issued, check,
+                      inflight::begin(fmt::format("{}: ended by a signal while {} was in flight",
+                                                  label_.empty() ? "braid" : label_, what))})
                : 0;
   try {
     launch(comm_);

@@ -78,6 +78,10 @@ class CommStreams {
 
   // Operations launched by watched objects that the watchdog has not yet seen complete.
   static int watched_in_flight();
+  // Watched objects: each operation is also in the report written when a signal ends the job
+  // (parallel/inflight_report.h) until it completes, as "<label>: <what> ...", e.g. the label
+  // "braid: rank 3: group 'tp' (group rank 1 of 2)".
+  void set_label(std::string label) { label_ = std::move(label); }
 
   void* compute_stream() const { return compute_; }
   void* comm_stream() const { return comm_; }
@@ -90,6 +94,7 @@ class CommStreams {
   Check check_;
   bool watched_;
   int device_;  // the device the watchdog sets before polling this object's events
+  std::string label_;
 };
 
 // Orders whatever is queued next on ctx's stream after w, without blocking the host where it can:

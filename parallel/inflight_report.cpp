@@ -65,6 +65,14 @@ void end(int slot) {
   if (slot >= 0 && slot < kSlots) g_slots[slot].state.store(kFree, std::memory_order_release);
 }
 
+std::vector<std::string> recorded() {
+  std::vector<std::string> out;
+  for (int i = 0; i < kSlots; ++i)
+    if (g_slots[i].state.load(std::memory_order_acquire) == kReady)
+      out.emplace_back(g_slots[i].line, g_slots[i].len - 1);
+  return out;
+}
+
 void install_signal_report() {
   if (g_installed.exchange(true)) return;
   struct sigaction sa;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace braid::inflight {
 
@@ -11,6 +12,8 @@ namespace braid::inflight {
 // returns a slot for end(), or -1 when the table is full (the line is then not reported).
 int begin(const std::string& line);
 void end(int slot);
+// The lines recorded now (without their newline), for tests.
+std::vector<std::string> recorded();
 
 // Installs the SIGTERM/SIGINT handler that writes the recorded lines to stderr and then
 // re-raises the signal with its previous disposition. Called by World; restore() undoes it.

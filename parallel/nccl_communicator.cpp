@@ -76,6 +76,9 @@ class NcclCommunicator final : public Communicator {
             /*watched=*/true),
         scratch_(cuda::malloc_device(sizeof(int32_t))) {
     BRAID_CHECK(scratch_ != nullptr, "NCCL group '{}': out of device memory", name());
+    const std::string label = fmt::format("braid: rank {}: group '{}' (group rank {} of {}, NCCL)",
+                                          world_rank_, name(), this->rank(), size());
+    streams_.set_label(label);
     for (const bool send : {true, false})
       for (const auto& [peer, c] : send ? sends : recvs) {
         P2pChannel& ch = (send ? send_ch_ : recv_ch_)[peer];
@@ -86,6 +89,7 @@ class NcclCommunicator final : public Communicator {
             cuda_stream_ops(), o.compute_stream, ch.stream,
             [this, cc](const std::string& what, double waited_s) { check(cc, what, waited_s); },
             /*watched=*/true);
+        ch.streams->set_label(label);
       }
   }
 

@@ -16,6 +16,7 @@
 #include "core/micro_batch.h"
 #include "parallel/comm_streams.h"
 #include "parallel/grad_buckets.h"
+#include "parallel/inflight_report.h"
 
 namespace braid {
 namespace {
@@ -330,6 +331,8 @@ TEST(CommStreamsWatchdog, LetsGoOfCompletedOperationsWithoutCheckingThem) {
   ops.complete(ev);
   ops.complete(b.device_event());
   EXPECT_TRUE(eventually([] { return CommStreams::watched_in_flight() == 0; }));
+  for (const std::string& l : inflight::recorded())
+    EXPECT_EQ(l.find(" was in flight"), std::string::npos) << "still reported: " << l;
   EXPECT_TRUE(ops.destroyed(ev)) << "the completion event outlived both its holders";
   EXPECT_EQ(checks.load(), 0);
   EXPECT_TRUE(b.done());
@@ -344,10 +347,22 @@ TEST(CommStreamsWatchdog, UnwatchForgetsTheOperationsAndStopsTheChecks) {
   CommStreams cs(
       ops, reinterpret_cast<void*>(1), reinterpret_cast<void*>(2),
       [&](const std::string&, double) { ++checks; }, /*watched=*/true);
+  cs.set_label("braid: rank 3: group 'tp' (group rank 1 of 2, NCCL)");
   Work w = cs.launch("stuck", [](void*) {});
+  // While it is in flight, a signal that ends the job reports it.
+  const std::string line =
+      "braid: rank 3: group 'tp' (group rank 1 of 2, NCCL): ended by a signal while stuck was in "
+      "flight";
+  auto reported = [&] {
+    for (const std::string& l : inflight::recorded())
+      if (l == line) return true;
+    return false;
+  };
+  EXPECT_TRUE(reported()) << "not in the signal report";
   ASSERT_TRUE(eventually([&] { return checks.load() > 0; }));
   cs.unwatch();  // what a communicator's destructor does before it frees what the check uses
   EXPECT_EQ(CommStreams::watched_in_flight(), 0);
+  EXPECT_FALSE(reported()) << "still in the signal report after unwatch";
   const int after = checks.load();
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(checks.load(), after) << "a check ran after unwatch returned";
