@@ -101,20 +101,26 @@ class NcclCommunicator final : public Communicator {
     // Destroyed while an error unwinds: an operation may be waiting for a peer that will never
     // come, so abort rather than wait for the streams (and never throw from here).
     if (std::uncaught_exceptions() > 0 && !aborted_.exchange(true)) abort_all();
-    const bool aborted = aborted_.load();
+    // Else the streams drain and the communicators are destroyed; a device fault there (the
+    // synchronisation throws) aborts the rest instead.
+    auto drain = [this](void* stream, ncclComm_t& comm) {
+      if (aborted_.load()) return;
+      try {
+        cuda::stream_synchronize(stream);
+        ncclCommDestroy(comm);
+        comm = nullptr;  // abort_all skips it
+      } catch (const std::exception&) {
+        if (!aborted_.exchange(true)) abort_all();
+      }
+    };
+    for (auto* side : {&send_ch_, &recv_ch_})
+      for (auto& [peer, ch] : *side) drain(ch.stream, ch.comm);
+    drain(comm_stream_, comm_);
     for (auto* side : {&send_ch_, &recv_ch_})
       for (auto& [peer, ch] : *side) {
-        if (!aborted) {
-          cuda::stream_synchronize(ch.stream);
-          ncclCommDestroy(ch.comm);
-        }
         ch.streams.reset();
         cuda::stream_destroy(ch.stream);
       }
-    if (!aborted) {
-      cuda::stream_synchronize(comm_stream_);
-      ncclCommDestroy(comm_);
-    }
     cuda::free_device(scratch_);
     cuda::stream_destroy(comm_stream_);
   }
@@ -262,10 +268,12 @@ class NcclCommunicator final : public Communicator {
     throw Error(message);
   }
 
+  // Every communicator not destroyed yet.
   void abort_all() {
     for (auto* side : {&send_ch_, &recv_ch_})
-      for (auto& [peer, ch] : *side) ncclCommAbort(ch.comm);
-    ncclCommAbort(comm_);
+      for (auto& [peer, ch] : *side)
+        if (ch.comm) ncclCommAbort(ch.comm);
+    if (comm_) ncclCommAbort(comm_);
   }
 
   std::string peers() const {
