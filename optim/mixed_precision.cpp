@@ -36,11 +36,17 @@ MixedPrecision::MixedPrecision(ExecContext& ctx, std::vector<Parameter*> params,
 void MixedPrecision::step(float lr) { masters_->step(*inner_, lr); }
 
 std::string MixedPrecision::describe(const ExecContext& ctx) const {
+  // The kernels' paths: the CPU's conversions and bf16 GEMM, or on a GPU cuBLASLt's GEMMs in
+  // the 16-bit type with f32 accumulation.
+  const std::string paths =
+      ctx.device().is_cpu()
+          ? fmt::format("{}; {}", cpu::convert_isa_description(ctx.cpu_isa()),
+                        gemm_bf16_description(ctx))
+          : fmt::format("{} GEMMs on cuBLASLt (f32 accumulation)", dtype_name(compute_dtype()));
   std::string s = fmt::format(
       "precision {}: weights and activations {}, fp32 master weights, "
-      "gradients and optimizer state; {}; {}",
-      dtype_name(compute_dtype()), dtype_name(compute_dtype()),
-      cpu::convert_isa_description(ctx.cpu_isa()), gemm_bf16_description(ctx));
+      "gradients and optimizer state; {}",
+      dtype_name(compute_dtype()), dtype_name(compute_dtype()), paths);
   if (const std::string in = inner_->describe(ctx); !in.empty()) s += "; " + in;
   if (scaler_) s += fmt::format("; dynamic loss scale from {}", scaler_->scale());
   return s;
