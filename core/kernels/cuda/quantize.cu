@@ -68,7 +68,11 @@ void launch_quantize_blockwise(void* stream, uint8_t* q, float* absmax, const vo
                                int64_t n, int64_t block, const QuantTable& table) {
   const int64_t blocks = (n + block - 1) / block;
   if (blocks == 0) return;
-  quantize_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, as_stream(stream)>>>(
+  // Threads per quantisation block: the power of two that covers it, from one warp up to
+  // kThreads (QLoRA's 64-value blocks would leave most of 256 threads idle at every barrier).
+  int threads = 32;
+  while (threads < kThreads && threads < block) threads *= 2;
+  quantize_kernel<<<static_cast<unsigned>(blocks), threads, 0, as_stream(stream)>>>(
       q, absmax, {x, tx}, n, block, table);
 }
 
