@@ -12,7 +12,6 @@
 #include "launch/cli/commands.h"
 #include "launch/config/config.h"
 #include "launch/io/model_io.h"
-#include "launch/train/exec_setup.h"
 
 namespace braid {
 
@@ -37,8 +36,7 @@ std::string default_val_split(const LoadedModel& lm, const std::string& given) {
 
 void add_eval_command(CLI::App& app) {
   struct Opts {
-    std::string device = "auto";
-    std::string dtype = "auto";
+    ModelOptions placement;
     std::string model, data;
     int seq_len = 0, batch = 8;
     int64_t max_tokens = 0;
@@ -59,21 +57,9 @@ void add_eval_command(CLI::App& app) {
                 "Stop after this many predicted tokens (0: whole file)");
   c->add_flag("--no-adapter", o->no_adapter,
               "On a LoRA run: evaluate the base model alone (by default its adapters are applied)");
-  c->add_option(
-       "--device", o->device,
-       "auto (a GPU when this build has every CUDA kernel and one is visible), cpu or cuda")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  c->add_option("--dtype", o->dtype,
-                "The weights' element type, which the activations follow: auto (bf16 on a GPU, "
-                "fp32 on the CPU), fp32, bf16 or fp16. The model is read in fp32 on the host and "
-                "converted tensor by tensor")
-      ->check(CLI::IsMember({"auto", "fp32", "bf16", "fp16"}));
+  add_model_options(c, o->placement);
   c->callback([o] {
-    const DeviceDecision dev =
-        choose_device(parse_enum<DeviceChoice>("--device", o->device), "--device");
-    if (!dev.device.is_cpu()) std::fprintf(stderr, "device %s\n", dev.reason.c_str());
-    const DType weights = inference_dtype(o->dtype, dev.device, "--dtype");
-    LoadedModel lm = load_model(o->model, dev.device, !o->no_adapter, weights);
+    LoadedModel lm = load_model(o->model, o->placement, !o->no_adapter);
     Transformer& model = *lm.model;
     const ModelConfig& mc = model.config();
     if (o->data.empty()) o->data = default_val_split(lm, o->model);

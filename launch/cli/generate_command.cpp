@@ -12,7 +12,6 @@
 #include "data/tokenizer.h"
 #include "launch/cli/commands.h"
 #include "launch/io/model_io.h"
-#include "launch/train/exec_setup.h"
 
 namespace braid {
 
@@ -27,8 +26,7 @@ void print_ids(const std::vector<int32_t>& ids) {
 
 void add_generate_command(CLI::App& app) {
   struct Opts {
-    std::string device = "auto";
-    std::string dtype = "auto";
+    ModelOptions placement;
     std::string model, prompt = "\n", tokenizer, system;
     int tokens = 200, top_k = 40;
     float temperature = 0.8f;
@@ -59,21 +57,9 @@ void add_generate_command(CLI::App& app) {
   c->add_flag("--no-adapter", o->no_adapter,
               "On a LoRA run: sample from the base model alone (by default its adapters are "
               "applied)");
-  c->add_option(
-       "--device", o->device,
-       "auto (a GPU when this build has every CUDA kernel and one is visible), cpu or cuda")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  c->add_option("--dtype", o->dtype,
-                "The weights' element type, which the activations follow: auto (bf16 on a GPU, "
-                "fp32 on the CPU), fp32, bf16 or fp16. The model is read in fp32 on the host and "
-                "converted tensor by tensor")
-      ->check(CLI::IsMember({"auto", "fp32", "bf16", "fp16"}));
+  add_model_options(c, o->placement);
   c->callback([o] {
-    const DeviceDecision dev =
-        choose_device(parse_enum<DeviceChoice>("--device", o->device), "--device");
-    if (!dev.device.is_cpu()) std::fprintf(stderr, "device %s\n", dev.reason.c_str());
-    const DType weights = inference_dtype(o->dtype, dev.device, "--dtype");
-    LoadedModel lm = load_model(o->model, dev.device, !o->no_adapter, weights);
+    LoadedModel lm = load_model(o->model, o->placement, !o->no_adapter);
     if (lm.adapter_modules > 0) std::fprintf(stderr, "note: %s\n", lm.adapter_note().c_str());
     const std::string tok_path = o->tokenizer.empty() ? lm.tokenizer : o->tokenizer;
     BRAID_USER_CHECK(!tok_path.empty(), "no tokenizer file found near {}; pass --tokenizer",
