@@ -111,29 +111,29 @@ class DeviceOpWatchdog {
       cv_.wait_for(lock, kTick, [this] { return stop_; });
       if (stop_) break;
       const auto now = std::chrono::steady_clock::now();
-      for (auto it = ops_.begin(); it != ops_.end();) {
-        bool finished = true;
-        try {
-          if (it->device != device_) {
-            it->ops->set_device(it->device);
-            device_ = it->device;
-          }
-          // A launch still under way (NCCL connects a channel or an algorithm on first use,
-          // inside the call, and waits there for the peers) is checked like a running one.
-          finished = it->done && it->ops->event_query(it->done.get());
-          if (!finished && it->check)
-            it->check(it->what, std::chrono::duration<double>(now - it->issued).count());
-        } catch (const std::exception&) {
-          // The check ended the job (a fatal handler) or threw: a host wait on the operation
-          // runs it again and throws. Either way the watchdog is done with it.
-          finished = true;
-        }
-        if (finished) inflight::end(it->report_slot);
-        it = finished ? ops_.erase(it) : std::next(it);
-      }
+      erase_if([&](const Op& o) { return poll(o, now); });
     }
   }
 
+  // True when `o` is done with: its event fired, or its check ended it (the job, or by
+  // throwing: a host wait on the operation runs the check again and throws). A launch still
+  // under way (NCCL connects a channel or an algorithm on first use, inside the call, and
+  // waits there for the peers) is checked like a running operation.
+  bool poll(const Op& o, std::chrono::steady_clock::time_point now) {
+    try {
+      if (o.device != device_) {
+        o.ops->set_device(o.device);
+        device_ = o.device;
+      }
+      if (o.done && o.ops->event_query(o.done.get())) return true;
+      if (o.check) o.check(o.what, std::chrono::duration<double>(now - o.issued).count());
+      return false;
+    } catch (const std::exception&) {
+      return true;
+    }
+  }
+
+  // Ends the report line of each operation `pred` accepts and forgets it.
   template <class Pred>
   void erase_if(Pred pred) {  // with mu_ held
     for (auto it = ops_.begin(); it != ops_.end();) {
