@@ -70,7 +70,10 @@ Tensor ExecContext::empty(const Shape& shape, DType dtype, MemCategory cat) {
 
 Tensor ExecContext::zeros(const Shape& shape, DType dtype, MemCategory cat) {
   Tensor t = empty(shape, dtype, cat);
-  t.zero_();
+  if (stream_.handle == nullptr)
+    t.zero_();
+  else if (t.nbytes() > 0)  // on the context's stream, as its kernels (no device-wide wait)
+    cuda::memset_async(t.raw(), 0, t.nbytes(), stream_.handle);
   return t;
 }
 

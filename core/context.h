@@ -83,6 +83,8 @@ class ExecContext {
   // Tensors on this context's device, from its allocator.
   Tensor empty(const Shape& shape, DType dtype = DType::F32,
                MemCategory cat = MemCategory::Activations);
+  // Zeroed in stream order on a GPU: kernels queued after it, and copies (which wait for the
+  // device), see the zeros.
   Tensor zeros(const Shape& shape, DType dtype = DType::F32,
                MemCategory cat = MemCategory::Activations);
 

@@ -217,9 +217,7 @@ void sum_replicated_parts(ExecContext& ctx, const std::vector<Parameter*>& param
     }
     // Each rank's partial gradient at its part's place; the sum gives every part the sum of
     // its holders' (ranks holding other parts add zeros).
-    // Zeroed on the context's stream (ctx.zeros waits for the whole device on a GPU).
-    Tensor full = ctx.empty(p->global_shape, DType::F32, MemCategory::Communication);
-    zero(ctx, full);
+    Tensor full = ctx.zeros(p->global_shape, DType::F32, MemCategory::Communication);
     const int part = p->shard.part_of(tp.rank());
     insert_shard(ctx, full, p->grad(), p->shard, part);
     wait_in_stream(ctx, tp.all_reduce(full, ReduceOp::Sum));
