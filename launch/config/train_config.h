@@ -66,8 +66,8 @@ struct TrainConfig {
     v("deterministic", deterministic,
       "On a GPU, run cuDNN's attention backward in its deterministic order, so two runs of a "
       "config, and a resumed run, give the same losses bit for bit (every other GPU kernel of "
-      "braid is deterministic anyway); false lets cuDNN add its gradient parts in any order, "
-      "faster and with less workspace, at the cost of the last bits. Ignored on the CPU, "
+      "braid is deterministic anyway); false lets cuDNN add its gradient parts in any order "
+      "(it may be faster and need less workspace; unmeasured), at the cost of the last bits. Ignored on the CPU, "
       "which is always deterministic.");
   }
   void validate() const {
