@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/stream_timeline.h"
 #include "parallel/scalar_reduce.h"
 #include "parallel/tensor_parallel.h"
 
@@ -69,6 +70,9 @@ PipelineExecutor::PipelineExecutor(ExecContext& ctx, PipelineSchedule schedule, 
                 "schedule's embedding/head placement",
                 stage_, c, vstage(c), t->first_block(), t->last_block());
   }
+  timeline_ = options_.device_timeline;
+  if (!timeline_ && !ctx_.device().is_cpu())
+    timeline_ = std::make_shared<StreamTimeline>(ctx_.stream().handle);
   if (options_.trace_pid < 0)
     options_.trace_pid = pp_ ? pp_->world_ranks()[static_cast<size_t>(pp_->rank())] : 0;
 }
@@ -151,6 +155,7 @@ void PipelineExecutor::run_action(const Action& a, const PipelineStepInput& in,
     }
     case ActionType::Forward: {
       const double t0 = now_us();
+      begin_compute();
       auto& mb = mbs_[key];
       mb = std::make_unique<MicroBatch>(ctx_, schedule_.spec.kind == ScheduleKind::ZbH1);
       mb->on_grad_ready = options_.on_grad_ready;
@@ -174,13 +179,12 @@ void PipelineExecutor::run_action(const Action& a, const PipelineStepInput& in,
         outputs_[key] = y;
       else
         grads_[key] = y;  // for the send that follows
-      const double t1 = now_us();
-      r.busy_s += (t1 - t0) * 1e-6;
-      record(&a, "forward", t0, t1, 0);
+      end_compute(a, "forward", t0, r);
       return;
     }
     case ActionType::Backward: {
       const double t0 = now_us();
+      begin_compute();
       auto mit = mbs_.find(key);
       BRAID_CHECK(mit != mbs_.end(), "stage {}: {} before its forward", stage_, action_str(a));
       MicroBatch& mb = *mit->second;
@@ -206,23 +210,69 @@ void PipelineExecutor::run_action(const Action& a, const PipelineStepInput& in,
                   mb.stash_size(), action_str(a));
       if (!is_first(a.chunk)) grads_[key] = dx;
       if (mb.deferred() == 0) mbs_.erase(mit);  // zb-h1 keeps it for W
-      const double t1 = now_us();
-      r.busy_s += (t1 - t0) * 1e-6;
-      record(&a, "backward", t0, t1, 0);
+      end_compute(a, "backward", t0, r);
       return;
     }
     case ActionType::Weight: {
       const double t0 = now_us();
+      begin_compute();
       auto mit = mbs_.find(key);
       BRAID_CHECK(mit != mbs_.end(), "stage {}: {} without its backward", stage_, action_str(a));
       mit->second->run_deferred();
       mbs_.erase(mit);
-      const double t1 = now_us();
-      r.busy_s += (t1 - t0) * 1e-6;
-      record(&a, "weight", t0, t1, 0);
+      end_compute(a, "weight", t0, r);
       return;
     }
   }
+}
+
+void PipelineExecutor::begin_compute() {
+  if (!timeline_) return;
+  timeline_->mark();
+  ++marks_;
+}
+
+void PipelineExecutor::end_compute(const Action& a, const char* category, double t0,
+                                   PipelineStepResult& r) {
+  const double t1 = now_us();
+  if (!timeline_) {
+    r.busy_s += (t1 - t0) * 1e-6;
+    record(&a, category, t0, t1, 0);
+    return;
+  }
+  timeline_->mark();
+  ++marks_;
+  long event = -1;
+  if (options_.trace) {
+    record(&a, category, t0, t1, 0);  // host times until settle_device_times()
+    event = static_cast<long>(events_.size()) - 1;
+  }
+  spans_.push_back({marks_ - 2, marks_ - 1, event});
+}
+
+// The step's compute actions in device time: drain() waits for the last mark and gives the
+// gaps between consecutive marks, the first of them from a mark left by the step before (or
+// the step's own first mark). Mark i of this step is at the sum of the gaps before it.
+void PipelineExecutor::settle_device_times(PipelineStepResult& r) {
+  if (!timeline_) return;
+  const size_t earlier = timeline_->pending() - marks_;  // marks before this step's first
+  const std::vector<double> gaps = timeline_->drain();
+  BRAID_CHECK(gaps.size() + 1 == earlier + marks_,
+              "stage {}: the device timeline gave {} intervals for {} marks", stage_, gaps.size(),
+              earlier + marks_);
+  std::vector<double> at(marks_, 0.0);  // seconds from this step's first mark
+  for (size_t i = 1; i < marks_; ++i) at[i] = at[i - 1] + gaps[earlier + i - 1];
+  for (const DeviceSpan& sp : spans_) {
+    const double dur = at[sp.end_mark] - at[sp.begin_mark];
+    r.busy_s += dur;
+    if (sp.event >= 0) {
+      TraceEvent& e = events_[static_cast<size_t>(sp.event)];
+      e.ts_us = step_start_us_ + at[sp.begin_mark] * 1e6 - origin_us_;
+      e.dur_us = dur * 1e6;
+    }
+  }
+  spans_.clear();
+  marks_ = 0;
 }
 
 void PipelineExecutor::sum_tied_embedding() {
@@ -246,6 +296,12 @@ PipelineStepResult PipelineExecutor::step(const PipelineStepInput& in) {
   if (pp_ && pp_->size() > 1) pp_->barrier().wait();
   step_start_us_ = now_us();
   if (origin_us_ < 0) origin_us_ = step_start_us_;
+  spans_.clear();
+  marks_ = 0;
+  if (timeline_) {
+    timeline_->mark();  // the step's first mark: device times are counted from here
+    ++marks_;
+  }
   const std::vector<Action>& row = schedule_.stages[static_cast<size_t>(stage_)];
   for (size_t i = 0; i < row.size(); ++i) {
     // Post the next receive one compute action ahead, so its data arrives while this one runs.
@@ -273,6 +329,7 @@ PipelineStepResult PipelineExecutor::step(const PipelineStepInput& in) {
               "tensors, {} receives)",
               stage_, mbs_.size(), outputs_.size(), grads_.size(), recvs_.size());
   sum_tied_embedding();
+  settle_device_times(r);  // waits for the stage's last compute action on the device
   r.wall_s = (now_us() - step_start_us_) * 1e-6;
   r.makespan_s = r.wall_s;
   if (pp_ && pp_->size() > 1) {

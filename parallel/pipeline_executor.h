@@ -22,6 +22,7 @@
 
 #include "core/kernels/cross_entropy.h"
 #include "core/models/transformer.h"
+#include "core/profile.h"
 #include "parallel/chrome_trace.h"
 #include "parallel/communicator.h"
 #include "parallel/pipeline_schedule.h"
@@ -49,9 +50,11 @@ struct PipelineStepInput {
 };
 
 struct PipelineStepResult {
-  LossSum loss;           // summed over the step's micro-batches on the last stage; zero elsewhere
-  double wall_s = 0;      // this stage: from the step's start barrier to its last action
-  double busy_s = 0;      // this stage's F, B and W time
+  LossSum loss;       // summed over the step's micro-batches on the last stage; zero elsewhere
+  double wall_s = 0;  // this stage: from the step's start barrier to its last action
+  // this stage's F, B and W time: on a GPU the device's, from events on the context's stream
+  // around each of them (the host only queues the kernels), on a CPU the host's
+  double busy_s = 0;
   double makespan_s = 0;  // the longest wall_s over the stages
   // 1 - busy_s / makespan_s: the share of the step this stage spent not computing.
   double bubble() const { return makespan_s > 0 ? 1.0 - busy_s / makespan_s : 0.0; }
@@ -73,6 +76,10 @@ struct PipelineExecutorOptions {
   // Called for every MicroBatch the executor makes, with its micro-batch index, before its
   // forward: the trainer sets the dropout stream and attaches the gradient buckets there.
   std::function<void(MicroBatch&, int mb)> prepare_micro_batch;
+  // Times the F, B and W actions on the device: marks around each (busy_s and the trace's
+  // compute bars are then device times). Null: the context's stream on a GPU, none on a CPU
+  // (host times). Tests pass a scripted one.
+  std::shared_ptr<DeviceTimeline> device_timeline;
 };
 
 class PipelineExecutor {
@@ -113,6 +120,11 @@ class PipelineExecutor {
   void run_action(const Action& a, const PipelineStepInput& in, PipelineStepResult& r);
   void sum_tied_embedding();
   void record(const Action* a, const char* category, double t0, double t1, int tid);
+  // A compute action's host time t0..t1: added to busy_s and recorded, or, with a device
+  // timeline, marked at both ends there and settled in settle_device_times().
+  void begin_compute();
+  void end_compute(const Action& a, const char* category, double t0, PipelineStepResult& r);
+  void settle_device_times(PipelineStepResult& r);
   double now_us() const;
 
   ExecContext& ctx_;
@@ -133,7 +145,14 @@ class PipelineExecutor {
   std::map<std::pair<Key, bool>, PendingRecv> recvs_;  // (key, is_grad)
   std::vector<Work> sends_;
   std::vector<TraceEvent> events_;
-  double origin_us_ = -1;  // steady-clock microseconds of the first step's start
+  std::shared_ptr<DeviceTimeline> timeline_;  // null: compute actions timed on the host
+  struct DeviceSpan {
+    size_t begin_mark, end_mark;  // the marks around the action, counted from the step's first
+    long event = -1;              // its entry in events_, or -1 (no trace)
+  };
+  std::vector<DeviceSpan> spans_;  // this step's compute actions, with a device timeline
+  size_t marks_ = 0;               // marks recorded this step
+  double origin_us_ = -1;          // steady-clock microseconds of the first step's start
   double step_start_us_ = 0;
   int64_t current_batch_ = 0, current_seq_ = 0;
 };

@@ -107,6 +107,35 @@ std::string first_non_finite(const std::vector<std::pair<std::string, Tensor>>& 
   return "";
 }
 
+// A checkpoint is what a resume trusts: one holding NaN or inf would only resume a failure.
+void refuse_non_finite(int64_t step, const std::vector<std::pair<std::string, Tensor>>& named) {
+  const std::string bad = first_non_finite(named);
+  if (!bad.empty())
+    user_error(
+        "not writing checkpoint step {}: {} holds a NaN or infinite value (training "
+        "diverged); the earlier checkpoints are kept",
+        step, bad);
+}
+
+// write_files without the check (save() checks before anything on disk changes).
+nlohmann::json write_unchecked(const std::string& staging, int64_t step,
+                               const std::vector<CheckpointFile>& files) {
+  nlohmann::json out = {{"files", nlohmann::json::object()}, {"shards", nlohmann::json::object()}};
+  const fs::path dir(staging);
+  try {
+    for (const CheckpointFile& f : files) {
+      BRAID_CHECK(f.name.find('/') == std::string::npos, "checkpoint file name {}", f.name);
+      save_safetensors((dir / f.name).string(), f.tensors, {}, f.widen_16bit);
+      const FileDigest d = digest_file((dir / f.name).string(), kChecksumSha256);
+      out["files"][f.name] = {{"bytes", d.bytes}, {"checksum", d.hex}};
+      if (!f.shards.empty()) out["shards"][f.name] = f.shards;
+    }
+  } catch (const fs::filesystem_error& e) {
+    user_error("cannot write checkpoint step {} in {}: {}", step, staging, e.what());
+  }
+  return out;
+}
+
 void remove_all_or_throw(const fs::path& p) {
   std::error_code ec;
   fs::remove_all(p, ec);
@@ -169,50 +198,22 @@ void CheckpointManager::begin_save(int64_t step) {
 
 nlohmann::json CheckpointManager::write_files(const std::string& staging, int64_t step,
                                               const std::vector<CheckpointFile>& files) {
-  // A checkpoint is what a resume trusts: one holding NaN or inf would only resume a failure.
-  for (const CheckpointFile& f : files) {
-    const std::string bad = first_non_finite(f.tensors);
-    if (!bad.empty())
-      user_error(
-          "not writing checkpoint step {}: {} holds a NaN or infinite value (training "
-          "diverged); the earlier checkpoints are kept",
-          step, bad);
-  }
-  nlohmann::json out = {{"files", nlohmann::json::object()}, {"shards", nlohmann::json::object()}};
-  const fs::path dir(staging);
-  try {
-    for (const CheckpointFile& f : files) {
-      BRAID_CHECK(f.name.find('/') == std::string::npos, "checkpoint file name {}", f.name);
-      save_safetensors((dir / f.name).string(), f.tensors, {}, f.widen_16bit);
-      const FileDigest d = digest_file((dir / f.name).string(), kChecksumSha256);
-      out["files"][f.name] = {{"bytes", d.bytes}, {"checksum", d.hex}};
-      if (!f.shards.empty()) out["shards"][f.name] = f.shards;
-    }
-  } catch (const fs::filesystem_error& e) {
-    user_error("cannot write checkpoint step {} in {}: {}", step, staging, e.what());
-  }
-  return out;
+  for (const CheckpointFile& f : files) refuse_non_finite(step, f.tensors);
+  return write_unchecked(staging, step, files);
 }
 
 std::string CheckpointManager::save(
     int64_t step, const std::vector<std::pair<std::string, Tensor>>& weights,
     const std::vector<std::pair<std::string, Tensor>>& optimizer_state,
     const nlohmann::json& state) {
-  // Refuse non-finite values before anything on disk changes.
-  for (const auto* named : {&weights, &optimizer_state}) {
-    const std::string bad = first_non_finite(*named);
-    if (!bad.empty())
-      user_error(
-          "not writing checkpoint step {}: {} holds a NaN or infinite value (training "
-          "diverged); the earlier checkpoints are kept",
-          step, bad);
-  }
+  // Refuse non-finite values before anything on disk changes (each tensor read once for that).
+  for (const auto* named : {&weights, &optimizer_state}) refuse_non_finite(step, *named);
   begin_save(step);
   nlohmann::json rec;
   try {
-    rec = write_files(staging_dir(step), step,
-                      {{kModelFile, weights, nlohmann::json::object(), /*widen_16bit=*/true},
-                       {kOptimizerFile, optimizer_state, nlohmann::json::object()}});
+    rec = write_unchecked(staging_dir(step), step,
+                          {{kModelFile, weights, nlohmann::json::object(), /*widen_16bit=*/true},
+                           {kOptimizerFile, optimizer_state, nlohmann::json::object()}});
   } catch (...) {
     std::error_code ec;
     fs::remove_all(staging_dir(step), ec);  // best effort; the next save removes it otherwise

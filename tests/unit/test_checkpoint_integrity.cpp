@@ -129,6 +129,14 @@ TEST_F(CheckpointIntegrity, NonFiniteWeightsAreNeverSaved) {
   }
   EXPECT_EQ(*m.latest(), good);
   EXPECT_EQ(m.list().size(), 1u);
+  // The multi-writer path refuses it before writing the file too.
+  Named w = weights(3);
+  w[0].second.f32()[0] = std::nanf("");
+  m.begin_save(3);
+  EXPECT_THROW(CheckpointManager::write_files(m.staging_dir(3), 3,
+                                              {{"model.safetensors", w, nlohmann::json::object()}}),
+               UserError);
+  EXPECT_TRUE(fs::is_empty(m.staging_dir(3)));
 }
 
 }  // namespace
