@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <mutex>
+#include <utility>
+
 #include "core/kernels/cuda/runtime.h"
 
 namespace braid {
@@ -31,7 +34,33 @@ class CudaMemorySource final : public DeviceMemorySource {
   int index_;
 };
 
+std::mutex& guard_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+DeviceReleaseGuard& release_guard() {
+  static DeviceReleaseGuard g;
+  return g;
+}
+
+// "" when the cache may be returned now, else what is in flight on the device.
+std::string release_blocked_by() {
+  DeviceReleaseGuard g;
+  {
+    std::lock_guard<std::mutex> lock(guard_mutex());
+    g = release_guard();
+  }
+  return g ? g() : std::string();
+}
+
 }  // namespace
+
+DeviceReleaseGuard set_device_release_guard(DeviceReleaseGuard guard) {
+  std::lock_guard<std::mutex> lock(guard_mutex());
+  std::swap(release_guard(), guard);
+  return guard;
+}
 
 std::unique_ptr<DeviceMemorySource> cuda_memory_source(int index) {
   return std::make_unique<CudaMemorySource>(index);
@@ -99,15 +128,26 @@ void* DeviceCachingAllocator::allocate(size_t bytes, MemCategory cat) {
   size_t n = p ? block_sizes_.at(p) : want;
   if (!p) {
     p = source_->allocate(want);
+    std::string kept_for;  // why the cache was not returned, if it was not
     if (!p && !free_blocks_.empty()) {
-      // Return the cache to the device and try once more (fragmented cache, different sizes).
-      ++oom_retries_;
-      release_cached_locked();
-      p = source_->allocate(want);
+      // Return the cache to the device and try once more (fragmented cache, different sizes),
+      // unless that would wait for communication that cannot finish first.
+      kept_for = release_blocked_by();
+      if (kept_for.empty()) {
+        ++oom_retries_;
+        release_cached_locked();
+        p = source_->allocate(want);
+      }
     }
     if (!p) {
       size_t dev_free = 0, dev_total = 0;
       source_->mem_info(&dev_free, &dev_total);
+      std::string note;
+      if (!kept_for.empty())
+        note = fmt::format(
+            "The allocator's cache ({}) was kept, not returned to the device and retried: "
+            "returning it waits for every stream, and {}.\n",
+            bytes_str(stats_.cached_bytes), kept_for);
       throw OutOfMemoryError(
           fmt::format("out of memory on {}: could not allocate {} for {} ({} held by braid, "
                       "{} free of {} on the device)",
@@ -115,7 +155,7 @@ void* DeviceCachingAllocator::allocate(size_t bytes, MemCategory cat) {
                       mem_category_name(cat), bytes_str(reserved_),
                       bytes_str(static_cast<int64_t>(dev_free)),
                       bytes_str(static_cast<int64_t>(dev_total))),
-          summary_locked());
+          note + summary_locked());
     }
     ++device_allocs_;
     block_sizes_[p] = want;

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -38,7 +39,8 @@ class DeviceMemorySource {
 // The CUDA runtime's cudaMalloc/cudaFree on GPU `index` (core/kernels/cuda/runtime.h).
 std::unique_ptr<DeviceMemorySource> cuda_memory_source(int index);
 
-// An allocation the device could not hold, even after the cache was returned to it. A UserError:
+// An allocation the device could not hold, even after the cache was returned to it (or with the
+// cache kept, the release guard below reporting communication in flight). A UserError:
 // the message says what was being allocated, the memory by category, and what to change.
 class OutOfMemoryError : public UserError {
  public:
@@ -51,6 +53,17 @@ class OutOfMemoryError : public UserError {
   void rebuild();
   std::string head_, tensor_, summary_, message_;
 };
+
+// Returning the allocator's cache to the device (cudaFree) waits for every stream of the
+// device, communication included; a transfer whose peer needs this process to go on first (a
+// pipeline receive posted ahead of its compute) would then never finish. Before an
+// out-of-memory retry returns the cache, the allocator calls the process's release guard: it
+// waits a bounded time for the communication in flight and returns "" when none is left (the
+// cache is returned), or what is still in flight (the allocation fails as out of memory, naming
+// it, and the cache is kept). The parallel layer sets it while GPU communicators exist; unset,
+// the cache is always returned. Returns the guard it replaces.
+using DeviceReleaseGuard = std::function<std::string()>;
+DeviceReleaseGuard set_device_release_guard(DeviceReleaseGuard guard);
 
 // What to change when a training step does not fit: the OOM message's closing lines.
 extern const char* const kOutOfMemoryAdvice;

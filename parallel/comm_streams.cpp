@@ -57,6 +57,7 @@ class DeviceOpWatchdog {
     CommStreams::Check check;
     int report_slot = -1;  // its line in the signal report (inflight::begin)
     uint64_t id = 0;
+    std::string label;  // the owner's label, for describe()
   };
 
   // Returns the operation's id (for set_event and drop).
@@ -88,6 +89,18 @@ class DeviceOpWatchdog {
   int in_flight() {
     std::lock_guard<std::mutex> lock(mu_);
     return static_cast<int>(ops_.size());
+  }
+
+  // "" when nothing is in flight, else the oldest operation ("<label>: <what>") and how many
+  // more there are.
+  std::string describe() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ops_.empty()) return "";
+    const Op& o = ops_.front();
+    std::string d = fmt::format("{}: {}", o.label.empty() ? "braid" : o.label, o.what);
+    if (ops_.size() > 1)
+      d += fmt::format(" (and {} more communication operations)", ops_.size() - 1);
+    return d;
   }
 
   ~DeviceOpWatchdog() {
@@ -175,6 +188,19 @@ void CommStreams::unwatch() {
 
 int CommStreams::watched_in_flight() { return DeviceOpWatchdog::get().in_flight(); }
 
+std::string CommStreams::settle_watched(double max_wait_s) {
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    std::string busy = DeviceOpWatchdog::get().describe();
+    if (busy.empty()) return busy;
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (waited >= max_wait_s)
+      return fmt::format("{} had not finished after {:g} s", busy, max_wait_s);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
 Work CommStreams::launch(const std::string& what,
                          const std::function<void(void* comm_stream)>& launch,
                          std::shared_ptr<void> hold) {
@@ -187,12 +213,14 @@ Work CommStreams::launch(const std::string& what,
   Check check = check_;
   const auto issued = std::chrono::steady_clock::now();
   // Watched from before the launch: the launch itself can wait for the peers.
-  const uint64_t id =
-      watched_ ? DeviceOpWatchdog::get().add(
-                     {this, ops, device_, nullptr, what, issued, check,
-                      inflight::begin(fmt::format("{}: ended by a signal while {} was in flight",
-                                                  label_.empty() ? "braid" : label_, what))})
-               : 0;
+  uint64_t id = 0;
+  if (watched_) {
+    id = DeviceOpWatchdog::get().add(
+        {this, ops, device_, nullptr, what, issued, check,
+         inflight::begin(fmt::format("{}: ended by a signal while {} was in flight",
+                                     label_.empty() ? "braid" : label_, what)),
+         0, label_});
+  }
   try {
     launch(comm_);
   } catch (...) {

@@ -78,6 +78,11 @@ class CommStreams {
 
   // Operations launched by watched objects that the watchdog has not yet seen complete.
   static int watched_in_flight();
+  // Waits up to max_wait_s for every watched operation to complete (as the watchdog sees it);
+  // "" when they have, else the oldest one still in flight and how long was waited, e.g.
+  // "braid: rank 1: group 'pp' ...: recv from rank 2 (and 1 more communication operations)
+  // had not finished after 30 s". The device release guard (core/device_memory.h) of GPU runs.
+  static std::string settle_watched(double max_wait_s);
   // Watched objects: each operation is also in the report written when a signal ends the job
   // (parallel/inflight_report.h) until it completes, as "<label>: <what> ...", e.g. the label
   // "braid: rank 3: group 'tp' (group rank 1 of 2)".

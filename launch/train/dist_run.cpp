@@ -3,7 +3,11 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
+#include "core/device_memory.h"
 #include "launch/train/trainer.h"
+#include "parallel/comm_streams.h"
 #include "parallel/launch_info.h"
 #include "parallel/nccl_communicator.h"
 #include "parallel/routed_communicator.h"
@@ -81,7 +85,15 @@ struct DeviceGroups {
     comms.dp = route(host.dp);
     comms.pp = route(host.pp, true);
     comms.embedding = route(host.embedding);
+    // An out-of-memory retry returns the allocator's cache only once the communication in
+    // flight has finished: within half the timeout (at most 30 s), before the watchdog would
+    // end the job naming the transfer instead of the out-of-memory.
+    const double settle_s = std::min(30.0, 0.5 * timeout_s);
+    set_device_release_guard([settle_s] { return CommStreams::settle_watched(settle_s); });
   }
+  ~DeviceGroups() { set_device_release_guard(nullptr); }
+  DeviceGroups(const DeviceGroups&) = delete;
+  DeviceGroups& operator=(const DeviceGroups&) = delete;
 };
 
 }  // namespace

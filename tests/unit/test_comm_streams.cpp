@@ -370,6 +370,41 @@ TEST(CommStreamsWatchdog, UnwatchForgetsTheOperationsAndStopsTheChecks) {
   EXPECT_EQ(CommStreams::watched_in_flight(), 0) << "an unwatched object handed on an operation";
 }
 
+// Before an out-of-memory retry returns the allocator's cache (which waits for every stream),
+// the communication in flight must finish: settle_watched waits for it, a bounded time.
+TEST(CommStreamsWatchdog, SettleWaitsForTheOperationsInFlightAndNamesOneThatStays) {
+  ThreadSafeStreams ops;
+  CommStreams cs(
+      ops, reinterpret_cast<void*>(1), reinterpret_cast<void*>(2),
+      [](const std::string&, double) {}, /*watched=*/true);
+  cs.set_label("braid: rank 1: group 'pp' (group rank 0 of 2, NCCL)");
+  EXPECT_EQ(CommStreams::settle_watched(0.0), "") << "nothing in flight";
+  Work a = cs.launch("recv(x) from group rank 1", [](void*) {});
+  Work b = cs.launch("send(y) to group rank 1", [](void*) {});
+  // One completes while settle waits: it returns once the watchdog has seen it, well before
+  // the bound.
+  std::thread finisher([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ops.complete(a.device_event());
+    ops.complete(b.device_event());
+  });
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(CommStreams::settle_watched(5.0), "");
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  finisher.join();
+  EXPECT_GE(took, 0.04);
+  EXPECT_LT(took, 2.0);
+  // One that never completes: named, with the others counted, after the bound.
+  Work c = cs.launch("recv(z) from group rank 1", [](void*) {});
+  Work d = cs.launch("send(w) to group rank 1", [](void*) {});
+  EXPECT_EQ(CommStreams::settle_watched(0.1),
+            "braid: rank 1: group 'pp' (group rank 0 of 2, NCCL): recv(z) from group rank 1 (and "
+            "1 more communication operations) had not finished after 0.1 s");
+  cs.unwatch();
+  EXPECT_EQ(CommStreams::settle_watched(0.0), "");
+}
+
 TEST(CommStreamsWatchdog, UnwatchedObjectsAreNotWatched) {
   ThreadSafeStreams ops;
   CommStreams cs(ops, reinterpret_cast<void*>(1), reinterpret_cast<void*>(2));

@@ -101,6 +101,49 @@ TEST(DeviceMemory, CacheIsReturnedToTheDeviceBeforeGivingUp) {
   a.deallocate(q, 8 * kMiB, MemCategory::Activations);
 }
 
+// Returning the cache waits for every stream of the device: with communication in flight that
+// cannot finish first, the guard says so and the allocation fails as out of memory instead.
+TEST(DeviceMemory, CacheIsKeptWhileTheReleaseGuardReportsCommunicationInFlight) {
+  int allocs = 0, releases = 0, asked = 0;
+  DeviceCachingAllocator a(std::make_unique<FakeDevice>(10 * kMiB, &allocs, &releases));
+  std::string in_flight = "recv(x) from group rank 1 had not finished after 30 s";
+  const DeviceReleaseGuard before = set_device_release_guard([&] {
+    ++asked;
+    return in_flight;
+  });
+  void* p = a.allocate(6 * kMiB, MemCategory::Activations);
+  a.deallocate(p, 6 * kMiB, MemCategory::Activations);
+  try {
+    a.allocate(8 * kMiB, MemCategory::Activations);
+    FAIL() << "allocated by returning the cache while communication was in flight";
+  } catch (const OutOfMemoryError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("out of memory on cuda:3: could not allocate 8.0 MiB for activations"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("The allocator's cache (6.0 MiB) was kept, not returned to the device and "
+                     "retried: returning it waits for every stream, and recv(x) from group rank "
+                     "1 had not finished after 30 s."),
+              std::string::npos)
+        << m;
+  }
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(releases, 0);
+  EXPECT_EQ(a.stats().cached_bytes, static_cast<int64_t>(6 * kMiB));
+  // Once the communication has finished, the retry returns the cache as before.
+  in_flight.clear();
+  void* q = a.allocate(8 * kMiB, MemCategory::Activations);
+  EXPECT_NE(q, nullptr);
+  EXPECT_EQ(asked, 2);
+  EXPECT_EQ(releases, 1);
+  a.deallocate(q, 8 * kMiB, MemCategory::Activations);
+  // An allocation the device holds at once never asks.
+  void* r = a.allocate(kMiB, MemCategory::Activations);
+  EXPECT_EQ(asked, 2);
+  a.deallocate(r, kMiB, MemCategory::Activations);
+  set_device_release_guard(before);
+}
+
 TEST(DeviceMemory, OutOfMemoryNamesTheAllocationTheTensorAndWhatToChange) {
   auto alloc = std::make_shared<DeviceCachingAllocator>(std::make_unique<FakeDevice>(16 * kMiB));
   Tensor w = Tensor::empty(alloc, {1024, 1024}, DType::F32, MemCategory::Weights);  // 4 MiB
