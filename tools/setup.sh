@@ -11,6 +11,8 @@ pkgs=(build-essential cmake ninja-build pkg-config libopenmpi-dev openmpi-bin li
       libssl-dev zlib1g-dev libpcre2-dev libicu-dev iproute2)
 # Only for the tools/ checks outside ctest (tools/check_report.sh): BRAID_SETUP_CHECKS=1.
 if [ "${BRAID_SETUP_CHECKS:-0}" = 1 ]; then pkgs+=(chromium); fi
+# Only for the suite on an emulated AVX2 CPU (tools/test_on_avx2_cpu.sh): BRAID_SETUP_QEMU=1.
+if [ "${BRAID_SETUP_QEMU:-0}" = 1 ]; then pkgs+=(qemu-user); fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the whole test suite (ctest).
+# BRAID_TEST_AVX2_CPU=1 (as .ci/run sets) then runs the unit suite and two training runs again
+# on an emulated CPU without AVX-512 (tools/test_on_avx2_cpu.sh; installs qemu-user).
 # BRAID_TEST_SANITIZE=1 (as .ci/run sets) then builds a second tree, build-asan/ (or
 # $BRAID_ASAN_BUILD_DIR), with AddressSanitizer + UBSan and runs the whole suite again there.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BRAID_BUILD_DIR:-$here/build}
 # Every target: the suite runs the tests and benchmarks it builds.
-BRAID_BUILD_TARGETS= bash "$here/tools/setup.sh"
+BRAID_BUILD_TARGETS= BRAID_SETUP_QEMU=${BRAID_TEST_AVX2_CPU:-0} bash "$here/tools/setup.sh"
 # Open MPI refuses to run as root unless told; tests run under mpirun in CI containers.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 (cd "$build" && ctest --output-on-failure -j "$(nproc)" "$@")
+
+if [ "${BRAID_TEST_AVX2_CPU:-0}" = 1 ]; then
+  bash "$here/tools/test_on_avx2_cpu.sh" "$build"
+fi
 
 if [ "${BRAID_TEST_SANITIZE:-0}" = 1 ]; then
   asan=${BRAID_ASAN_BUILD_DIR:-$here/build-asan}

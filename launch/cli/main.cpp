@@ -22,6 +22,7 @@
 #include "launch/cli/commands.h"
 #include "launch/config/edit_distance.h"
 #include "launch/plan/plan_command.h"
+#include "launch/train/exec_setup.h"
 #include "launch/train/signals.h"
 
 namespace {
@@ -79,6 +80,17 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version,-V", [] {
     const braid::cuda::BuildInfo b = braid::cuda::build_info();
     std::string v = "braid " BRAID_VERSION_STRING "\n";
+    // The CPU kernels' level: this CPU's highest, or the one BRAID_CPU_ISA caps it at.
+    const std::string machine(braid::cpu_isa_name(braid::cpu_isa_detected()));
+    try {
+      const std::string used(braid::cpu_isa_name(braid::cpu_isa_from_env()));
+      v += "cpu: " + used +
+           (used == machine ? " (this CPU's highest path; BRAID_CPU_ISA caps it, e.g. avx2)"
+                            : " (BRAID_CPU_ISA; this CPU's highest is " + machine + ")") +
+           "\n";
+    } catch (const std::exception& e) {
+      v += "cpu: " + machine + " (" + e.what() + ")\n";
+    }
     if (!b.built)
       return v + "CUDA backend: no (built without the CUDA toolkit or with BRAID_CUDA=OFF)";
     v += "CUDA backend: yes (CUDA runtime " + b.runtime + ", " + b.libraries + "; architectures " +

@@ -11,6 +11,9 @@ grep -qF "did you mean 'train'" out.txt || fail "no suggestion: $(cat out.txt)"
 [ "$(rc_of "$BRAID" train)" = 2 ] || fail "missing argument: not exit 2 ($(cat out.txt))"
 [ "$(rc_of "$BRAID" eval x --no-such-option)" = 2 ] || fail "unknown option: not exit 2"
 [ "$(rc_of "$BRAID" --version)" = 0 ] && grep -q "^braid [0-9]" out.txt || fail "--version: $(cat out.txt)"
+grep -qE "^cpu: (scalar|avx2|avx512|avx512_bf16|amx) " out.txt || fail "--version names no CPU level: $(cat out.txt)"
+BRAID_CPU_ISA=scalar "$BRAID" --version | grep -q "^cpu: scalar (BRAID_CPU_ISA" ||
+  fail "--version ignores BRAID_CPU_ISA"
 [ "$(rc_of "$BRAID" --help)" = 0 ] || fail "--help failed"
 echo "ok: exit codes, suggestion, --version"
 # Every option with a default shows it in --help.
