@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
     try {
       const std::string used(braid::cpu_isa_name(braid::cpu_isa_from_env()));
       v += "cpu: " + used +
-           (used == machine ? " (this CPU's highest path; BRAID_CPU_ISA caps it, e.g. avx2)"
+           (used == machine ? " (this CPU's highest path; BRAID_CPU_ISA can cap it)"
                             : " (BRAID_CPU_ISA; this CPU's highest is " + machine + ")") +
            "\n";
     } catch (const std::exception& e) {
