@@ -227,9 +227,7 @@ void PipelineExecutor::run_action(const Action& a, const PipelineStepInput& in,
 }
 
 void PipelineExecutor::begin_compute() {
-  if (!timeline_) return;
-  timeline_->mark();
-  ++marks_;
+  if (timeline_) timeline_->mark();
 }
 
 void PipelineExecutor::end_compute(const Action& a, const char* category, double t0,
@@ -240,14 +238,14 @@ void PipelineExecutor::end_compute(const Action& a, const char* category, double
     record(&a, category, t0, t1, 0);
     return;
   }
+  const size_t end_mark = timeline_->pending() - first_mark_;  // counted from the step's first
   timeline_->mark();
-  ++marks_;
   long event = -1;
   if (options_.trace) {
     record(&a, category, t0, t1, 0);  // host times until settle_device_times()
     event = static_cast<long>(events_.size()) - 1;
   }
-  spans_.push_back({marks_ - 2, marks_ - 1, event});
+  spans_.push_back({end_mark - 1, end_mark, event});
 }
 
 // The step's compute actions in device time: drain() waits for the last mark and gives the
@@ -255,13 +253,13 @@ void PipelineExecutor::end_compute(const Action& a, const char* category, double
 // the step's own first mark). Mark i of this step is at the sum of the gaps before it.
 void PipelineExecutor::settle_device_times(PipelineStepResult& r) {
   if (!timeline_) return;
-  const size_t earlier = timeline_->pending() - marks_;  // marks before this step's first
+  const size_t marks = timeline_->pending();  // first_mark_ of them before this step's first
   const std::vector<double> gaps = timeline_->drain();
-  BRAID_CHECK(gaps.size() + 1 == earlier + marks_,
+  BRAID_CHECK(gaps.size() + 1 == marks,
               "stage {}: the device timeline gave {} intervals for {} marks", stage_, gaps.size(),
-              earlier + marks_);
-  std::vector<double> at(marks_, 0.0);  // seconds from this step's first mark
-  for (size_t i = 1; i < marks_; ++i) at[i] = at[i - 1] + gaps[earlier + i - 1];
+              marks);
+  std::vector<double> at(marks - first_mark_, 0.0);  // seconds from this step's first mark
+  for (size_t i = 1; i < at.size(); ++i) at[i] = at[i - 1] + gaps[first_mark_ + i - 1];
   for (const DeviceSpan& sp : spans_) {
     const double dur = at[sp.end_mark] - at[sp.begin_mark];
     r.busy_s += dur;
@@ -272,7 +270,6 @@ void PipelineExecutor::settle_device_times(PipelineStepResult& r) {
     }
   }
   spans_.clear();
-  marks_ = 0;
 }
 
 void PipelineExecutor::sum_tied_embedding() {
@@ -297,10 +294,9 @@ PipelineStepResult PipelineExecutor::step(const PipelineStepInput& in) {
   step_start_us_ = now_us();
   if (origin_us_ < 0) origin_us_ = step_start_us_;
   spans_.clear();
-  marks_ = 0;
   if (timeline_) {
-    timeline_->mark();  // the step's first mark: device times are counted from here
-    ++marks_;
+    first_mark_ = timeline_->pending();  // marks an earlier step left (drain keeps its last)
+    timeline_->mark();                   // the step's first: device times are counted from here
   }
   const std::vector<Action>& row = schedule_.stages[static_cast<size_t>(stage_)];
   for (size_t i = 0; i < row.size(); ++i) {

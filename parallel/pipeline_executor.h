@@ -151,7 +151,7 @@ class PipelineExecutor {
     long event = -1;              // its entry in events_, or -1 (no trace)
   };
   std::vector<DeviceSpan> spans_;  // this step's compute actions, with a device timeline
-  size_t marks_ = 0;               // marks recorded this step
+  size_t first_mark_ = 0;          // the timeline's pending marks before this step's first
   double origin_us_ = -1;          // steady-clock microseconds of the first step's start
   double step_start_us_ = 0;
   int64_t current_batch_ = 0, current_seq_ = 0;
