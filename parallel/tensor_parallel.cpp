@@ -1,6 +1,7 @@
 // The tensor-parallel pass, the vocab-parallel cross-entropy and the model-parallel grad norm.
 #include "parallel/tensor_parallel.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/kernels/cross_entropy.h"
@@ -139,7 +140,7 @@ int apply_tensor_parallel(ExecContext& ctx, Transformer& model, Communicator& tp
     Parameter* own = cfg.tied() ? (model.has_embedding() ? nullptr : model.tied_embedding())
                                 : model.find_parameter("lm_head.weight");
     if (own) shard_vocab(ctx, *own, Vp, n, r);
-    model.set_head_loss(vocab_parallel_cross_entropy(tp, V, r * rows, sp));
+    model.set_head_loss(vocab_parallel_cross_entropy(tp, V, r * rows, sp, o.head_chunk_rows));
   }
   int placed = 0;
   // Projections first (their shards decide LoRA's), then the modules that hold them.
@@ -226,10 +227,10 @@ void sum_replicated_parts(ExecContext& ctx, const std::vector<Parameter*>& param
 }
 
 HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t row_begin,
-                                        bool sequence_parallel) {
-  return [&tp, vocab, row_begin, sequence_parallel](ExecContext& ctx, Tensor& losses, Tensor& dx,
-                                                    Tensor& dw, const Tensor& x_in, const Tensor& w,
-                                                    const Tensor& targets, float grad_scale) {
+                                        bool sequence_parallel, int64_t chunk_rows) {
+  return [&tp, vocab, row_begin, sequence_parallel, chunk_rows](
+             ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw, const Tensor& x_in,
+             const Tensor& w, const Tensor& targets, float grad_scale) {
     // Sequence parallelism: x_in is this rank's slice of each sequence; the logits of this
     // rank's vocabulary rows are needed at every position, so the slices are gathered. The
     // loss is per row, so the gathered rows stay in the collective's order (rank-major:
@@ -241,6 +242,9 @@ HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t
     const int64_t B = targets.ndim() == 2 ? targets.dim(0) : 1, T = Nt / B;
     BRAID_CHECK(x_in.dim(0) * (gather ? n : 1) == Nt, "{} rows of hidden states for {} targets",
                 x_in.dim(0), Nt);
+    // Every target once, before anything is written (a bad batch leaves dw untouched); every
+    // rank holds the same targets, so all of them throw here, before any collective.
+    check_loss_targets(ctx, targets, vocab, "vocab_parallel_cross_entropy");
     Tensor x = x_in;
     if (gather) {
       x = ctx.empty({Nt, C}, x_in.dtype());
@@ -252,44 +256,69 @@ HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t
       tgt_rows = ctx.empty({Nt}, DType::I32);
       seq_to_blocks(ctx, tgt_rows, targets.view({B, T}), n);
     }
-    const int64_t N = Nt;
-    const VocabSlice slice{row_begin, vocab};
-    // Only this rank's (N, V / tp) block of the logits ever exists.
-    Tensor logits = ctx.empty({N, w.dim(0)});
-    linear_forward(ctx, logits, x, w, Tensor());
+    const int64_t N = Nt, V = w.dim(0);
+    VocabSlice slice{row_begin, vocab};
+    slice.targets_checked = true;
+    const bool backward = dx.defined();
+    // Only a (chunk, V / tp) block of this rank's logits exists at a time, as in the one-rank
+    // head: per chunk of rows the logits, the loss and the logits' gradient, whose two GEMMs
+    // add the chunk's part of dx and dw. With 16-bit x and w that gradient is rounded to their
+    // dtype where the one-rank head rounds it (lm_head_rounds_grad), so both GEMMs run on the
+    // 16-bit operands as they are.
+    const int64_t chunk = chunk_rows > 0 ? std::min(chunk_rows, N) : lm_head_chunk_rows(ctx, N, V);
+    const bool round = backward && lm_head_rounds_grad(ctx, x.dtype(), w.dtype());
+    Tensor logits_buf = ctx.empty({chunk, V}, DType::F32, MemCategory::Workspace);
+    Tensor grad_buf = round ? ctx.empty({chunk, V}, w.dtype(), MemCategory::Workspace) : Tensor();
     // Per row: the max, then the sum of exp and the target's logit (owned by one rank; 0
     // elsewhere), each completed over the ranks.
-    Tensor mx = ctx.empty({N});
-    Tensor st = ctx.empty({2 * N});  // [sum exp | target logit]: one all-reduce for both
-    Tensor sum_exp = st.slice0(0, N), target_logit = st.slice0(N, 2 * N);
-    vocab_slice_partials(ctx, mx, target_logit, logits, tgt_rows, slice);
-    if (tp.size() > 1) wait_in_stream(ctx, tp.all_reduce(mx, ReduceOp::Max));
-    vocab_slice_exp(ctx, logits, sum_exp, mx, slice);  // logits become exp(l - max)
-    if (tp.size() > 1) wait_in_stream(ctx, tp.all_reduce(st, ReduceOp::Sum));
-    Tensor row_losses = reorder ? ctx.empty({N}) : losses;
-    vocab_slice_losses(ctx, row_losses, sum_exp, mx, target_logit, tgt_rows);
+    Tensor mx_buf = ctx.empty({chunk});
+    Tensor st_buf = ctx.empty({2 * chunk});  // [sum exp | target logit]: one all-reduce for both
+    Tensor row_losses = reorder ? ctx.empty({N}) : losses.view({N});
+    // Each rank's part of dx in f32, summed in f32 and rounded once (16-bit activations);
+    // under sequence parallelism each rank keeps its slice of the sum.
+    Tensor dx32;
+    if (backward)
+      dx32 = dx.dtype() == DType::F32 && !gather ? dx.view({N, C}) : ctx.empty({N, C}, DType::F32);
+    for (int64_t r0 = 0; r0 < N; r0 += chunk) {
+      const int64_t rows = std::min(chunk, N - r0);
+      const Tensor xc = x.slice0(r0, r0 + rows), tc = tgt_rows.slice0(r0, r0 + rows);
+      Tensor logits = logits_buf.slice0(0, rows);
+      linear_forward(ctx, logits, xc, w, Tensor());
+      Tensor mx = mx_buf.slice0(0, rows), st = st_buf.slice0(0, 2 * rows);
+      Tensor sum_exp = st.slice0(0, rows), target_logit = st.slice0(rows, 2 * rows);
+      vocab_slice_partials(ctx, mx, target_logit, logits, tc, slice);
+      if (n > 1) wait_in_stream(ctx, tp.all_reduce(mx, ReduceOp::Max));
+      vocab_slice_exp(ctx, logits, sum_exp, mx, slice);  // logits become exp(l - max)
+      if (n > 1) wait_in_stream(ctx, tp.all_reduce(st, ReduceOp::Sum));
+      Tensor lc = row_losses.slice0(r0, r0 + rows);
+      vocab_slice_losses(ctx, lc, sum_exp, mx, target_logit, tc);
+      if (!backward) continue;
+      vocab_slice_grad(ctx, logits, sum_exp, tc, slice, grad_scale);
+      Tensor grad = logits;
+      if (round) {
+        grad = grad_buf.slice0(0, rows);
+        cast(ctx, grad, logits);
+      }
+      Tensor dxc = dx32.slice0(r0, r0 + rows);
+      linear_backward_input(ctx, dxc, grad, w);
+      if (dw.defined()) {
+        Tensor none;
+        linear_backward_weight(ctx, dw, none, grad, xc);
+      }
+    }
     if (reorder) {
       Tensor seq = losses.view({B, T});
       blocks_to_seq(ctx, seq, row_losses, n);
     }
-    if (!dx.defined()) return;
-    vocab_slice_grad(ctx, logits, sum_exp, tgt_rows, slice, grad_scale);
-    // Each rank's part of dx in f32, summed in f32 and rounded once (16-bit activations);
-    // under sequence parallelism each rank keeps its slice of the sum.
-    Tensor dx32 = dx.dtype() == DType::F32 && !gather ? dx : ctx.empty({N, C}, DType::F32);
-    linear_backward_input(ctx, dx32, logits, w);
+    if (!backward) return;
     if (gather) {
       Tensor mine = dx.dtype() == DType::F32 ? dx : ctx.empty(dx.shape(), DType::F32);
       wait_in_stream(ctx, tp.reduce_scatter(dx32.view({dx32.numel()}), mine.view({mine.numel()}),
                                             ReduceOp::Sum));
       if (!mine.same_storage(dx)) cast(ctx, dx, mine);
     } else {
-      if (tp.size() > 1) wait_in_stream(ctx, tp.all_reduce(dx32, ReduceOp::Sum));
-      if (!dx32.same_storage(dx)) cast(ctx, dx, dx32);
-    }
-    if (dw.defined()) {
-      Tensor none;
-      linear_backward_weight(ctx, dw, none, logits, x);
+      if (n > 1) wait_in_stream(ctx, tp.all_reduce(dx32, ReduceOp::Sum));
+      if (!dx32.same_storage(dx)) cast(ctx, dx, dx32.view(dx.shape()));
     }
   };
 }

@@ -36,6 +36,8 @@ struct TensorParallelOptions {
   // Sequence parallelism (parallel/sequence_parallel.h) between the parallel regions; the
   // sequence length must be a multiple of tp.
   bool sequence_parallel = false;
+  // Rows per chunk of the vocab-parallel cross-entropy (0: as the one-rank LM head chunks).
+  int64_t head_chunk_rows = 0;
 };
 
 // vocab rounded up to a multiple of tp * align.
@@ -63,9 +65,11 @@ void sum_replicated_parts(ExecContext& ctx, const std::vector<Parameter*>& param
 // The vocab-parallel cross-entropy of a head weight holding rows [row_begin, row_begin + rows)
 // of the padded vocabulary (rows >= vocab are padding): a HeadLossFn for Transformer.
 // sequence_parallel: x is this rank's slice of each sequence (gathered for the logits) and dx
-// gets the slice of the input gradient.
+// gets the slice of the input gradient. Rows go through in chunks of chunk_rows (0: the one-rank
+// head's rule, lm_head_chunk_rows), so the rank's (rows, vocab / tp) logits never exist whole;
+// two small all-reduces per chunk complete each row's max and sum over the ranks.
 HeadLossFn vocab_parallel_cross_entropy(Communicator& tp, int64_t vocab, int64_t row_begin,
-                                        bool sequence_parallel = false);
+                                        bool sequence_parallel = false, int64_t chunk_rows = 0);
 
 // The L2 norm of the gradients over the model-parallel groups: sharded parameters summed over
 // tp, replicated ones counted once, pipeline replicas skipped, stages summed over pp (either

@@ -24,6 +24,22 @@ LossSum loss_sum(ExecContext& ctx, const Tensor& losses, const Tensor& targets) 
   return BRAID_DISPATCH(args, loss_sum, ctx, losses, targets);
 }
 
+int64_t lm_head_chunk_rows(ExecContext& ctx, int64_t n, int64_t vocab) {
+  KernelArgs args(ctx, "lm_head_chunk_rows", {});
+  return BRAID_DISPATCH(args, lm_head_chunk_rows, ctx, n, vocab);
+}
+
+bool lm_head_rounds_grad(ExecContext& ctx, DType x, DType w) {
+  if (x != w || (w != DType::BF16 && w != DType::F16)) return false;
+  KernelArgs args(ctx, "lm_head_rounds_grad", {});
+  return BRAID_DISPATCH(args, lm_head_rounds_grad, ctx, w);
+}
+
+void check_loss_targets(ExecContext& ctx, const Tensor& targets, int64_t vocab, const char* op) {
+  KernelArgs args(ctx, op, {{&targets, "targets"}});
+  BRAID_DISPATCH(args, check_loss_targets, ctx, targets, vocab, op);
+}
+
 int64_t VocabSlice::real(int64_t rows) const {
   return std::max<int64_t>(0, std::min(rows, vocab - row_begin));
 }

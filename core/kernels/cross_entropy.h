@@ -28,6 +28,19 @@ void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor&
 // CPU; on a GPU in a fixed order of its own (the same bits every run, not the CPU's last bits).
 LossSum loss_sum(ExecContext& ctx, const Tensor& losses, const Tensor& targets);
 
+// Rows per chunk of the fused LM head for n rows and a vocabulary (or a rank's block of it) of
+// `vocab` rows on this context's device: the (rows, vocab) f32 logits scratch stays bounded
+// (CPU: 128 MiB, 64 to 512 rows; GPU: 256 MiB), at least one row, at most n.
+int64_t lm_head_chunk_rows(ExecContext& ctx, int64_t n, int64_t vocab);
+// Whether the fused LM head rounds each chunk's logit gradient to the operands' 16-bit dtype for
+// its two backward GEMMs, for x and w of these dtypes (the same 16-bit dtype, else never): on a
+// GPU always (tensor cores); on the CPU for bf16 where the bf16 GEMM is native (elsewhere the
+// head runs in f32). The vocab-parallel cross-entropy follows the same rule.
+bool lm_head_rounds_grad(ExecContext& ctx, DType x, DType w);
+// Throws, naming the first, when a target (N, i32) is outside [-1, vocab); `op` names the
+// caller. On a GPU one wait for the stream.
+void check_loss_targets(ExecContext& ctx, const Tensor& targets, int64_t vocab, const char* op);
+
 // The vocab-parallel cross-entropy (parallel/tensor_parallel.h) in steps, with the collectives
 // over the tensor-parallel ranks between them. Each rank holds an (N, rows) f32 block of the
 // logits whose columns are rows [row_begin, row_begin + rows) of the padded vocabulary; those
@@ -37,6 +50,9 @@ LossSum loss_sum(ExecContext& ctx, const Tensor& losses, const Tensor& targets);
 struct VocabSlice {
   int64_t row_begin = 0;  // the block's first vocabulary row
   int64_t vocab = 0;      // the real (unpadded) vocabulary size
+  // The caller has checked every target (check_loss_targets): vocab_slice_partials skips its
+  // own check (on a GPU a wait for the stream).
+  bool targets_checked = false;
   // How many of the block's `rows` columns are real vocabulary rows.
   int64_t real(int64_t rows) const;
 };
@@ -44,7 +60,7 @@ struct VocabSlice {
 // Step 1, then all-reduce Max of row_max: per row, the max of the block's real columns
 // (-inf when it has none) into row_max (N), and into target_logit (N) the target's logit where
 // this block holds it, 0 elsewhere (an all-reduce Sum then gives every rank the logit).
-// Throws on a target outside [-1, vocab), before writing anything.
+// Throws on a target outside [-1, vocab), before writing anything (unless targets_checked).
 void vocab_slice_partials(ExecContext& ctx, Tensor& row_max, Tensor& target_logit,
                           const Tensor& logits, const Tensor& targets, const VocabSlice& slice);
 // Step 2, then all-reduce Sum of sum_exp (and target_logit): the block's real columns become

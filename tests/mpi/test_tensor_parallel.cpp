@@ -178,7 +178,8 @@ TEST_P(TensorParallel, TimesDataParallelEqualsOneRank) {
 
 // Sequence parallelism: the norms run on each rank's slice of the sequences, their partial
 // gradients summed by sum_replicated_parts; losses and every gradient as one rank, also with
-// B > 1 (the slices interleave across sequences) and for evaluation.
+// B > 1 (the slices interleave across sequences) and for evaluation; the vocab-parallel head
+// in chunks of rows that do not divide the gathered rows.
 TEST_P(TensorParallel, SequenceParallelEqualsOneRank) {
   Communicator& tp = world().world();
   const ModelConfig cfg = tp_config(GetParam());
@@ -189,6 +190,7 @@ TEST_P(TensorParallel, SequenceParallelEqualsOneRank) {
   whole.init_weights();
   TensorParallelOptions o;
   o.sequence_parallel = true;
+  o.head_chunk_rows = 5;  // the head's 16 rows in chunks of 5, 5, 5 and 1
   apply_tensor_parallel(ctx, model, tp, o);
   int norms = 0;
   for (const Parameter* p : model.parameters())

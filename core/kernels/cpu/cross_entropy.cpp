@@ -2,6 +2,7 @@
 // never stored whole; bf16 weights and activations run it on the native bf16 GEMM where there
 // is one.
 #include <algorithm>
+#include <string>
 
 #include "core/kernels/cpu/convert.h"
 #include "core/kernels/cpu/cpu_kernels.h"
@@ -24,24 +25,8 @@ void check_input(const Tensor& t, DType dtype, const char* name) {
   check_dtype(t, dtype, name);
 }
 
-// Rows per chunk: the dw update is a GEMM whose inner dimension is the chunk, and it rewrites
-// all of dw each time, so chunks must be long; the (rows, V) logits scratch bounds them. 128 MiB
-// keeps 512 rows up to a vocabulary of 65536 (with 16 MiB it was 83 rows at GPT-2's 50304: dw,
-// 150 MiB at width 768, was rewritten 25 times for 2048 positions; with 64 MiB 333 rows, and
-// the bf16 head ran 5-20 % slower than with 512, its dw GEMM at 1050 instead of 1370 GFLOP/s).
-int64_t chunk_rows(int64_t n, int64_t vocab) {
-  const int64_t scratch_floats = int64_t{1} << 25;  // 128 MiB
-  return std::min(
-      n, std::clamp(scratch_floats / std::max<int64_t>(vocab, 1), int64_t{64}, int64_t{512}));
-}
-
-// Where gemm_bf16 runs a native bf16 kernel, the bf16 LM head multiplies its bf16 x and w
-// directly (f32 accumulation and logits) and rounds each chunk's dlogits to bf16 for the two
-// backward GEMMs, as a bf16 linear layer rounds its dy; elsewhere widening both operands for
-// every GEMM would cost more than the staged f32 path below.
-bool native_bf16_head(const ExecContext& ctx, const Tensor& x, const Tensor& w) {
-  return x.dtype() == DType::BF16 && w.dtype() == DType::BF16 &&
-         ctx.gemm().bf16_mode == Bf16Mode::Native && native_bf16_available(ctx.gemm().backend);
+bool native_bf16_head(ExecContext& ctx, const Tensor& x, const Tensor& w) {
+  return x.dtype() == w.dtype() && cpu::lm_head_rounds_grad(ctx, w.dtype());
 }
 
 // The chunked loop for x and w of dtype `dt` (f32, or bf16 on the native GEMM); dx and dw are
@@ -54,7 +39,7 @@ void lm_head_chunks(ExecContext& ctx, DType dt, float* lossp, float* dxp, float*
   const auto* w16 = static_cast<const bf16*>(w);
   const auto* x32 = static_cast<const float*>(x);
   const auto* w32 = static_cast<const float*>(w);
-  const int64_t chunk = chunk_rows(N, V);
+  const int64_t chunk = cpu::lm_head_chunk_rows(ctx, N, V);
   // logits: (chunk, V), turned in place into dlogits for the backward GEMMs; with bf16
   // operands also dlogits16: (chunk, V), their bf16 rounding.
   Tensor scratch = ctx.empty({chunk, V}, DType::F32, MemCategory::Workspace);
@@ -101,6 +86,37 @@ void lm_head_chunks(ExecContext& ctx, DType dt, float* lossp, float* dxp, float*
 }  // namespace
 
 namespace cpu {
+
+// Rows per chunk: the dw update is a GEMM whose inner dimension is the chunk, and it rewrites
+// all of dw each time, so chunks must be long; the (rows, V) logits scratch bounds them. 128 MiB
+// keeps 512 rows up to a vocabulary of 65536 (with 16 MiB it was 83 rows at GPT-2's 50304: dw,
+// 150 MiB at width 768, was rewritten 25 times for 2048 positions; with 64 MiB 333 rows, and
+// the bf16 head ran 5-20 % slower than with 512, its dw GEMM at 1050 instead of 1370 GFLOP/s).
+int64_t lm_head_chunk_rows(ExecContext& /*ctx*/, int64_t n, int64_t vocab) {
+  const int64_t scratch_floats = int64_t{1} << 25;  // 128 MiB
+  return std::min(
+      n, std::clamp(scratch_floats / std::max<int64_t>(vocab, 1), int64_t{64}, int64_t{512}));
+}
+
+// Where gemm_bf16 runs a native bf16 kernel, the bf16 LM head multiplies its bf16 x and w
+// directly (f32 accumulation and logits) and rounds each chunk's dlogits to bf16 for the two
+// backward GEMMs, as a bf16 linear layer rounds its dy; elsewhere widening both operands for
+// every GEMM would cost more than the staged f32 path below.
+bool lm_head_rounds_grad(ExecContext& ctx, DType w) {
+  return w == DType::BF16 && ctx.gemm().bf16_mode == Bf16Mode::Native &&
+         native_bf16_available(ctx.gemm().backend);
+}
+
+void check_loss_targets(ExecContext& /*ctx*/, const Tensor& targets, int64_t vocab,
+                        const char* op) {
+  BRAID_CHECK(targets.defined() && targets.dtype() == DType::I32, "{}: targets must be i32, got {}",
+              op, targets.defined() ? targets.str() : std::string("undefined"));
+  const int32_t* t = targets.i32();
+  for (int64_t i = 0; i < targets.numel(); ++i)
+    BRAID_CHECK(t[i] >= -1 && t[i] < vocab,
+                "{}: targets[{}] = {} is outside [-1, {}) for vocabulary size {}", op, i, t[i],
+                vocab, vocab);
+}
 
 void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor& dw,
                            const Tensor& x, const Tensor& w, const Tensor& targets,

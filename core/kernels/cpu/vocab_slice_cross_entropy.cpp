@@ -58,7 +58,7 @@ void vocab_slice_partials(ExecContext& ctx, Tensor& row_max, Tensor& target_logi
   check_targets(targets, N, op);
   const int32_t* tgt = targets.i32();  // targets: (N)
   // Checked before the parallel loop: an exception must not leave an OpenMP region.
-  for (int64_t i = 0; i < N; ++i)
+  for (int64_t i = 0; i < (slice.targets_checked ? 0 : N); ++i)
     BRAID_CHECK(tgt[i] >= -1 && tgt[i] < slice.vocab,
                 "{}: target {} (row {}) is outside [-1, {}) for vocabulary size {}", op, tgt[i], i,
                 slice.vocab, slice.vocab);

@@ -140,6 +140,19 @@ void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor&
   }
 }
 
+int64_t lm_head_chunk_rows(ExecContext& /*ctx*/, int64_t n, int64_t vocab) {
+  return lm_head_chunk_rows(n, vocab);
+}
+
+bool lm_head_rounds_grad(ExecContext& /*ctx*/, DType w) {
+  return w == DType::BF16 || w == DType::F16;
+}
+
+void check_loss_targets(ExecContext& ctx, const Tensor& targets, int64_t vocab, const char* op) {
+  check_dtype_of(targets, DType::I32, op, "targets");
+  check_targets_range(ctx, targets, vocab, op);
+}
+
 LossSum loss_sum(ExecContext& ctx, const Tensor& losses, const Tensor& targets) {
   KernelTimer timer(ctx.profiler(), KernelGroup::LmHead);
   const char* op = "loss_sum";
@@ -166,7 +179,7 @@ void vocab_slice_partials(ExecContext& ctx, Tensor& row_max, Tensor& target_logi
   check_stat(row_max, N, op, "row_max");
   check_stat(target_logit, N, op, "target_logit");
   check_targets(targets, N, op);
-  check_targets_range(ctx, targets, slice.vocab, op);
+  if (!slice.targets_checked) check_targets_range(ctx, targets, slice.vocab, op);
   launch_vocab_slice_partials(stream_of(ctx), row_max.f32(), target_logit.f32(), logits.f32(),
                               targets.i32(), N, rows, slice.real(rows), slice.row_begin);
   check_launch(op);

@@ -53,6 +53,9 @@ void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor&
                            const Tensor& x, const Tensor& w, const Tensor& targets,
                            float grad_scale);
 LossSum loss_sum(ExecContext& ctx, const Tensor& losses, const Tensor& targets);
+int64_t lm_head_chunk_rows(ExecContext& ctx, int64_t n, int64_t vocab);
+bool lm_head_rounds_grad(ExecContext& ctx, DType w);  // x and w both of the 16-bit dtype w
+void check_loss_targets(ExecContext& ctx, const Tensor& targets, int64_t vocab, const char* op);
 void vocab_slice_partials(ExecContext& ctx, Tensor& row_max, Tensor& target_logit,
                           const Tensor& logits, const Tensor& targets, const VocabSlice& slice);
 void vocab_slice_exp(ExecContext& ctx, Tensor& logits, Tensor& sum_exp, const Tensor& row_max,
