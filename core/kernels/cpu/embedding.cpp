@@ -154,47 +154,53 @@ void embedding_rows_forward(ExecContext& ctx, Tensor& out, const Tensor& tokens,
                             int64_t pos_offset) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "embedding_rows_forward";
-  if (any_low_precision({&wte, &wpe})) {
-    F32Staging s(ctx, op);
-    cpu::embedding_rows_forward(ctx, out, tokens, s.in(wte, "wte"), s.in(wpe, "wpe"), row_begin,
-                                vocab, pos_offset);
-    return;
-  }
   cpu::check_f32(out, op, "out");
-  cpu::check_f32(wte, op, "wte");
-  if (wpe.defined()) cpu::check_f32(wpe, op, "wpe");
+  cpu::check_float_args(op, {{&wte, "wte"}});
+  if (wpe.defined()) {
+    cpu::check_cpu(wpe, op, "wpe");
+    cpu::check_float_storage(wpe, op, "wpe");
+  }
   cpu::check_cpu(tokens, op, "tokens");
   check_dtype(tokens, DType::I32, "embedding_rows_forward tokens");
   BRAID_CHECK(tokens.ndim() == 2, "{}: tokens must be (B, T), got {}", op, tokens.str());
   BRAID_CHECK(wte.ndim() == 2, "{}: wte must be (R, C), got {}", op, wte.str());
   const int64_t B = tokens.dim(0), T = tokens.dim(1), rows = wte.dim(0), C = wte.dim(1);
   check_shape(out, {B, T, C}, "embedding_rows_forward out");
-  const float* pos = nullptr;
   if (wpe.defined()) {
     BRAID_CHECK(wpe.ndim() == 2 && wpe.dim(1) == C, "{}: wpe must be (P, {}), got {}", op, C,
                 wpe.str());
     BRAID_CHECK(pos_offset >= 0 && (T == 0 || pos_offset + T <= wpe.dim(0)),
                 "{}: positions [{}, {}) are outside the position table [0, {})", op, pos_offset,
                 pos_offset + T, wpe.dim(0));
-    pos = wpe.f32();
   }
   const int32_t* tok = tokens.i32();
   for (int64_t i = 0; i < B * T; ++i)
     BRAID_CHECK(tok[i] >= 0 && tok[i] < vocab,
                 "{}: token id {} at (b={}, t={}) is outside the vocabulary [0, {})", op, tok[i],
                 i / T, i % T, vocab);
-  const float* w = wte.f32();
+  // With 16-bit tables only the rows this shard holds for the batch's tokens are widened, one
+  // at a time (never the whole shard), as embedding_forward does.
+  const cpu::TileIo io(ctx);
+  const bool low = any_low_precision({&wte, &wpe});
   float* o = out.f32();
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < B * T; ++i) {
-    float* row = o + i * C;
-    const int64_t local = tok[i] - row_begin;
-    if (local >= 0 && local < rows)
-      std::copy(w + local * C, w + (local + 1) * C, row);
-    else
-      std::fill(row, row + C, 0.0f);
-    if (pos)
-      for (int64_t c = 0; c < C; ++c) row[c] += pos[(pos_offset + i % T) * C + c];
+#pragma omp parallel
+  {
+    const cpu::TileBuffers buf(ctx, low, 2, C);  // token and position rows
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < B * T; ++i) {
+      float* row = o + i * C;
+      const int64_t local = tok[i] - row_begin;
+      if (local >= 0 && local < rows) {
+        const float* trow = io.in(wte, local * C, C, buf[0]);
+        std::copy(trow, trow + C, row);
+      } else {
+        std::fill(row, row + C, 0.0f);
+      }
+      if (wpe.defined()) {
+        const float* prow = io.in(wpe, (pos_offset + i % T) * C, C, buf[1]);
+        for (int64_t c = 0; c < C; ++c) row[c] += prow[c];
+      }
+    }
   }
 }
 
