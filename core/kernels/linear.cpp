@@ -7,10 +7,12 @@
 
 namespace braid {
 
-void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& w,
-                    const Tensor& b) {
+void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b,
+                    bool accumulate) {
   KernelArgs args(ctx, "linear_forward", {{&y, "y"}, {&x, "x"}, {&w, "w"}, {&b, "b"}});
-  BRAID_DISPATCH(args, linear_forward, ctx, y, x, w, b);
+  BRAID_CHECK(!accumulate || !b.defined(),
+              "linear_forward: accumulate adds x W^T onto y and takes no bias (b is {})", b.str());
+  BRAID_DISPATCH(args, linear_forward, ctx, y, x, w, b, accumulate);
 }
 
 void linear_backward_input(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor& w,

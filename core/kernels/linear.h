@@ -6,7 +6,10 @@
 namespace braid {
 
 // x: (N, IN); w: (OUT, IN) (PyTorch nn.Linear layout); b: (OUT) or undefined; y: (N, OUT).
-void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b);
+// accumulate: y += x W^T instead (no bias), summed in f32 and rounded once (a LoRA adapter's
+// update onto its base layer's output).
+void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b,
+                    bool accumulate = false);
 // dx (N, IN) = dy W, overwritten (accumulate=false) or added (accumulate=true).
 void linear_backward_input(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor& w,
                            bool accumulate = false);

@@ -139,6 +139,26 @@ Tensor LoraLinear::dropped(ExecContext& ctx, const Tensor& x, uint64_t seed) con
   return xd;
 }
 
+// The dtype the adapter's low-rank activations take into their GEMMs: the adapter weights'
+// 16-bit dtype when the activations have it too (bf16/fp16 training), so that every adapter
+// GEMM has operands of one dtype and runs as it is (the native bf16 GEMM, tensor cores);
+// f32 otherwise. Their arithmetic before that rounding (A's product, the group sum of a split
+// A, the scale) is f32, and y and dx take the adapter's f32 contribution with one rounding.
+DType LoraLinear::low_rank_dtype(const Tensor& x) const {
+  const DType a = lora_A.value.dtype();
+  return a != DType::F32 && a == x.dtype() ? a : DType::F32;
+}
+
+namespace {
+// t in dtype `dt` (t itself when it already is).
+Tensor rounded_to(ExecContext& ctx, const Tensor& t, DType dt) {
+  if (t.dtype() == dt) return t;
+  Tensor out = t.new_empty(t.shape(), dt);
+  cast(ctx, out, t);
+  return out;
+}
+}  // namespace
+
 Tensor LoraLinear::add_update(ExecContext& ctx, Tensor& y, const Tensor& xd, MicroBatch* mb,
                               InferState* st) const {
   const int64_t r = lora_A.value.dim(0);
@@ -148,10 +168,9 @@ Tensor LoraLinear::add_update(ExecContext& ctx, Tensor& y, const Tensor& xd, Mic
   if (rank_region_) t = mb ? rank_region_->forward(t, *mb) : rank_region_->infer(t, *st);
   Tensor t2 = as_rows(t);
   scale_inplace(ctx, t2, scale_);
-  Tensor u = empty_like(y);
-  Tensor u2 = as_rows(u);
-  linear_forward(ctx, u2, t2, lora_B.value, Tensor());
-  add_inplace(ctx, y, u);
+  t = rounded_to(ctx, t, low_rank_dtype(xd));
+  Tensor y2 = as_rows(y);
+  linear_forward(ctx, y2, as_rows(t), lora_B.value, Tensor(), /*accumulate=*/true);
   return t;
 }
 
@@ -173,23 +192,31 @@ Tensor LoraLinear::infer(const Tensor& x, InferState& st) {
 Tensor LoraLinear::backward(const Tensor& dy, MicroBatch& mb) {
   ExecContext& ctx = mb.ctx();
   Tensor t = mb.pop(), x = mb.pop();
+  const DType low = t.dtype();  // the forward's low_rank_dtype
   const Tensor dy2 = as_rows(dy), t2 = as_rows(t);
-  // dt = s * dy B (N, r): the path back to A and x.
+  // dt = s * dy B (N, r) in f32: the path back to A and x.
   Tensor dt = t.new_empty(t.shape(), DType::F32);
   Tensor dt_rows = as_rows(dt);
   linear_backward_input(ctx, dt_rows, dy2, lora_B.value);
   scale_inplace(ctx, dt_rows, scale_);
   if (rank_region_) dt = rank_region_->backward(dt, mb);  // every position, as x has
-  Tensor dt2 = as_rows(dt);
   Tensor dx = base_->backward(dy, mb);
-  // dx += dropout(dt A): the mask is the forward's, redrawn from the seed.
-  Tensor dxd = empty_like(dx);
-  Tensor dxd2 = as_rows(dxd);
-  linear_backward_input(ctx, dxd2, dt2, lora_A.value);
-  if (dropout_ > 0.0f && mb.dropout_seed != 0)
+  // dx += dropout(dt A), summed in f32 and rounded once: the GEMM adds onto dx itself, or with
+  // dropout (the forward's mask, redrawn from the seed) its f32 product goes through the mask
+  // first.
+  const Tensor dt_low = as_rows(rounded_to(ctx, dt, low));
+  Tensor dx2 = as_rows(dx);
+  if (dropout_ > 0.0f && mb.dropout_seed != 0) {
+    Tensor dxd = dx.new_empty(dx.shape(), DType::F32);
+    Tensor dxd2 = as_rows(dxd);
+    linear_backward_input(ctx, dxd2, dt_low, lora_A.value);
     dropout_apply(ctx, dxd, dxd, dropout_, mb.dropout_seed, stream_, window());
-  add_inplace(ctx, dx, dxd);
-  if (weight_grad_region_) dt2 = as_rows(weight_grad_region_->backward(dt, mb));
+    add_inplace(ctx, dx, dxd);
+  } else {
+    linear_backward_input(ctx, dx2, dt_low, lora_A.value, /*accumulate=*/true);
+  }
+  if (weight_grad_region_) dt = weight_grad_region_->backward(dt, mb);
+  const Tensor dt2 = as_rows(rounded_to(ctx, dt, low));
   // Weight gradients: dB += dy^T t, dA += dt^T dropout(x).
   auto work = [this, &ctx, dy2, t2, dt2, x, seed = mb.dropout_seed] {
     Tensor none;

@@ -63,8 +63,9 @@ class LoraLinear final : public Module {
   // the whole input's: a row-parallel base's rank draws its columns' part of it (window()).
   Tensor dropped(ExecContext& ctx, const Tensor& x, uint64_t seed) const;
   DropoutWindow window() const;
-  // t = s * dropped(x) A^T (N, r) (through rank_region: mb for forward, st for infer);
-  // y += t B^T.
+  // t = s * dropped(x) A^T (N, r) (through rank_region: mb for forward, st for infer), in
+  // low_rank_dtype(x); y += t B^T. Returns t.
+  DType low_rank_dtype(const Tensor& x) const;
   Tensor add_update(ExecContext& ctx, Tensor& y, const Tensor& xd, MicroBatch* mb,
                     InferState* st) const;
 

@@ -1,7 +1,9 @@
 // Linear layer and elementwise CPU kernels vs double references.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "core/kernels/elementwise.h"
 #include "core/kernels/linear.h"
@@ -36,6 +38,37 @@ TEST(KernelsLinear, ForwardWithAndWithoutBias) {
   Tensor y2 = nan_tensor({N, OUT});
   linear_forward(test_ctx(), y2, x, w, Tensor());
   expect_close(y2, ref_linear(xd, wd, nullptr, N, IN, OUT), 1e-5, 1e-4, "y without bias");
+}
+
+// accumulate: y += x W^T, in f32 and in 16 bits (operands of y's dtype, and x of another dtype,
+// which takes the staged path): the sum is f32 and y is rounded once, so 16-bit results are
+// the double reference's rounding to within one unit in the last place. A bias is refused.
+TEST(KernelsLinear, ForwardAccumulatesOntoY) {
+  const int64_t N = 6, IN = 9, OUT = 5;
+  const Tensor x = random_tensor({N, IN}, 11), w = random_tensor({OUT, IN}, 12),
+               y0 = random_tensor({N, OUT}, 13, -4.0, 4.0);
+  struct Case {
+    DType x, w, y;
+  };
+  for (const Case c :
+       {Case{DType::F32, DType::F32, DType::F32}, Case{DType::BF16, DType::BF16, DType::BF16},
+        Case{DType::BF16, DType::BF16, DType::F32}, Case{DType::F32, DType::BF16, DType::BF16},
+        Case{DType::F16, DType::F16, DType::F16}}) {
+    const std::string what =
+        fmt::format("x {} w {} y {}", dtype_name(c.x), dtype_name(c.w), dtype_name(c.y));
+    Tensor xc = x.to(c.x), wc = w.to(c.w), y = y0.to(c.y);
+    // The reference from the values the kernel sees (each operand already in its dtype).
+    const auto xd = to_double(xc.to(DType::F32)), wd = to_double(wc.to(DType::F32));
+    std::vector<double> ref = to_double(y.to(DType::F32));
+    const std::vector<double> prod = ref_linear(xd, wd, nullptr, N, IN, OUT);
+    for (size_t i = 0; i < ref.size(); ++i) ref[i] += prod[i];
+    linear_forward(test_ctx(), y, xc, wc, Tensor(), /*accumulate=*/true);
+    const double rtol = c.y == DType::BF16 ? 1.0 / 128 : c.y == DType::F16 ? 1.0 / 1024 : 1e-5;
+    expect_close(y.to(DType::F32), ref, 1e-5, rtol, what);
+  }
+  Tensor y = y0.clone();
+  expect_error_with([&] { linear_forward(test_ctx(), y, x, w, random_tensor({OUT}, 14), true); },
+                    {"accumulate", "bias"});
 }
 
 TEST(KernelsLinear, BackwardOverwritesOrAccumulatesInputGrad) {

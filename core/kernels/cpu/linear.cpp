@@ -91,12 +91,12 @@ void check_2d(const Tensor& t, const char* op, const char* name) {
 }
 
 void linear_forward_16(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& w,
-                       const Tensor& b) {
+                       const Tensor& b, bool accumulate) {
   const char* op = "linear_forward";
   F32Staging s(ctx, op);
   if (!gemm_operands_16(x, w)) {
-    Tensor y32 = s.out(y, "y");
-    cpu::linear_forward(ctx, y32, s.in(x, "x"), s.in(w, "w"), s.in(b, "b"));
+    Tensor y32 = s.out(y, "y", accumulate);
+    cpu::linear_forward(ctx, y32, s.in(x, "x"), s.in(w, "w"), s.in(b, "b"), accumulate);
     return s.finish();
   }
   check_2d(x, op, "x");
@@ -107,22 +107,23 @@ void linear_forward_16(ExecContext& ctx, Tensor& y, const Tensor& x, const Tenso
   const Tensor b32 = s.in(b, "b");
   if (b32.defined()) check_shape(b32, {OUT}, "linear_forward b");
   if (IN > 0 && x.dtype() == DType::BF16 && y.dtype() == DType::BF16) {
-    // bf16 in and out: the GEMM writes y itself, bias added in f32 before the one rounding.
+    // bf16 in and out: the GEMM writes (or adds onto) y itself, bias added in f32 before the
+    // one rounding.
     return gemm_bf16_to_bf16(ctx, false, true, N, OUT, IN, x.data<bf16>(), IN, w.data<bf16>(), IN,
-                             b32.defined() ? b32.f32() : nullptr, false, y.data<bf16>(), OUT);
+                             b32.defined() ? b32.f32() : nullptr, accumulate, y.data<bf16>(), OUT);
   }
-  Tensor y32 = s.out(y, "y");
+  Tensor y32 = s.out(y, "y", accumulate);
   float* yp = y32.f32();  // y: (N, OUT)
-  if (b32.defined()) {
+  if (b32.defined()) {    // (never with accumulate: the dispatch refuses that)
     const float* bp = b32.f32();
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < N; ++r) std::copy(bp, bp + OUT, yp + r * OUT);
-  } else if (IN == 0) {
+  } else if (IN == 0 && !accumulate) {
     y32.zero_();
   }
   if (IN > 0)
     gemm_16(ctx, x.dtype(), false, true, N, OUT, IN, x.raw(), IN, w.raw(), IN,
-            b32.defined() ? 1.0f : 0.0f, yp, OUT);
+            b32.defined() || accumulate ? 1.0f : 0.0f, yp, OUT);
   s.finish();
 }
 
@@ -183,10 +184,10 @@ void linear_backward_weight_16(ExecContext& ctx, Tensor& dw, Tensor& db, const T
 
 }  // namespace
 
-void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& w,
-                    const Tensor& b) {
+void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b,
+                    bool accumulate) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
-  if (any_low_precision({&y, &x, &w, &b})) return linear_forward_16(ctx, y, x, w, b);
+  if (any_low_precision({&y, &x, &w, &b})) return linear_forward_16(ctx, y, x, w, b, accumulate);
   const char* op = "linear_forward";
   cpu::check_f32(y, op, "y");
   cpu::check_f32(x, op, "x");
@@ -199,6 +200,12 @@ void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& 
   check_shape(y, {N, OUT}, "linear_forward y");
   if (b.defined()) check_shape(b, {OUT}, "linear_forward b");
   float* yp = y.f32();  // y: (N, OUT)
+  BRAID_CHECK(!accumulate || !b.defined(), "{}: accumulate takes no bias", op);
+  if (accumulate) {
+    if (IN > 0)
+      gemm_f32(ctx, false, true, N, OUT, IN, 1.0f, x.f32(), IN, w.f32(), IN, 1.0f, yp, OUT);
+    return;
+  }
   if (b.defined()) {
     // The bias in the GEMM (its epilogue, or written first and added onto).
     gemm_f32_bias(ctx, false, true, N, OUT, IN, x.f32(), IN, w.f32(), IN, b.f32(), yp, OUT);

@@ -87,7 +87,8 @@ void layernorm_forward(ExecContext& ctx, Tensor& y, Tensor& mean, Tensor& rstd, 
                        const Tensor& w, const Tensor& b, float eps);
 void layernorm_backward(ExecContext& ctx, Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dy,
                         const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd);
-void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b);
+void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b,
+                    bool accumulate = false);
 void linear_backward_input(ExecContext& ctx, Tensor& dx, const Tensor& dy, const Tensor& w,
                            bool accumulate);
 void linear_backward_weight(ExecContext& ctx, Tensor& dw, Tensor& db, const Tensor& dy,

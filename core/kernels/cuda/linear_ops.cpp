@@ -29,8 +29,8 @@ bool writable(const Tensor& c, DType ab) {
 
 }  // namespace
 
-void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& w,
-                    const Tensor& b) {
+void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b,
+                    bool accumulate) {
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   const char* op = "linear_forward";
   check_2d(x, op, "x");
@@ -46,9 +46,16 @@ void linear_forward(ExecContext& ctx, Tensor& y, const Tensor& x, const Tensor& 
   const bool bias_exact = !b.defined() || y.dtype() == DType::F32 || b.dtype() == y.dtype();
   if (w.dtype() != ab || !writable(y, ab) || !bias_exact) {
     F32Staging s(ctx);
-    Tensor y32 = s.out(y);
-    cuda::linear_forward(ctx, y32, s.in(x), s.in(w), s.in(b));
+    Tensor y32 = s.out(y, accumulate);
+    cuda::linear_forward(ctx, y32, s.in(x), s.in(w), s.in(b), accumulate);
     return s.finish();
+  }
+  BRAID_CHECK(!accumulate || !b.defined(), "{}: accumulate takes no bias", op);
+  if (accumulate) {  // y += x w^T: the GEMM adds onto y (f32 sum, one rounding)
+    if (IN > 0)
+      gemm(ctx, false, true, N, OUT, IN, 1.0f, x.raw(), IN, w.raw(), IN, 1.0f, y.raw(), OUT, ab,
+           y.dtype());
+    return;
   }
   // The bias in the GEMM's epilogue (added in f32, y rounded once, as on the CPU) where cuBLASLt
   // has one for the shape; else written into y first and the GEMM adds onto it.
