@@ -1,7 +1,7 @@
 // CUDA linear layer against its CPU twin: odd sizes (1, 17, 257 and an empty inner dimension),
 // every float dtype, bias or none, f32 outputs beside 16-bit ones, accumulation onto non-zero
-// gradients, a frozen weight, a call mixing dtypes (the f32 staging path), and a bias in the
-// GEMM's epilogue or (unaligned) written first.
+// gradients or (forward) onto y, a frozen weight, a call mixing dtypes (the f32 staging path),
+// and a bias in the GEMM's epilogue or (unaligned) written first.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -43,6 +43,32 @@ TEST_P(GpuLinear, ForwardMatchesCpu) {
       }
     }
   }
+}
+
+// accumulate: y += x w^T onto y's contents (a LoRA update onto its base output), y in the
+// operands' dtype or f32, and x in f32 beside a 16-bit w (the staged path).
+TEST_P(GpuLinear, ForwardAccumulatesOntoY) {
+  const DType dt = GetParam();
+  uint64_t seed = 50;
+  for (const Dims& d : kDims) {
+    Tensor x = random_host({d.n, d.in}, dt, seed++), w = random_host({d.out, d.in}, dt, seed++);
+    for (DType ydt : {dt, DType::F32}) {
+      Tensor y0 = random_host({d.n, d.out}, ydt, seed++);
+      Tensor y_cpu = y0.clone();
+      linear_forward(cpu(), y_cpu, x, w, Tensor(), /*accumulate=*/true);
+      Tensor y = up(y0);
+      linear_forward(gpu(), y, up(x), up(w), Tensor(), /*accumulate=*/true);
+      EXPECT_TRUE(close(y, y_cpu, tol(ydt), rtol(ydt)))
+          << d.n << "x" << d.in << "x" << d.out << " y " << dtype_name(ydt);
+    }
+  }
+  Tensor x32 = random_host({17, 33}, DType::F32, 60), w = random_host({9, 33}, dt, 61);
+  Tensor y0 = random_host({17, 9}, dt, 62);
+  Tensor y_cpu = y0.clone();
+  linear_forward(cpu(), y_cpu, x32, w, Tensor(), true);
+  Tensor y = up(y0);
+  linear_forward(gpu(), y, up(x32), up(w), Tensor(), true);
+  EXPECT_TRUE(close(y, y_cpu, tol(dt), rtol(dt))) << "x f32, w and y " << dtype_name(dt);
 }
 
 TEST_P(GpuLinear, BackwardInputOverwritesOrAccumulates) {
