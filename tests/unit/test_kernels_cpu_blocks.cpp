@@ -210,7 +210,14 @@ TEST_P(KernelsCpuBlocksAt, SoftmaxRowsMatchDouble) {
     }
     exp_shifted_row(isa, s.data(), n, lse);
     for (int64_t j = 0; j < n; ++j) ASSERT_NEAR(s[j], std::exp(in[j] - m) / sum, 1e-6);
+    for (int64_t j = 0; j < n; ++j) s[j] = in[j];
+    const float got = exp_shifted_sum_row(isa, s.data(), n, static_cast<float>(m));
+    EXPECT_NEAR(got, sum, 1e-6 * sum) << n;
+    for (int64_t j = 0; j < n; ++j) ASSERT_NEAR(s[j], std::exp(in[j] - m), 1e-6) << n << " " << j;
   }
+  float none = 5.0f;
+  EXPECT_EQ(exp_shifted_sum_row(isa, &none, 0, 1.0f), 0.0f);
+  EXPECT_EQ(none, 5.0f);
 }
 
 TEST_P(KernelsCpuBlocksAt, DotAndSoftmaxGradRowsMatchDouble) {
@@ -256,6 +263,12 @@ TEST_P(KernelsCpuBlocksAt, RowsGiveTheAvx2LevelsBits) {
     exp_shifted_row(isa, b.data(), n, lse_a);
     for (int64_t j = 0; j < n; ++j)
       ASSERT_EQ(bits(a[j]), bits(b[j])) << "exp_shifted_row n " << n << " j " << j;
+    a = in, b = in;
+    ASSERT_EQ(bits(exp_shifted_sum_row(CpuIsa::Avx2, a.data(), n, lse_a)),
+              bits(exp_shifted_sum_row(isa, b.data(), n, lse_a)))
+        << "exp_shifted_sum_row sum, n " << n;
+    for (int64_t j = 0; j < n; ++j)
+      ASSERT_EQ(bits(a[j]), bits(b[j])) << "exp_shifted_sum_row n " << n << " j " << j;
     const auto p = random_values(static_cast<size_t>(n), static_cast<uint32_t>(n) + 5);
     a = in, b = in;
     softmax_grad_row(CpuIsa::Avx2, a.data(), p.data(), n, 0.3f, 0.125f);
@@ -283,6 +296,9 @@ TEST_P(KernelsCpuBlocksAt, RowsWriteNothingPastTheirEnd) {
     exp_shifted_row(isa, buf.data(), n, 0.5f);
     for (size_t j = static_cast<size_t>(n); j < buf.size(); ++j)
       ASSERT_EQ(buf[j], kGuard) << "exp_shifted_row n " << n << " wrote element " << j;
+    exp_shifted_sum_row(isa, buf.data(), n, 0.5f);
+    for (size_t j = static_cast<size_t>(n); j < buf.size(); ++j)
+      ASSERT_EQ(buf[j], kGuard) << "exp_shifted_sum_row n " << n << " wrote element " << j;
     const auto p = random_values(static_cast<size_t>(n), static_cast<uint32_t>(n) + 9);
     softmax_grad_row(isa, buf.data(), p.data(), n, 0.25f, 2.0f);
     for (size_t j = static_cast<size_t>(n); j < buf.size(); ++j)

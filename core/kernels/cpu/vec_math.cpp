@@ -31,6 +31,15 @@ void exp_shifted_row(float* s, int64_t n, float shift) {
   for (int64_t j = 0; j < n; ++j) s[j] = exp_approx(s[j] - shift);
 }
 
+float exp_shifted_sum_row(float* s, int64_t n, float shift) {
+  float sum = 0.0f;
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] = exp_approx(s[j] - shift);
+    sum += s[j];
+  }
+  return sum;
+}
+
 void softmax_grad_row(float* dp, const float* p, int64_t n, float d, float scale) {
   for (int64_t j = 0; j < n; ++j) dp[j] = p[j] * (dp[j] - d) * scale;
 }
@@ -141,6 +150,28 @@ BRAID_AVX2 void exp_shifted_row(float* s, int64_t n, float shift) {
   exp_tail(s, n8, n, vs);
 }
 
+// softmax_row's exponentials and sum without its maximum and normalisation.
+BRAID_AVX2 float exp_shifted_sum_row(float* s, int64_t n, float shift) {
+  const int64_t n8 = n - n % 8;
+  const __m256 vm = _mm256_set1_ps(shift);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 16 <= n8; j += 16) {
+    const __m256 e0 = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
+    const __m256 e1 = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j + 8), vm));
+    _mm256_storeu_ps(s + j, e0);
+    _mm256_storeu_ps(s + j + 8, e1);
+    acc0 = _mm256_add_ps(acc0, e0);
+    acc1 = _mm256_add_ps(acc1, e1);
+  }
+  for (; j < n8; j += 8) {
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
+    _mm256_storeu_ps(s + j, e);
+    acc0 = _mm256_add_ps(acc0, e);
+  }
+  return hsum8(_mm256_add_ps(acc0, acc1)) + exp_tail(s, n8, n, vm);
+}
+
 BRAID_AVX2 void softmax_grad_row(float* dp, const float* p, int64_t n, float d, float scale) {
   const int64_t n8 = n - n % 8;
   const __m256 vd = _mm256_set1_ps(d), vscale = _mm256_set1_ps(scale);
@@ -248,6 +279,26 @@ BRAID_AVX512 void exp_shifted_row(float* s, int64_t n, float shift) {
   avx2::exp_tail(s, n8, n, _mm256_set1_ps(shift));
 }
 
+BRAID_AVX512 float exp_shifted_sum_row(float* s, int64_t n, float shift) {
+  const int64_t n8 = n - n % 8;
+  const __m512 vm = _mm512_set1_ps(shift);
+  __m512 acc = _mm512_setzero_ps();  // lanes 0-7: AVX2's acc0, lanes 8-15: its acc1
+  int64_t j = 0;
+  for (; j + 16 <= n8; j += 16) {
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm));
+    _mm512_storeu_ps(s + j, e);
+    acc = _mm512_add_ps(acc, e);
+  }
+  __m256 acc0 = low8(acc);
+  if (j < n8) {
+    const __m256 e = avx2::exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), _mm256_set1_ps(shift)));
+    _mm256_storeu_ps(s + j, e);
+    acc0 = _mm256_add_ps(acc0, e);
+  }
+  return avx2::hsum8(_mm256_add_ps(acc0, high8(acc))) +
+         avx2::exp_tail(s, n8, n, _mm256_set1_ps(shift));
+}
+
 BRAID_AVX512 void softmax_grad_row(float* dp, const float* p, int64_t n, float d, float scale) {
   const int64_t n8 = n - n % 8;
   const __m512 vd = _mm512_set1_ps(d), vscale = _mm512_set1_ps(scale);
@@ -289,6 +340,10 @@ float softmax_row(CpuIsa isa, float* s, int64_t n, float out_scale) {
 
 void exp_shifted_row(CpuIsa isa, float* s, int64_t n, float shift) {
   BRAID_DISPATCH(exp_shifted_row, s, n, shift);
+}
+
+float exp_shifted_sum_row(CpuIsa isa, float* s, int64_t n, float shift) {
+  BRAID_DISPATCH(exp_shifted_sum_row, s, n, shift);
 }
 
 void softmax_grad_row(CpuIsa isa, float* dp, const float* p, int64_t n, float d, float scale) {

@@ -46,6 +46,10 @@ float softmax_row(CpuIsa isa, float* s, int64_t n, float out_scale);
 // s (n) <- exp(s - shift).
 void exp_shifted_row(CpuIsa isa, float* s, int64_t n, float shift);
 
+// s (n) <- exp(s - shift); returns their sum (0 for n = 0), added as softmax_row adds its
+// exponentials (the same bits at every level from AVX2 up).
+float exp_shifted_sum_row(CpuIsa isa, float* s, int64_t n, float shift);
+
 // dp (n) <- p * (dp - d) * scale: the softmax backward for one row, d = sum(p * dp).
 void softmax_grad_row(CpuIsa isa, float* dp, const float* p, int64_t n, float d, float scale);
 

@@ -1,6 +1,7 @@
 // CPU steps of the vocab-parallel cross-entropy on one rank's (N, rows) block of the logits:
-// partial row max and target logit, exp and row sums, losses, and the in-place gradient (the
-// per-element arithmetic is core/kernels/math/cross_entropy.h, shared with the CUDA kernels).
+// partial row max and target logit, exp and row sums (the one-rank head's vectorised rows,
+// vec_math.h), losses, and the in-place gradient (the per-element arithmetic of the losses and
+// the gradient is core/kernels/math/cross_entropy.h, shared with the CUDA kernels).
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
@@ -10,6 +11,7 @@
 
 #include "core/kernels/cpu/cpu_checks.h"
 #include "core/kernels/cpu/cpu_kernels.h"
+#include "core/kernels/cpu/vec_math.h"
 #include "core/kernels/math/cross_entropy.h"
 #include "core/profile.h"
 
@@ -68,8 +70,12 @@ void vocab_slice_partials(ExecContext& ctx, Tensor& row_max, Tensor& target_logi
   const int64_t real = slice.real(rows), row_begin = slice.row_begin;
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < N; ++i) {
+    // The maximum does not depend on the order (finite logits; a NaN makes the loss NaN through
+    // the exponentials either way), so the loop may use vector lanes.
     float m = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < real; ++j) m = std::max(m, lg[i * rows + j]);
+    const float* row = lg + i * rows;
+#pragma omp simd reduction(max : m)
+    for (int64_t j = 0; j < real; ++j) m = std::max(m, row[j]);
     mx[i] = m;
     const int64_t local = tgt[i] - row_begin;
     tl[i] = tgt[i] >= 0 && local >= 0 && local < real ? lg[i * rows + local] : 0.0f;
@@ -86,16 +92,10 @@ void vocab_slice_exp(ExecContext& ctx, Tensor& logits, Tensor& sum_exp, const Te
   float* se = sum_exp.f32();        // sum_exp: (N)
   const float* mx = row_max.f32();  // row_max: (N)
   const int64_t real = slice.real(rows);
+  const CpuIsa isa = ctx.cpu_isa();
+  // The vectorised exponentials and sum of the one-rank LM head's softmax (vec_math.h).
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < N; ++i) {
-    const float m = mx[i];
-    float s = 0;
-    for (int64_t j = 0; j < real; ++j) {
-      lg[i * rows + j] = std::exp(lg[i * rows + j] - m);
-      s += lg[i * rows + j];
-    }
-    se[i] = s;
-  }
+  for (int64_t i = 0; i < N; ++i) se[i] = exp_shifted_sum_row(isa, lg + i * rows, real, mx[i]);
 }
 
 void vocab_slice_losses(ExecContext& ctx, Tensor& losses, const Tensor& sum_exp,
@@ -135,9 +135,13 @@ void vocab_slice_grad(ExecContext& ctx, Tensor& logits, const Tensor& sum_exp,
     const float inv = tgt[i] < 0 ? 0.0f : grad_scale / se[i];
     // The target's column, or -1 where this block does not hold it (or the row is ignored).
     const int64_t local = tgt[i] >= 0 ? tgt[i] - row_begin : -1;
-    for (int64_t j = 0; j < rows; ++j)
-      lg[i * rows + j] =
-          j < real ? math::softmax_xent_grad(lg[i * rows + j], inv, j == local, grad_scale) : 0;
+    // softmax_xent_grad of every element, the target's subtraction after the product (the same
+    // operations, so the same bits), in a loop the compiler vectorises.
+    float* row = lg + i * rows;
+#pragma omp simd
+    for (int64_t j = 0; j < real; ++j) row[j] = math::softmax_xent_grad(row[j], inv, false, 0.0f);
+    if (local >= 0 && local < real) row[local] -= grad_scale;  // softmax_xent_grad's target term
+    std::fill(row + real, row + rows, 0.0f);
   }
 }
 
