@@ -111,46 +111,8 @@ BRAID_AVX2 inline float exp_tail(float* s, int64_t t, int64_t n, __m256 shift) {
   return sum;
 }
 
-BRAID_AVX2 float softmax_row(float* s, int64_t n, float out_scale) {
-  const int64_t n8 = n - n % 8;
-  __m256 vmax = _mm256_set1_ps(s[0]);
-  for (int64_t j = 0; j < n8; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(s + j));
-  float m = hmax8(vmax);
-  for (int64_t j = n8; j < n; ++j) m = std::max(m, s[j]);
-  const __m256 vm = _mm256_set1_ps(m);
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  int64_t j = 0;
-  for (; j + 16 <= n8; j += 16) {
-    const __m256 e0 = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
-    const __m256 e1 = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j + 8), vm));
-    _mm256_storeu_ps(s + j, e0);
-    _mm256_storeu_ps(s + j + 8, e1);
-    acc0 = _mm256_add_ps(acc0, e0);
-    acc1 = _mm256_add_ps(acc1, e1);
-  }
-  for (; j < n8; j += 8) {
-    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
-    _mm256_storeu_ps(s + j, e);
-    acc0 = _mm256_add_ps(acc0, e);
-  }
-  float sum = hsum8(_mm256_add_ps(acc0, acc1));
-  sum += exp_tail(s, n8, n, vm);
-  const float mul = out_scale / sum;
-  const __m256 vmul = _mm256_set1_ps(mul);
-  for (j = 0; j < n8; j += 8) _mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), vmul));
-  for (j = n8; j < n; ++j) s[j] *= mul;
-  return m + std::log(sum);
-}
-
-BRAID_AVX2 void exp_shifted_row(float* s, int64_t n, float shift) {
-  const int64_t n8 = n - n % 8;
-  const __m256 vs = _mm256_set1_ps(shift);
-  for (int64_t j = 0; j < n8; j += 8)
-    _mm256_storeu_ps(s + j, exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), vs)));
-  exp_tail(s, n8, n, vs);
-}
-
-// softmax_row's exponentials and sum without its maximum and normalisation.
+// s <- exp(s - shift), returning the sum: two 8-lane accumulators over 16-element chunks, one
+// more chunk of 8, then the masked tail.
 BRAID_AVX2 float exp_shifted_sum_row(float* s, int64_t n, float shift) {
   const int64_t n8 = n - n % 8;
   const __m256 vm = _mm256_set1_ps(shift);
@@ -170,6 +132,29 @@ BRAID_AVX2 float exp_shifted_sum_row(float* s, int64_t n, float shift) {
     acc0 = _mm256_add_ps(acc0, e);
   }
   return hsum8(_mm256_add_ps(acc0, acc1)) + exp_tail(s, n8, n, vm);
+}
+
+BRAID_AVX2 float softmax_row(float* s, int64_t n, float out_scale) {
+  const int64_t n8 = n - n % 8;
+  __m256 vmax = _mm256_set1_ps(s[0]);
+  for (int64_t j = 0; j < n8; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(s + j));
+  float m = hmax8(vmax);
+  for (int64_t j = n8; j < n; ++j) m = std::max(m, s[j]);
+  const float sum = exp_shifted_sum_row(s, n, m);
+  const float mul = out_scale / sum;
+  const __m256 vmul = _mm256_set1_ps(mul);
+  int64_t j = 0;
+  for (; j < n8; j += 8) _mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), vmul));
+  for (j = n8; j < n; ++j) s[j] *= mul;
+  return m + std::log(sum);
+}
+
+BRAID_AVX2 void exp_shifted_row(float* s, int64_t n, float shift) {
+  const int64_t n8 = n - n % 8;
+  const __m256 vs = _mm256_set1_ps(shift);
+  for (int64_t j = 0; j < n8; j += 8)
+    _mm256_storeu_ps(s + j, exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), vs)));
+  exp_tail(s, n8, n, vs);
 }
 
 BRAID_AVX2 void softmax_grad_row(float* dp, const float* p, int64_t n, float d, float scale) {
@@ -231,6 +216,26 @@ BRAID_AVX512 inline __m256 high8(__m512 v) {
   return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
 }
 
+BRAID_AVX512 float exp_shifted_sum_row(float* s, int64_t n, float shift) {
+  const int64_t n8 = n - n % 8;
+  const __m512 vm = _mm512_set1_ps(shift);
+  __m512 acc = _mm512_setzero_ps();  // lanes 0-7: AVX2's acc0, lanes 8-15: its acc1
+  int64_t j = 0;
+  for (; j + 16 <= n8; j += 16) {
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm));
+    _mm512_storeu_ps(s + j, e);
+    acc = _mm512_add_ps(acc, e);
+  }
+  __m256 acc0 = low8(acc);
+  if (j < n8) {
+    const __m256 e = avx2::exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), _mm256_set1_ps(shift)));
+    _mm256_storeu_ps(s + j, e);
+    acc0 = _mm256_add_ps(acc0, e);
+  }
+  return avx2::hsum8(_mm256_add_ps(acc0, high8(acc))) +
+         avx2::exp_tail(s, n8, n, _mm256_set1_ps(shift));
+}
+
 BRAID_AVX512 float softmax_row(float* s, int64_t n, float out_scale) {
   const int64_t n8 = n - n % 8;
   // The maximum does not depend on the order (finite inputs; a NaN makes every output NaN
@@ -242,21 +247,7 @@ BRAID_AVX512 float softmax_row(float* s, int64_t n, float out_scale) {
   for (; j < n8; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(s + j));
   float m = avx2::hmax8(vmax);
   for (j = n8; j < n; ++j) m = std::max(m, s[j]);
-  const __m512 vm = _mm512_set1_ps(m);
-  __m512 acc = _mm512_setzero_ps();  // lanes 0-7: AVX2's acc0, lanes 8-15: its acc1
-  for (j = 0; j + 16 <= n8; j += 16) {
-    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm));
-    _mm512_storeu_ps(s + j, e);
-    acc = _mm512_add_ps(acc, e);
-  }
-  __m256 acc0 = low8(acc);
-  if (j < n8) {
-    const __m256 e = avx2::exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), _mm256_set1_ps(m)));
-    _mm256_storeu_ps(s + j, e);
-    acc0 = _mm256_add_ps(acc0, e);
-  }
-  float sum = avx2::hsum8(_mm256_add_ps(acc0, high8(acc)));
-  sum += avx2::exp_tail(s, n8, n, _mm256_set1_ps(m));
+  const float sum = exp_shifted_sum_row(s, n, m);
   const float mul = out_scale / sum;
   const __m512 vmul = _mm512_set1_ps(mul);
   for (j = 0; j + 16 <= n8; j += 16)
@@ -277,26 +268,6 @@ BRAID_AVX512 void exp_shifted_row(float* s, int64_t n, float shift) {
     _mm256_storeu_ps(s + j,
                      avx2::exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), _mm256_set1_ps(shift))));
   avx2::exp_tail(s, n8, n, _mm256_set1_ps(shift));
-}
-
-BRAID_AVX512 float exp_shifted_sum_row(float* s, int64_t n, float shift) {
-  const int64_t n8 = n - n % 8;
-  const __m512 vm = _mm512_set1_ps(shift);
-  __m512 acc = _mm512_setzero_ps();  // lanes 0-7: AVX2's acc0, lanes 8-15: its acc1
-  int64_t j = 0;
-  for (; j + 16 <= n8; j += 16) {
-    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm));
-    _mm512_storeu_ps(s + j, e);
-    acc = _mm512_add_ps(acc, e);
-  }
-  __m256 acc0 = low8(acc);
-  if (j < n8) {
-    const __m256 e = avx2::exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), _mm256_set1_ps(shift)));
-    _mm256_storeu_ps(s + j, e);
-    acc0 = _mm256_add_ps(acc0, e);
-  }
-  return avx2::hsum8(_mm256_add_ps(acc0, high8(acc))) +
-         avx2::exp_tail(s, n8, n, _mm256_set1_ps(shift));
 }
 
 BRAID_AVX512 void softmax_grad_row(float* dp, const float* p, int64_t n, float d, float scale) {
