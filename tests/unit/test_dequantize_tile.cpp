@@ -4,7 +4,9 @@
 // linear on the dequantised weight.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "core/kernels/cpu/dequantize_tile.h"
 #include "core/kernels/linear.h"
@@ -68,6 +70,38 @@ TEST_P(DequantizeTile, QuantisedLinearAcrossTiles) {
     linear_backward_input_quantized(ctx(), dx, t.dy, t.qw, accumulate);
     linear_backward_input(ctx(), dx_ref, t.dy, t.wd, accumulate);
     for (int64_t i = 0; i < dx.numel(); ++i) ASSERT_NEAR(dx.f32()[i], dx_ref.f32()[i], 1e-3) << i;
+  }
+}
+
+// bf16 activations and outputs: each tile's GEMM writes its columns of y in bf16 directly, and a
+// weight in one tile gives dx in one bf16 GEMM (several tiles sum in f32 first). Against the
+// bf16 linear on the dequantised weight rounded to bf16 (the tiles' values): within one bf16
+// rounding (and sums in another order: 0.02 absolute, a bf16 step at these magnitudes). Two tiles
+// (4100 rows of 4096 in bf16 pass 32 MiB) and one (300 rows).
+TEST(DequantizeTileBf16, QuantisedLinearWritesBf16) {
+  ExecContext& c = test_ctx();
+  for (const auto& [IN, OUT] : {std::pair<int64_t, int64_t>{4096, 4100}, {1000, 300}}) {
+    const int64_t N = 3;
+    const kernel_test::QuantLinearCase t = kernel_test::quant_linear_case(c, N, IN, OUT, 41);
+    const Tensor xb = t.x.to(DType::BF16), dyb = t.dy.to(DType::BF16), wb = t.wd.to(DType::BF16);
+    auto near = [](const Tensor& got, const Tensor& want, const char* what, int64_t in) {
+      const Tensor g = got.to(DType::F32), w = want.to(DType::F32);
+      for (int64_t i = 0; i < g.numel(); ++i)
+        ASSERT_NEAR(g.f32()[i], w.f32()[i], 2e-2 + std::fabs(w.f32()[i]) / 128)
+            << what << " IN " << in << " element " << i;
+    };
+    for (bool bias : {true, false}) {
+      Tensor y = Tensor::empty({N, OUT}, DType::BF16), y_ref = Tensor::empty({N, OUT}, DType::BF16);
+      linear_forward_quantized(c, y, xb, t.qw, bias ? t.b : Tensor());
+      linear_forward(c, y_ref, xb, wb, bias ? t.b : Tensor());
+      near(y, y_ref, bias ? "y with bias" : "y", IN);
+    }
+    for (bool accumulate : {false, true}) {
+      Tensor dx = t.x.to(DType::BF16), dx_ref = t.x.to(DType::BF16);  // accumulate onto x's values
+      linear_backward_input_quantized(c, dx, dyb, t.qw, accumulate);
+      linear_backward_input(c, dx_ref, dyb, wb, accumulate);
+      near(dx, dx_ref, accumulate ? "dx accumulated" : "dx", IN);
+    }
   }
 }
 

@@ -67,13 +67,27 @@ void linear_forward_quantized(ExecContext& ctx, Tensor& y, const Tensor& x,
   const Tensor absmax = weight_absmax(ctx, w);
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   F32Staging s(ctx, op);
-  Tensor y32 = s.out(y, "y");
-  check_shape(y32, {N, OUT}, "linear_forward_quantized y");
+  check_shape(y, {N, OUT}, "linear_forward_quantized y");
   const Tensor xg = gemm_input(s, x, "x");
   const Tensor b32 = s.in(b, "b");
+  if (b32.defined()) check_shape(b32, {OUT}, "linear_forward_quantized b");
+  const bool bf = xg.dtype() == DType::BF16;
+  const int64_t rows = std::min(tile_rows(IN, xg.dtype()), OUT);
+  if (bf && y.dtype() == DType::BF16 && IN > 0 && N > 0) {
+    // bf16 in and out: each tile's GEMM writes its own columns of y, bias added in f32 before
+    // the one rounding (no f32 copy of y).
+    Tensor t = ctx.empty({rows, IN}, DType::BF16, MemCategory::Workspace);
+    for (int64_t r0 = 0; r0 < OUT; r0 += rows) {
+      const int64_t k = std::min(rows, OUT - r0);
+      weight_tile(ctx, t, w, absmax, r0, k, IN);
+      gemm_bf16_to_bf16(ctx, false, true, N, k, IN, xg.data<bf16>(), IN, t.data<bf16>(), IN,
+                        b32.defined() ? b32.f32() + r0 : nullptr, false, y.data<bf16>() + r0, OUT);
+    }
+    return;
+  }
+  Tensor y32 = s.out(y, "y");
   float* yp = y32.f32();  // y: (N, OUT)
   if (b32.defined()) {
-    check_shape(b32, {OUT}, "linear_forward_quantized b");
     const float* bp = b32.f32();
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < N; ++r) std::copy(bp, bp + OUT, yp + r * OUT);
@@ -82,8 +96,6 @@ void linear_forward_quantized(ExecContext& ctx, Tensor& y, const Tensor& x,
   }
   // Each tile writes its own columns of y: added to the bias, or written.
   const float beta = b32.defined() ? 1.0f : 0.0f;
-  const bool bf = xg.dtype() == DType::BF16;
-  const int64_t rows = std::min(tile_rows(IN, xg.dtype()), OUT);
   Tensor t = ctx.empty({rows, IN}, xg.dtype(), MemCategory::Workspace);  // reused by every tile
   for (int64_t r0 = 0; r0 < OUT && IN > 0 && N > 0; r0 += rows) {
     const int64_t k = std::min(rows, OUT - r0);
@@ -109,12 +121,21 @@ void linear_backward_input_quantized(ExecContext& ctx, Tensor& dx, const Tensor&
   const Tensor absmax = weight_absmax(ctx, w);
   KernelTimer timer(ctx.profiler(), KernelGroup::Elementwise);
   F32Staging s(ctx, op);
-  Tensor dx32 = s.out(dx, "dx", accumulate);
-  check_shape(dx32, {N, IN}, "linear_backward_input_quantized dx");
-  if (!accumulate && (OUT == 0 || N == 0)) dx32.zero_();
+  check_shape(dx, {N, IN}, "linear_backward_input_quantized dx");
   const Tensor dyg = gemm_input(s, dy, "dy");
   const bool bf = dyg.dtype() == DType::BF16;
   const int64_t rows = std::min(tile_rows(IN, dyg.dtype()), OUT);
+  if (bf && dx.dtype() == DType::BF16 && rows == OUT && OUT > 0 && IN > 0 && N > 0) {
+    // bf16 in and out with the whole weight in one tile: one GEMM writes (or adds onto) dx, one
+    // rounding. Several tiles add onto dx one after another, which needs the f32 sum below.
+    Tensor t = ctx.empty({rows, IN}, DType::BF16, MemCategory::Workspace);
+    weight_tile(ctx, t, w, absmax, 0, OUT, IN);
+    gemm_bf16_to_bf16(ctx, false, false, N, IN, OUT, dyg.data<bf16>(), OUT, t.data<bf16>(), IN,
+                      nullptr, accumulate, dx.data<bf16>(), IN);
+    return;
+  }
+  Tensor dx32 = s.out(dx, "dx", accumulate);
+  if (!accumulate && (OUT == 0 || N == 0)) dx32.zero_();
   Tensor t = ctx.empty({rows, IN}, dyg.dtype(), MemCategory::Workspace);  // reused by every tile
   for (int64_t r0 = 0; r0 < OUT && IN > 0 && N > 0; r0 += rows) {
     const int64_t k = std::min(rows, OUT - r0);
