@@ -44,7 +44,7 @@ TEST(KernelsDropout, RateScaleAndCounterBasedMask) {
 }
 
 // bf16/f16 storage (LoRA's dropout under train.precision bf16/fp16): the f32 result of the widened
-// input, rounded once to the output's dtype, with the same mask.
+// input, rounded once to the output's dtype, with the same mask; also in place.
 TEST(KernelsDropout, SixteenBitStorageIsTheF32ResultRounded) {
   ExecContext& ctx = test_ctx();
   const int64_t n = 4099;
@@ -56,6 +56,9 @@ TEST(KernelsDropout, SixteenBitStorageIsTheF32ResultRounded) {
     dropout_apply(ctx, y16, x16, 0.25f, 9, 3);
     const Tensor want = y32.to(dt, MemCategory::Other);
     EXPECT_EQ(0, std::memcmp(y16.raw(), want.raw(), want.nbytes())) << dtype_name(dt);
+    Tensor z = x16.clone();  // in place
+    dropout_apply(ctx, z, z, 0.25f, 9, 3);
+    EXPECT_EQ(0, std::memcmp(z.raw(), want.raw(), want.nbytes())) << dtype_name(dt) << " in place";
   }
 }
 
