@@ -204,19 +204,19 @@ Tensor LoraLinear::backward(const Tensor& dy, MicroBatch& mb) {
   // dx += dropout(dt A), summed in f32 and rounded once: the GEMM adds onto dx itself, or with
   // dropout (the forward's mask, redrawn from the seed) its f32 product goes through the mask
   // first.
-  const Tensor dt_low = as_rows(rounded_to(ctx, dt, low));
+  Tensor dt_low = rounded_to(ctx, dt, low);
   Tensor dx2 = as_rows(dx);
   if (dropout_ > 0.0f && mb.dropout_seed != 0) {
     Tensor dxd = dx.new_empty(dx.shape(), DType::F32);
     Tensor dxd2 = as_rows(dxd);
-    linear_backward_input(ctx, dxd2, dt_low, lora_A.value);
+    linear_backward_input(ctx, dxd2, as_rows(dt_low), lora_A.value);
     dropout_apply(ctx, dxd, dxd, dropout_, mb.dropout_seed, stream_, window());
     add_inplace(ctx, dx, dxd);
   } else {
-    linear_backward_input(ctx, dx2, dt_low, lora_A.value, /*accumulate=*/true);
+    linear_backward_input(ctx, dx2, as_rows(dt_low), lora_A.value, /*accumulate=*/true);
   }
-  if (weight_grad_region_) dt = weight_grad_region_->backward(dt, mb);
-  const Tensor dt2 = as_rows(rounded_to(ctx, dt, low));
+  if (weight_grad_region_) dt_low = rounded_to(ctx, weight_grad_region_->backward(dt, mb), low);
+  const Tensor dt2 = as_rows(dt_low);
   // Weight gradients: dB += dy^T t, dA += dt^T dropout(x).
   auto work = [this, &ctx, dy2, t2, dt2, x, seed = mb.dropout_seed] {
     Tensor none;
