@@ -149,16 +149,6 @@ DType LoraLinear::low_rank_dtype(const Tensor& x) const {
   return a != DType::F32 && a == x.dtype() ? a : DType::F32;
 }
 
-namespace {
-// t in dtype `dt` (t itself when it already is).
-Tensor rounded_to(ExecContext& ctx, const Tensor& t, DType dt) {
-  if (t.dtype() == dt) return t;
-  Tensor out = t.new_empty(t.shape(), dt);
-  cast(ctx, out, t);
-  return out;
-}
-}  // namespace
-
 Tensor LoraLinear::add_update(ExecContext& ctx, Tensor& y, const Tensor& xd, MicroBatch* mb,
                               InferState* st) const {
   const int64_t r = lora_A.value.dim(0);
@@ -168,7 +158,7 @@ Tensor LoraLinear::add_update(ExecContext& ctx, Tensor& y, const Tensor& xd, Mic
   if (rank_region_) t = mb ? rank_region_->forward(t, *mb) : rank_region_->infer(t, *st);
   Tensor t2 = as_rows(t);
   scale_inplace(ctx, t2, scale_);
-  t = rounded_to(ctx, t, low_rank_dtype(xd));
+  t = rounded(ctx, t, low_rank_dtype(xd));
   Tensor y2 = as_rows(y);
   linear_forward(ctx, y2, as_rows(t), lora_B.value, Tensor(), /*accumulate=*/true);
   return t;
@@ -204,7 +194,7 @@ Tensor LoraLinear::backward(const Tensor& dy, MicroBatch& mb) {
   // dx += dropout(dt A), summed in f32 and rounded once: the GEMM adds onto dx itself, or with
   // dropout (the forward's mask, redrawn from the seed) its f32 product goes through the mask
   // first.
-  Tensor dt_low = rounded_to(ctx, dt, low);
+  Tensor dt_low = rounded(ctx, dt, low);
   Tensor dx2 = as_rows(dx);
   if (dropout_ > 0.0f && mb.dropout_seed != 0) {
     Tensor dxd = dx.new_empty(dx.shape(), DType::F32);
@@ -215,7 +205,7 @@ Tensor LoraLinear::backward(const Tensor& dy, MicroBatch& mb) {
   } else {
     linear_backward_input(ctx, dx2, as_rows(dt_low), lora_A.value, /*accumulate=*/true);
   }
-  if (weight_grad_region_) dt_low = rounded_to(ctx, weight_grad_region_->backward(dt, mb), low);
+  if (weight_grad_region_) dt_low = rounded(ctx, weight_grad_region_->backward(dt, mb), low);
   const Tensor dt2 = as_rows(dt_low);
   // Weight gradients: dB += dy^T t, dA += dt^T dropout(x).
   auto work = [this, &ctx, dy2, t2, dt2, x, seed = mb.dropout_seed] {

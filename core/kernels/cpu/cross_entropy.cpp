@@ -114,7 +114,7 @@ void check_loss_targets(ExecContext& /*ctx*/, const Tensor& targets, int64_t voc
   const int32_t* t = targets.i32();
   for (int64_t i = 0; i < targets.numel(); ++i)
     BRAID_CHECK(t[i] >= -1 && t[i] < vocab,
-                "{}: targets[{}] = {} is outside [-1, {}) for vocabulary size {}", op, i, t[i],
+                "{}: targets[{}] = {} is outside [-1, {}) for vocabulary size V = {}", op, i, t[i],
                 vocab, vocab);
 }
 
@@ -152,13 +152,9 @@ void lm_head_cross_entropy(ExecContext& ctx, Tensor& losses, Tensor& dx, Tensor&
     }
   }
 
-  const int32_t* tp = targets.i32();  // targets: (N)
   // Validate every target before writing anything, so a bad batch leaves dw untouched.
-  for (int64_t i = 0; i < N; ++i)
-    BRAID_CHECK(tp[i] >= -1 && tp[i] < V,
-                "lm_head_cross_entropy: targets[{}] = {} is outside [-1, {}) for vocabulary size "
-                "V = {}",
-                i, tp[i], V, V);
+  cpu::check_loss_targets(ctx, targets, V, "lm_head_cross_entropy");
+  const int32_t* tp = targets.i32();  // targets: (N)
   if (N == 0) return;
   BRAID_CHECK(V > 0, "lm_head_cross_entropy: empty vocabulary (w is {})", shape_str(w.shape()));
   // x: (N, C), w: (V, C), losses: (N); dx (N, C) and dw (V, C) staged in f32 when 16-bit.

@@ -72,40 +72,37 @@ void linear_forward_quantized(ExecContext& ctx, Tensor& y, const Tensor& x,
   const Tensor b32 = s.in(b, "b");
   if (b32.defined()) check_shape(b32, {OUT}, "linear_forward_quantized b");
   const bool bf = xg.dtype() == DType::BF16;
-  const int64_t rows = std::min(tile_rows(IN, xg.dtype()), OUT);
-  if (bf && y.dtype() == DType::BF16 && IN > 0 && N > 0) {
-    // bf16 in and out: each tile's GEMM writes its own columns of y, bias added in f32 before
-    // the one rounding (no f32 copy of y).
-    Tensor t = ctx.empty({rows, IN}, DType::BF16, MemCategory::Workspace);
-    for (int64_t r0 = 0; r0 < OUT; r0 += rows) {
-      const int64_t k = std::min(rows, OUT - r0);
-      weight_tile(ctx, t, w, absmax, r0, k, IN);
-      gemm_bf16_to_bf16(ctx, false, true, N, k, IN, xg.data<bf16>(), IN, t.data<bf16>(), IN,
-                        b32.defined() ? b32.f32() + r0 : nullptr, false, y.data<bf16>() + r0, OUT);
-    }
-    return;
-  }
-  Tensor y32 = s.out(y, "y");
-  float* yp = y32.f32();  // y: (N, OUT)
-  if (b32.defined()) {
-    const float* bp = b32.f32();
+  // bf16 in and out: each tile's GEMM writes its own columns of y, the bias added in f32 before
+  // the one rounding (no f32 copy of y). Otherwise y is f32, or staged through f32.
+  const bool direct = bf && y.dtype() == DType::BF16 && IN > 0;
+  Tensor y32 = direct ? y : s.out(y, "y");
+  if (!direct) {
+    float* yp = y32.f32();  // y: (N, OUT)
+    if (b32.defined()) {
+      const float* bp = b32.f32();
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < N; ++r) std::copy(bp, bp + OUT, yp + r * OUT);
-  } else if (IN == 0) {
-    y32.zero_();
+      for (int64_t r = 0; r < N; ++r) std::copy(bp, bp + OUT, yp + r * OUT);
+    } else if (IN == 0) {
+      y32.zero_();
+    }
   }
   // Each tile writes its own columns of y: added to the bias, or written.
   const float beta = b32.defined() ? 1.0f : 0.0f;
+  const int64_t rows = std::min(tile_rows(IN, xg.dtype()), OUT);
   Tensor t = ctx.empty({rows, IN}, xg.dtype(), MemCategory::Workspace);  // reused by every tile
   for (int64_t r0 = 0; r0 < OUT && IN > 0 && N > 0; r0 += rows) {
     const int64_t k = std::min(rows, OUT - r0);
     weight_tile(ctx, t, w, absmax, r0, k, IN);
-    // y[:, r0:r0+k] += x (N, IN) t^T (IN, k)
-    if (bf)
+    // y[:, r0:r0+k] (+)= x (N, IN) t^T (IN, k)
+    if (direct)
+      gemm_bf16_to_bf16(ctx, false, true, N, k, IN, xg.data<bf16>(), IN, t.data<bf16>(), IN,
+                        b32.defined() ? b32.f32() + r0 : nullptr, false, y.data<bf16>() + r0, OUT);
+    else if (bf)
       gemm_bf16(ctx, false, true, N, k, IN, 1.0f, xg.data<bf16>(), IN, t.data<bf16>(), IN, beta,
-                yp + r0, OUT);
+                y32.f32() + r0, OUT);
     else
-      gemm_f32(ctx, false, true, N, k, IN, 1.0f, xg.f32(), IN, t.f32(), IN, beta, yp + r0, OUT);
+      gemm_f32(ctx, false, true, N, k, IN, 1.0f, xg.f32(), IN, t.f32(), IN, beta, y32.f32() + r0,
+               OUT);
   }
   s.finish();
 }
@@ -125,16 +122,10 @@ void linear_backward_input_quantized(ExecContext& ctx, Tensor& dx, const Tensor&
   const Tensor dyg = gemm_input(s, dy, "dy");
   const bool bf = dyg.dtype() == DType::BF16;
   const int64_t rows = std::min(tile_rows(IN, dyg.dtype()), OUT);
-  if (bf && dx.dtype() == DType::BF16 && rows == OUT && OUT > 0 && IN > 0 && N > 0) {
-    // bf16 in and out with the whole weight in one tile: one GEMM writes (or adds onto) dx, one
-    // rounding. Several tiles add onto dx one after another, which needs the f32 sum below.
-    Tensor t = ctx.empty({rows, IN}, DType::BF16, MemCategory::Workspace);
-    weight_tile(ctx, t, w, absmax, 0, OUT, IN);
-    gemm_bf16_to_bf16(ctx, false, false, N, IN, OUT, dyg.data<bf16>(), OUT, t.data<bf16>(), IN,
-                      nullptr, accumulate, dx.data<bf16>(), IN);
-    return;
-  }
-  Tensor dx32 = s.out(dx, "dx", accumulate);
+  // bf16 in and out with the whole weight in one tile: its GEMM writes (or adds onto) dx, one
+  // rounding. Several tiles add onto dx one after another, which needs an f32 sum.
+  const bool direct = bf && dx.dtype() == DType::BF16 && rows == OUT && OUT > 0;
+  Tensor dx32 = direct ? dx : s.out(dx, "dx", accumulate);
   if (!accumulate && (OUT == 0 || N == 0)) dx32.zero_();
   Tensor t = ctx.empty({rows, IN}, dyg.dtype(), MemCategory::Workspace);  // reused by every tile
   for (int64_t r0 = 0; r0 < OUT && IN > 0 && N > 0; r0 += rows) {
@@ -142,7 +133,10 @@ void linear_backward_input_quantized(ExecContext& ctx, Tensor& dx, const Tensor&
     weight_tile(ctx, t, w, absmax, r0, k, IN);
     // dx (N, IN) += dy[:, r0:r0+k] (N, k) t (k, IN); the first tile writes unless accumulating
     const float beta = accumulate || r0 > 0 ? 1.0f : 0.0f;
-    if (bf)
+    if (direct)
+      gemm_bf16_to_bf16(ctx, false, false, N, IN, k, dyg.data<bf16>() + r0, OUT, t.data<bf16>(), IN,
+                        nullptr, accumulate, dx.data<bf16>(), IN);
+    else if (bf)
       gemm_bf16(ctx, false, false, N, IN, k, 1.0f, dyg.data<bf16>() + r0, OUT, t.data<bf16>(), IN,
                 beta, dx32.f32(), IN);
     else

@@ -14,23 +14,6 @@ namespace braid::cpu {
 
 namespace scalar {
 
-float softmax_row(float* s, int64_t n, float out_scale) {
-  float m = s[0];
-  for (int64_t j = 1; j < n; ++j) m = std::max(m, s[j]);
-  float sum = 0.0f;
-  for (int64_t j = 0; j < n; ++j) {
-    s[j] = exp_approx(s[j] - m);
-    sum += s[j];
-  }
-  const float mul = out_scale / sum;
-  for (int64_t j = 0; j < n; ++j) s[j] *= mul;
-  return m + std::log(sum);
-}
-
-void exp_shifted_row(float* s, int64_t n, float shift) {
-  for (int64_t j = 0; j < n; ++j) s[j] = exp_approx(s[j] - shift);
-}
-
 float exp_shifted_sum_row(float* s, int64_t n, float shift) {
   float sum = 0.0f;
   for (int64_t j = 0; j < n; ++j) {
@@ -38,6 +21,19 @@ float exp_shifted_sum_row(float* s, int64_t n, float shift) {
     sum += s[j];
   }
   return sum;
+}
+
+float softmax_row(float* s, int64_t n, float out_scale) {
+  float m = s[0];
+  for (int64_t j = 1; j < n; ++j) m = std::max(m, s[j]);
+  const float sum = exp_shifted_sum_row(s, n, m);
+  const float mul = out_scale / sum;
+  for (int64_t j = 0; j < n; ++j) s[j] *= mul;
+  return m + std::log(sum);
+}
+
+void exp_shifted_row(float* s, int64_t n, float shift) {
+  for (int64_t j = 0; j < n; ++j) s[j] = exp_approx(s[j] - shift);
 }
 
 void softmax_grad_row(float* dp, const float* p, int64_t n, float d, float scale) {
